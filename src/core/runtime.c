@@ -1,0 +1,311 @@
+/* runtime.c — init and finalize: the segment of every PE mapped, the heap and team
+ * region allocators set up, the predefined teams created. */
+#include "core/runtime.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/wait.h"
+#include "team/team.h"
+#include "transport/transport.h"
+
+symm_runtime_t symm_g = {.me = -1,
+                         .heap_lock = PTHREAD_MUTEX_INITIALIZER,
+                         .team_lock = PTHREAD_MUTEX_INITIALIZER,
+                         .create_lock = PTHREAD_MUTEX_INITIALIZER};
+
+static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+
+static void unmap_segments(void)
+{
+    if (!symm_g.seg) return;
+    for (int p = 0; p < symm_g.npes; p++)
+        if (symm_g.seg[p]) munmap(symm_g.seg[p], symm_g.seg_size);
+    free(symm_g.seg);
+    symm_g.seg = NULL;
+}
+
+static symm_status_t map_ctrl(void)
+{
+    if (symm_g.boot.ctrl_fd < 0) {
+        /* Without symmrun nobody else writes the control page: a private one keeps the
+         * wait path free of NULL checks. */
+        symm_g.ctrl = calloc(1, symm_ctrl_size(1));
+        if (!symm_g.ctrl) return symm_error_set(SYMM_ERR_NO_MEMORY, "control page");
+        symm_g.ctrl->magic = SYMM_CTRL_MAGIC;
+        symm_g.ctrl->npes = 1;
+        symm_g.ctrl->failed_pe = -1;
+        symm_g.ctrl_owned = 1;
+        return SYMM_SUCCESS;
+    }
+    size_t size = symm_ctrl_size((uint32_t)symm_g.npes);
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, symm_g.boot.ctrl_fd, 0);
+    if (p == MAP_FAILED)
+        return symm_error_set(SYMM_ERR_SYSTEM, "mmap of the control page: %s", strerror(errno));
+    symm_g.ctrl = p;
+    if (symm_g.ctrl->magic != SYMM_CTRL_MAGIC)
+        return symm_error_set(SYMM_ERR_BOOTSTRAP, "control page from symmrun has a bad magic");
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t map_segments(void)
+{
+    symm_g.seg = calloc((size_t)symm_g.npes, sizeof *symm_g.seg);
+    if (!symm_g.seg) return symm_error_set(SYMM_ERR_NO_MEMORY, "segment table");
+    for (int p = 0; p < symm_g.npes; p++) {
+        /* MAP_NORESERVE: the heap is large and mostly untouched; pages come from the
+         * memfd only when first written. */
+        void *m = mmap(NULL, symm_g.seg_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
+                       symm_g.boot.seg_fd[p], 0);
+        if (m == MAP_FAILED)
+            return symm_error_set(SYMM_ERR_SYSTEM, "mmap of PE %d's segment (%zu bytes): %s", p,
+                                  symm_g.seg_size, strerror(errno));
+        symm_g.seg[p] = m;
+    }
+    return SYMM_SUCCESS;
+}
+
+static void close_boot_fds(void)
+{
+    if (symm_g.boot.seg_fd) {
+        for (int p = 0; p < symm_g.npes; p++)
+            if (symm_g.boot.seg_fd[p] >= 0) close(symm_g.boot.seg_fd[p]);
+        free(symm_g.boot.seg_fd);
+        symm_g.boot.seg_fd = NULL;
+    }
+    if (symm_g.boot.ctrl_fd >= 0) close(symm_g.boot.ctrl_fd);
+    symm_g.boot.ctrl_fd = -1;
+}
+
+static symm_status_t setup_layout(void)
+{
+    /* The header size depends on npes, which is known only after the rendezvous; the
+     * segment is sized for the largest header symmrun can produce so every PE agrees on
+     * the layout without another round. */
+    size_t hdr = round_up((size_t)SYMM_MAX_PES * (sizeof(symm_mbox_t) + sizeof(symm_mbox_ack_t)),
+                          4096);
+    symm_g.team_off = hdr;
+    symm_g.team_size = round_up(symm_config.team_heap_size, 4096);
+    symm_g.heap_off = hdr + symm_g.team_size;
+    symm_g.heap_size = round_up(symm_config.heap_size, 4096);
+    if (symm_g.heap_size < 4096) symm_g.heap_size = 4096;
+    symm_g.seg_size = symm_g.heap_off + symm_g.heap_size;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_init(void)
+{
+    symm_status_t st = SYMM_SUCCESS;
+    pthread_mutex_lock(&init_lock);
+    if (symm_g.initialized) {
+        pthread_mutex_unlock(&init_lock);
+        return symm_error_set(SYMM_ERR_ALREADY_INITIALIZED, "symm_init called twice");
+    }
+    if (symm_config_load() != 0) {
+        pthread_mutex_unlock(&init_lock);
+        return symm_last_status();
+    }
+    symm_log_level = symm_log_parse_level(symm_config.log);
+    setup_layout();
+
+    int fd = memfd_create("symm-segment", MFD_CLOEXEC);
+    if (fd < 0) {
+        st = symm_error_set(SYMM_ERR_SYSTEM, "memfd_create: %s", strerror(errno));
+        goto out_unlock;
+    }
+    if (ftruncate(fd, (off_t)symm_g.seg_size) != 0) {
+        st = symm_error_set(SYMM_ERR_SYSTEM, "sizing the segment to %zu bytes: %s",
+                            symm_g.seg_size, strerror(errno));
+        close(fd);
+        goto out_unlock;
+    }
+    CHECK_GOTO(symm_boot_init(fd, symm_g.seg_size, &symm_g.boot), st, out_close_fd);
+    symm_g.me = symm_g.boot.rank;
+    symm_g.npes = symm_g.boot.npes;
+    if (symm_g.npes > SYMM_MAX_PES) {
+        st = symm_error_set(SYMM_ERR_UNSUPPORTED, "%d PEs on one host; at most %d",
+                            symm_g.npes, SYMM_MAX_PES);
+        goto out_close_boot;
+    }
+    CHECK_GOTO(map_ctrl(), st, out_close_boot);
+    CHECK_GOTO(map_segments(), st, out_unmap);
+    close_boot_fds();
+
+    uint8_t *my = symm_g.seg[symm_g.me];
+    symm_g.mbox = (symm_mbox_t *)my;
+    symm_g.mbox_ack = (symm_mbox_ack_t *)(my + (size_t)SYMM_MAX_PES * sizeof(symm_mbox_t));
+    symm_g.mbox_sent = calloc((size_t)symm_g.npes, sizeof(uint64_t));
+    symm_g.mbox_recvd = calloc((size_t)symm_g.npes, sizeof(uint64_t));
+    if (!symm_g.mbox_sent || !symm_g.mbox_recvd) {
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "mailbox counters");
+        goto out_free_mbox;
+    }
+    if (symm_arena_init(&symm_g.heap_arena, symm_g.heap_size) ||
+        symm_arena_init(&symm_g.team_arena, symm_g.team_size)) {
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "heap allocators");
+        goto out_free_arenas;
+    }
+    symm_g.initialized = 1;
+    CHECK_GOTO(symm_transport_init(), st, out_uninit);
+    CHECK_GOTO(symm_team_layer_init(), st, out_transport);
+    pthread_mutex_unlock(&init_lock);
+    SYMM_DEBUG("initialized: %d PEs, heap %zu bytes, team region %zu bytes", symm_g.npes,
+               symm_g.heap_size, symm_g.team_size);
+    return SYMM_SUCCESS;
+
+out_transport:
+    symm_transport_finalize();
+out_uninit:
+    symm_g.initialized = 0;
+out_free_arenas:
+    symm_arena_destroy(&symm_g.heap_arena);
+    symm_arena_destroy(&symm_g.team_arena);
+out_free_mbox:
+    free(symm_g.mbox_sent);
+    free(symm_g.mbox_recvd);
+    symm_g.mbox_sent = symm_g.mbox_recvd = NULL;
+out_unmap:
+    unmap_segments();
+    if (symm_g.ctrl_owned) free(symm_g.ctrl);
+    else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
+    symm_g.ctrl = NULL;
+out_close_boot:
+    close_boot_fds();
+    symm_boot_finalize(&symm_g.boot);
+    symm_g.me = -1;
+    symm_g.npes = 0;
+    goto out_unlock;
+out_close_fd:
+    /* symm_boot_init failed before owning the fd */
+    close(fd);
+out_unlock:
+    pthread_mutex_unlock(&init_lock);
+    return st;
+}
+
+symm_status_t symm_finalize(void)
+{
+    pthread_mutex_lock(&init_lock);
+    if (!symm_g.initialized) {
+        pthread_mutex_unlock(&init_lock);
+        return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "symm_finalize without symm_init");
+    }
+    /* Peers may still read this PE's heap until they too reach finalize. */
+    symm_status_t st = symm_barrier_all();
+    symm_team_layer_finalize();
+    symm_transport_finalize();
+    symm_g.initialized = 0;
+    symm_arena_destroy(&symm_g.heap_arena);
+    symm_arena_destroy(&symm_g.team_arena);
+    free(symm_g.mbox_sent);
+    free(symm_g.mbox_recvd);
+    symm_g.mbox_sent = symm_g.mbox_recvd = NULL;
+    unmap_segments();
+    if (symm_g.ctrl_owned) free(symm_g.ctrl);
+    else munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
+    symm_g.ctrl = NULL;
+    symm_g.ctrl_owned = 0;
+    if (st == SYMM_SUCCESS) symm_boot_finalize(&symm_g.boot);
+    symm_g.me = -1;
+    symm_g.npes = 0;
+    pthread_mutex_unlock(&init_lock);
+    return st;
+}
+
+int symm_initialized(void) { return symm_g.initialized; }
+int symm_my_pe(void) { return symm_g.initialized ? symm_g.me : -1; }
+int symm_n_pes(void) { return symm_g.initialized ? symm_g.npes : -1; }
+
+void symm_abort(int code, const char *why)
+{
+    SYMM_ERROR("symm_abort(%d): %s", code, why ? why : "");
+    if (symm_g.boot.sock >= 0) symm_boot_abort(&symm_g.boot, code, why ? why : "");
+    _exit(code ? code : 1);
+}
+
+symm_status_t symm_get_info(symm_info_t *out)
+{
+    SYMM_REQUIRE_INIT();
+    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "symm_get_info: out is NULL");
+    symm_info_t i;
+    pthread_mutex_lock(&symm_g.heap_lock);
+    i.heap_used = symm_g.heap_arena.used;
+    pthread_mutex_unlock(&symm_g.heap_lock);
+    pthread_mutex_lock(&symm_g.team_lock);
+    i.team_heap_used = symm_g.team_arena.used;
+    pthread_mutex_unlock(&symm_g.team_lock);
+    i.heap_size = symm_g.heap_size;
+    i.team_heap_size = symm_g.team_size;
+    i.transport = symm_transport_name();
+    *out = i;
+    return SYMM_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- team region */
+symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out)
+{
+    pthread_mutex_lock(&symm_g.team_lock);
+    int rc = symm_arena_alloc(&symm_g.team_arena, size, 64, off_out);
+    pthread_mutex_unlock(&symm_g.team_lock);
+    if (rc)
+        return symm_error_set(SYMM_ERR_NO_MEMORY,
+                              "team region full: %zu bytes asked, %zu of %zu in use "
+                              "(raise SYMM_TEAM_HEAP_SIZE)",
+                              size, (size_t)symm_g.team_arena.used, symm_g.team_size);
+    /* Synchronisation state starts at zero: a block reused after a destroyed team
+     * must not carry old flags. */
+    memset(symm_team_region_ptr(symm_g.me, *off_out), 0, size);
+    return SYMM_SUCCESS;
+}
+
+void symm_team_region_free(uint64_t off)
+{
+    pthread_mutex_lock(&symm_g.team_lock);
+    symm_arena_free(&symm_g.team_arena, off);
+    pthread_mutex_unlock(&symm_g.team_lock);
+}
+
+/* ---------------------------------------------------------------- mailboxes */
+symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords)
+{
+    symm_mbox_t *box = (symm_mbox_t *)symm_seg_ptr(&symm_g.mbox[symm_g.me], pe);
+    /* The slot may be reused only once pe consumed the previous message. */
+    symm_wait_t w = SYMM_WAIT_INIT;
+    while (__atomic_load_n(&symm_g.mbox_ack[pe].acked, __ATOMIC_ACQUIRE) < symm_g.mbox_sent[pe]) {
+        symm_status_t st = symm_wait_pause(&w);
+        if (st == SYMM_ERR_TIMEOUT)
+            return symm_error_set(st, "team creation: PE %d never took this PE's previous "
+                                      "message (%.0f s)", pe, symm_wait_elapsed(&w));
+        if (st) return st;
+    }
+    for (int i = 0; i < nwords; i++) box->data[i] = data[i];
+    __atomic_store_n(&box->seq, ++symm_g.mbox_sent[pe], __ATOMIC_RELEASE);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_mbox_recv(int pe, uint64_t *data, int nwords)
+{
+    symm_mbox_t *box = &symm_g.mbox[pe];
+    uint64_t want = symm_g.mbox_recvd[pe] + 1;
+    symm_wait_t w = SYMM_WAIT_INIT;
+    while (__atomic_load_n(&box->seq, __ATOMIC_ACQUIRE) < want) {
+        symm_status_t st = symm_wait_pause(&w);
+        if (st == SYMM_ERR_TIMEOUT)
+            return symm_error_set(st, "team creation: PE %d never arrived (%.0f s)", pe,
+                                  symm_wait_elapsed(&w));
+        if (st) return st;
+    }
+    for (int i = 0; i < nwords; i++) data[i] = box->data[i];
+    symm_g.mbox_recvd[pe] = want;
+    symm_mbox_ack_t *ack = (symm_mbox_ack_t *)symm_seg_ptr(&symm_g.mbox_ack[symm_g.me], pe);
+    __atomic_store_n(&ack->acked, want, __ATOMIC_RELEASE);
+    return SYMM_SUCCESS;
+}

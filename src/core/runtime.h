@@ -1,0 +1,98 @@
+/* runtime.h — the state of this PE's world: where every PE's segment is mapped, the
+ * layout of a segment, and the inline address translation that every transfer uses.
+ *
+ * A segment is one memfd per PE, mapped by every PE of the host:
+ *   [0, hdr)                 header: team-creation mailboxes
+ *   [team_off, +team_size)   team region: synchronisation state of teams and pools,
+ *                            allocated locally by each PE (offsets exchanged at creation)
+ *   [heap_off, +heap_size)   the symmetric heap: collective allocation, same offsets
+ */
+#ifndef SYMM_CORE_RUNTIME_H
+#define SYMM_CORE_RUNTIME_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include "bootstrap/boot.h"
+#include "core/arena.h"
+#include "symm.h"
+
+/* Mailbox for creating a team from a rank list: PE s writes into slot s of the
+ * receiver's header; the receiver acknowledges in slot r of the sender's ack array. */
+typedef struct symm_mbox {
+    volatile uint64_t seq; /* number of messages s has sent to this PE */
+    uint64_t data[7];
+} __attribute__((aligned(64))) symm_mbox_t;
+
+typedef struct symm_mbox_ack {
+    volatile uint64_t acked; /* messages of the owner that PE r has consumed */
+    uint64_t pad[7];
+} __attribute__((aligned(64))) symm_mbox_ack_t;
+
+typedef struct symm_runtime {
+    int initialized;
+    int me;   /* -1 before init */
+    int npes; /* 0 before init */
+    uint8_t **seg;
+    size_t seg_size;
+    size_t team_off, team_size;
+    size_t heap_off, heap_size;
+    symm_mbox_t *mbox;         /* [npes] in my header */
+    symm_mbox_ack_t *mbox_ack; /* [npes] in my header */
+    uint64_t *mbox_sent;       /* [npes] local counters */
+    uint64_t *mbox_recvd;      /* [npes] */
+    symm_ctrl_t *ctrl;
+    int ctrl_owned; /* 1: malloc'd (no symmrun) */
+    symm_boot_t boot;
+    symm_arena_t heap_arena; /* guarded by heap_lock */
+    symm_arena_t team_arena; /* guarded by team_lock */
+    pthread_mutex_t heap_lock;
+    pthread_mutex_t team_lock;
+    pthread_mutex_t create_lock; /* serialises rank-list team creation (mailboxes) */
+} symm_runtime_t;
+
+/* PEs of one host; the segment header holds a mailbox pair for each. */
+#define SYMM_MAX_PES 1024
+
+extern symm_runtime_t symm_g;
+
+#define SYMM_REQUIRE_INIT()                                                              \
+    do {                                                                                 \
+        if (SYMM_UNLIKELY(!symm_g.initialized))                                          \
+            return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "%s called before symm_init " \
+                                  "or after symm_finalize", __func__);                   \
+    } while (0)
+
+static inline uint8_t *symm_heap_base(int pe) { return symm_g.seg[pe] + symm_g.heap_off; }
+
+/* 1 if [p, p+n) lies inside my symmetric heap. */
+static inline int symm_in_heap(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)symm_heap_base(symm_g.me);
+    return a >= b && a - b <= symm_g.heap_size && n <= symm_g.heap_size - (a - b);
+}
+
+/* My address of an object in my segment -> the same object in pe's segment. */
+static inline void *symm_seg_ptr(const void *addr, int pe)
+{
+    return symm_g.seg[pe] + ((const uint8_t *)addr - symm_g.seg[symm_g.me]);
+}
+
+/* Team region offsets <-> addresses. */
+static inline void *symm_team_region_ptr(int pe, uint64_t off)
+{
+    return symm_g.seg[pe] + symm_g.team_off + off;
+}
+
+/* Validates a symmetric range and a PE; records the error with the caller's name. */
+symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int pe);
+
+/* Team-region allocation (local to this PE, thread-safe). */
+symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out);
+void symm_team_region_free(uint64_t off);
+
+/* Mailboxes (rank-list team creation). Caller holds create_lock. */
+symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords);
+symm_status_t symm_mbox_recv(int pe, uint64_t *data, int nwords);
+
+#endif

@@ -1,0 +1,38 @@
+/* wait.c — the slow path of waiting (see wait.h). */
+#include "core/wait.h"
+
+#include <sched.h>
+#include <time.h>
+
+#include "core/runtime.h"
+
+uint64_t symm_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+symm_status_t symm_wait_slow(symm_wait_t *w)
+{
+    /* The clock is read at most every 64 polls: a wait that yields costs ~1 us per
+     * poll, so this still notices a failure or timeout within a millisecond. */
+    if (w->t0_ns == 0) {
+        w->t0_ns = w->last_ns = symm_now_ns();
+    } else if ((w->iter & 63) == 0) {
+        w->last_ns = symm_now_ns();
+    }
+    symm_ctrl_t *ctrl = symm_g.ctrl;
+    if (ctrl && SYMM_UNLIKELY(__atomic_load_n(&ctrl->abort, __ATOMIC_ACQUIRE)))
+        return symm_error_set(SYMM_ERR_PE_FAILED, "job aborted: %s", ctrl->message);
+    uint64_t waited = w->last_ns - w->t0_ns;
+    if (SYMM_UNLIKELY((double)waited * 1e-9 > symm_config.timeout)) return SYMM_ERR_TIMEOUT;
+    if (waited < (uint64_t)symm_config.yield_us * 1000u) {
+        sched_yield();
+    } else {
+        struct timespec ts = {0, (long)symm_config.sleep_us * 1000L};
+        nanosleep(&ts, NULL);
+        w->last_ns = symm_now_ns();
+    }
+    return SYMM_SUCCESS;
+}

@@ -1,0 +1,60 @@
+/* wait.h — how every wait of symm makes progress when PEs outnumber cores: spin a
+ * little, then yield the CPU, then sleep between polls; and how it ends: after
+ * SYMM_TIMEOUT seconds, or as soon as symmrun reports a failed PE. The caller polls its
+ * condition and calls symm_wait_pause() between polls; a non-zero status means give up
+ * (the caller then says which PEs never arrived). */
+#ifndef SYMM_CORE_WAIT_H
+#define SYMM_CORE_WAIT_H
+
+#include <stdint.h>
+
+#include "core/config.h"
+#include "core/log.h"
+
+typedef struct symm_wait {
+    uint32_t iter;
+    uint64_t t0_ns;   /* first slow-path call */
+    uint64_t last_ns; /* last clock read */
+} symm_wait_t;
+
+#define SYMM_WAIT_INIT {0, 0, 0}
+
+static inline void symm_cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+uint64_t symm_now_ns(void);
+/* Yields or sleeps; returns SYMM_ERR_TIMEOUT or SYMM_ERR_PE_FAILED (message recorded
+ * for PE_FAILED only: the caller knows whom it waited for) or SYMM_SUCCESS. */
+symm_status_t symm_wait_slow(symm_wait_t *w);
+
+static inline symm_status_t symm_wait_pause(symm_wait_t *w)
+{
+    if (SYMM_LIKELY(++w->iter < (uint32_t)symm_config.spin)) {
+        symm_cpu_relax();
+        return SYMM_SUCCESS;
+    }
+    return symm_wait_slow(w);
+}
+
+/* Seconds waited so far (for messages). */
+static inline double symm_wait_elapsed(const symm_wait_t *w)
+{
+    return w->t0_ns ? (double)(symm_now_ns() - w->t0_ns) * 1e-9 : 0.0;
+}
+
+/* Comparison used by wait_until, test and signal_wait_until. */
+#define SYMM_CMP_EVAL(cmp, a, b)                                                         \
+    ((cmp) == SYMM_CMP_EQ   ? (a) == (b)                                                 \
+     : (cmp) == SYMM_CMP_NE ? (a) != (b)                                                 \
+     : (cmp) == SYMM_CMP_GT ? (a) > (b)                                                  \
+     : (cmp) == SYMM_CMP_GE ? (a) >= (b)                                                 \
+     : (cmp) == SYMM_CMP_LT ? (a) < (b)                                                  \
+                            : (a) <= (b))
+
+#endif

@@ -1,0 +1,525 @@
+/* team.c — team and pool objects: handles, the slot table that resolves them without a
+ * lock, creation (predefined, split, 2-D split, rank list), pools and their growth,
+ * destruction, and the team-numbering queries. */
+#include "team/team.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+
+/* ---------------------------------------------------------------- slot table */
+/* Two levels, 4096 slots a page, pages made on demand and never freed before finalize:
+ * a reader indexes twice with no lock; only creation and destruction take slot_lock. */
+#define SLOT_PAGE_BITS 12
+#define SLOT_PAGE (1u << SLOT_PAGE_BITS)
+#define SLOT_DIR 2048 /* 8M slots */
+/* Freed slots wait in a FIFO and are reused only when this many are waiting, so that a
+ * stale handle meets its old generation in its slot for a long time. */
+#define SLOT_REUSE_AFTER 1024
+
+static _Atomic(symm_pool_obj_t *) *slot_dir[SLOT_DIR];
+static uint8_t *slot_gen[SLOT_DIR];
+static uint32_t slot_next;
+static uint32_t *free_fifo;
+static size_t free_head, free_tail, free_cap;
+static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
+
+symm_team_t symm_team_internal = SYMM_TEAM_INVALID;
+
+static inline symm_pool_obj_t *slot_get(uint32_t slot)
+{
+    _Atomic(symm_pool_obj_t *) *page = slot_dir[slot >> SLOT_PAGE_BITS];
+    return page ? atomic_load_explicit(&page[slot & (SLOT_PAGE - 1)], memory_order_acquire)
+                : NULL;
+}
+
+static symm_status_t slot_take(uint32_t *slot_out, uint32_t *gen_out)
+{
+    pthread_mutex_lock(&slot_lock);
+    uint32_t slot;
+    if (free_tail - free_head >= SLOT_REUSE_AFTER) {
+        slot = free_fifo[free_head++ % free_cap];
+    } else {
+        if (slot_next >= (uint32_t)SLOT_DIR * SLOT_PAGE) {
+            pthread_mutex_unlock(&slot_lock);
+            return symm_error_set(SYMM_ERR_NO_MEMORY, "more than %u live teams and pools",
+                                  (unsigned)SLOT_DIR * SLOT_PAGE);
+        }
+        slot = slot_next;
+        uint32_t d = slot >> SLOT_PAGE_BITS;
+        if (!slot_dir[d]) {
+            slot_dir[d] = calloc(SLOT_PAGE, sizeof(*slot_dir[d]));
+            slot_gen[d] = calloc(SLOT_PAGE, 1);
+            if (!slot_dir[d] || !slot_gen[d]) {
+                free(slot_dir[d]);
+                free(slot_gen[d]);
+                slot_dir[d] = NULL;
+                slot_gen[d] = NULL;
+                pthread_mutex_unlock(&slot_lock);
+                return symm_error_set(SYMM_ERR_NO_MEMORY, "team slot table");
+            }
+        }
+        slot_next++;
+    }
+    *slot_out = slot;
+    *gen_out = slot_gen[slot >> SLOT_PAGE_BITS][slot & (SLOT_PAGE - 1)];
+    pthread_mutex_unlock(&slot_lock);
+    return SYMM_SUCCESS;
+}
+
+static void slot_publish(symm_pool_obj_t *p)
+{
+    atomic_store_explicit(&slot_dir[p->slot >> SLOT_PAGE_BITS][p->slot & (SLOT_PAGE - 1)], p,
+                          memory_order_release);
+}
+
+void symm_slot_release(uint32_t slot)
+{
+    pthread_mutex_lock(&slot_lock);
+    uint32_t d = slot >> SLOT_PAGE_BITS, i = slot & (SLOT_PAGE - 1);
+    atomic_store_explicit(&slot_dir[d][i], NULL, memory_order_release);
+    slot_gen[d][i] = (uint8_t)((slot_gen[d][i] + 1) & SYMM_H_GEN_MASK);
+    if (free_tail - free_head == free_cap) {
+        size_t cap = free_cap ? free_cap * 2 : 4096;
+        uint32_t *f = malloc(cap * sizeof *f);
+        if (!f) { /* the slot is simply never reused */
+            pthread_mutex_unlock(&slot_lock);
+            return;
+        }
+        for (size_t k = free_head; k < free_tail; k++) f[k - free_head] = free_fifo[k % free_cap];
+        free_tail -= free_head;
+        free_head = 0;
+        free(free_fifo);
+        free_fifo = f;
+        free_cap = cap;
+    }
+    free_fifo[free_tail++ % free_cap] = slot;
+    pthread_mutex_unlock(&slot_lock);
+}
+
+symm_team_t symm_team_handle(const symm_pool_obj_t *p, uint32_t dup, int pool_bit)
+{
+    return ((int64_t)p->slot << SYMM_H_SLOT_SHIFT) | ((int64_t)p->gen << SYMM_H_GEN_SHIFT) |
+           (pool_bit ? SYMM_H_POOL_BIT : 0) | (int64_t)dup;
+}
+
+/* Resolves a handle to its object (any kind) or NULL. */
+symm_pool_obj_t *symm_handle_resolve(int64_t h)
+{
+    if (h < 0 || !symm_g.initialized) return NULL;
+    uint32_t slot = (uint32_t)(h >> SYMM_H_SLOT_SHIFT);
+    uint32_t gen = (uint32_t)(h >> SYMM_H_GEN_SHIFT) & SYMM_H_GEN_MASK;
+    if (slot >= slot_next) return NULL;
+    symm_pool_obj_t *p = slot_get(slot);
+    if (!p || p->gen != gen) return NULL;
+    return p;
+}
+
+
+symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t **pool_out,
+                               symm_dup_t **dup_out)
+{
+    symm_pool_obj_t *p = symm_handle_resolve(team);
+    if (SYMM_UNLIKELY(!p || (team & SYMM_H_POOL_BIT)))
+        return symm_error_set(SYMM_ERR_TEAM_INVALID,
+                              "%s: team handle 0x%llx is invalid or was destroyed%s", fn,
+                              (unsigned long long)team,
+                              (p && (team & SYMM_H_POOL_BIT))
+                                  ? " (it is a pool: use symm_pool_team(pool, i))"
+                                  : "");
+    symm_dup_t *d = symm_pool_dup_at(p, (size_t)(team & SYMM_H_DUP_MASK));
+    if (SYMM_UNLIKELY(!d))
+        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team handle 0x%llx names a "
+                              "duplicate beyond its pool", fn, (unsigned long long)team);
+    *pool_out = p;
+    *dup_out = d;
+    return SYMM_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- objects */
+void symm_chunk_free(symm_chunk_t *ch)
+{
+    free(ch->member_base);
+    free(ch->dups);
+    free(ch);
+}
+
+void symm_pool_obj_free(symm_pool_obj_t *p)
+{
+    if (!p) return;
+    symm_chunk_t *ch = p->chunks;
+    while (ch) {
+        symm_chunk_t *next = ch->next;
+        symm_team_region_free(ch->my_off);
+        symm_chunk_free(ch);
+        ch = next;
+    }
+    for (size_t i = 0; i < p->nretired; i++) free(p->retired[i]);
+    free(p->retired);
+    free(atomic_load(&p->table));
+    free(p->world);
+    free(p->index_of);
+    free(p->name);
+    free(p);
+}
+
+/* A pool object for the given members (world ranks, in team order), without state. */
+symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n, symm_pool_obj_t **out)
+{
+    symm_pool_obj_t *p = calloc(1, sizeof *p);
+    if (!p) return symm_error_set(SYMM_ERR_NO_MEMORY, "team object");
+    p->kind = kind;
+    p->n = n;
+    p->me = -1;
+    p->world = malloc((size_t)n * sizeof(int));
+    p->index_of = malloc((size_t)symm_g.npes * sizeof(int));
+    if (!p->world || !p->index_of) {
+        symm_pool_obj_free(p);
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "team of %d members", n);
+    }
+    for (int i = 0; i < symm_g.npes; i++) p->index_of[i] = -1;
+    uint64_t h = SYMM_HASH_INIT;
+    for (int i = 0; i < n; i++) {
+        p->world[i] = world[i];
+        p->index_of[world[i]] = i;
+        h = symm_hash64(h, (uint64_t)world[i]);
+    }
+    p->members_hash = h;
+    p->me = p->index_of[symm_g.me];
+    p->block_size = ((size_t)n * sizeof(symm_sync_slot_t) + 63) & ~(size_t)63;
+    *out = p;
+    return SYMM_SUCCESS;
+}
+
+/* Allocates my blocks for count duplicates (plus the control one if with_ctl). */
+symm_status_t symm_chunk_alloc(symm_pool_obj_t *p, size_t first, size_t count,
+                                 symm_chunk_t **out)
+{
+    symm_chunk_t *ch = calloc(1, sizeof *ch);
+    if (!ch) return symm_error_set(SYMM_ERR_NO_MEMORY, "pool chunk");
+    ch->first = first;
+    ch->count = count;
+    ch->member_base = calloc((size_t)p->n, sizeof(uint8_t *));
+    ch->dups = aligned_alloc(64, count * sizeof(symm_dup_t));
+    if (!ch->member_base || !ch->dups) {
+        symm_chunk_free(ch);
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "pool of %zu duplicates", count);
+    }
+    if (count > SIZE_MAX / p->block_size) {
+        symm_chunk_free(ch);
+        return symm_error_set(SYMM_ERR_OVERFLOW, "pool of %zu duplicates", count);
+    }
+    symm_status_t st = symm_team_region_alloc(count * p->block_size, &ch->my_off);
+    if (st) {
+        symm_chunk_free(ch);
+        return st;
+    }
+    uint8_t *mine = symm_team_region_ptr(symm_g.me, ch->my_off);
+    memset(ch->dups, 0, count * sizeof(symm_dup_t));
+    for (size_t i = 0; i < count; i++) {
+        symm_dup_t *d = &ch->dups[i];
+        atomic_init(&d->busy, 0);
+        d->pool = p;
+        d->chunk = ch;
+        d->block = i * p->block_size;
+        d->mine = (symm_sync_slot_t *)(mine + d->block);
+        d->index = (uint32_t)(first + i);
+    }
+    *out = ch;
+    return SYMM_SUCCESS;
+}
+
+/* Records the members' offsets of a chunk and adds its duplicates to the table. The
+ * first duplicate of the first chunk of a pool is its control duplicate. */
+symm_status_t symm_chunk_attach(symm_pool_obj_t *p, symm_chunk_t *ch, const uint64_t *offs,
+                                  int has_ctl)
+{
+    for (int j = 0; j < p->n; j++)
+        ch->member_base[j] = symm_team_region_ptr(p->world[j], offs[j]);
+    size_t skip = has_ctl ? 1 : 0;
+    size_t old = atomic_load(&p->size), add = ch->count - skip;
+    symm_dup_t **t = malloc((old + add) * sizeof *t);
+    if (!t) return symm_error_set(SYMM_ERR_NO_MEMORY, "pool table of %zu", old + add);
+    symm_dup_t **ot = atomic_load(&p->table);
+    if (old) memcpy(t, ot, old * sizeof *t);
+    for (size_t i = 0; i < add; i++) {
+        t[old + i] = &ch->dups[skip + i];
+        t[old + i]->index = (uint32_t)(old + i);
+    }
+    if (has_ctl) {
+        p->ctl = &ch->dups[0];
+        p->ctl->index = UINT32_MAX;
+    }
+    /* Readers may be using the old table right now (growth while duplicates run), so it
+     * is retired, not freed, until the pool goes. */
+    if (ot) {
+        void **r = realloc(p->retired, (p->nretired + 1) * sizeof *r);
+        if (!r) {
+            free(t);
+            return symm_error_set(SYMM_ERR_NO_MEMORY, "pool table");
+        }
+        p->retired = r;
+        p->retired[p->nretired++] = ot;
+    }
+    atomic_store_explicit(&p->table, t, memory_order_release);
+    atomic_store_explicit(&p->size, old + add, memory_order_release);
+    ch->next = p->chunks;
+    p->chunks = ch;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_pool_obj_register(symm_pool_obj_t *p)
+{
+    CHECK(slot_take(&p->slot, &p->gen));
+    slot_publish(p);
+    return SYMM_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- predefined teams */
+static symm_status_t make_predefined(symm_kind_t kind, symm_team_t expect, symm_team_t *out)
+{
+    int *all = malloc((size_t)symm_g.npes * sizeof(int));
+    if (!all) return symm_error_set(SYMM_ERR_NO_MEMORY, "world team");
+    for (int i = 0; i < symm_g.npes; i++) all[i] = i;
+    symm_pool_obj_t *p;
+    symm_status_t st = symm_pool_obj_new(kind, all, symm_g.npes, &p);
+    free(all);
+    CHECK(st);
+    /* Every PE makes the predefined teams first, in the same order, on an empty team
+     * region: the offsets agree without an exchange. */
+    symm_chunk_t *ch;
+    if ((st = symm_chunk_alloc(p, 0, 2, &ch))) {
+        symm_pool_obj_free(p);
+        return st;
+    }
+    uint64_t *offs = malloc((size_t)symm_g.npes * sizeof *offs);
+    if (!offs) {
+        symm_chunk_free(ch);
+        symm_pool_obj_free(p);
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "world team");
+    }
+    for (int i = 0; i < symm_g.npes; i++) offs[i] = ch->my_off;
+    st = symm_chunk_attach(p, ch, offs, 1);
+    free(offs);
+    if (st) {
+        symm_team_region_free(ch->my_off);
+        symm_chunk_free(ch);
+        symm_pool_obj_free(p);
+        return st;
+    }
+    if ((st = symm_pool_obj_register(p))) {
+        symm_pool_obj_free(p);
+        return st;
+    }
+    *out = symm_team_handle(p, 0, 0);
+    if (expect != SYMM_TEAM_INVALID && *out != expect)
+        return symm_error_set(SYMM_ERR_SYSTEM, "predefined team got handle 0x%llx",
+                              (unsigned long long)*out);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_team_layer_init(void)
+{
+    symm_team_t t;
+    CHECK(make_predefined(SYMM_KIND_WORLD, SYMM_TEAM_WORLD, &t));
+    CHECK(make_predefined(SYMM_KIND_NODE, SYMM_TEAM_NODE, &t));
+    CHECK(make_predefined(SYMM_KIND_INTERNAL, SYMM_TEAM_INVALID, &symm_team_internal));
+    return SYMM_SUCCESS;
+}
+
+void symm_registry_finalize(void);
+
+void symm_team_layer_finalize(void)
+{
+    symm_registry_finalize();
+    pthread_mutex_lock(&slot_lock);
+    for (uint32_t s = 0; s < slot_next; s++) {
+        symm_pool_obj_t *p = slot_get(s);
+        if (p) symm_pool_obj_free(p);
+    }
+    for (int d = 0; d < SLOT_DIR; d++) {
+        free(slot_dir[d]);
+        free(slot_gen[d]);
+        slot_dir[d] = NULL;
+        slot_gen[d] = NULL;
+    }
+    free(free_fifo);
+    free_fifo = NULL;
+    free_head = free_tail = free_cap = 0;
+    slot_next = 0;
+    symm_team_internal = SYMM_TEAM_INVALID;
+    pthread_mutex_unlock(&slot_lock);
+}
+
+/* ---------------------------------------------------------------- creation */
+/* Creates a pool over `members` with ndups duplicates, exchanging offsets through the
+ * collective c of a parent team (every parent member calls; non-members of the new team
+ * allocate nothing and get *out = NULL). One exchange episode: O(1) rounds. */
+symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
+                                       symm_kind_t kind, size_t ndups,
+                                       symm_pool_obj_t **out)
+{
+    symm_status_t st = SYMM_SUCCESS;
+    symm_pool_obj_t *p = NULL;
+    symm_chunk_t *ch = NULL;
+    uint64_t mine = UINT64_MAX; /* UINT64_MAX: "not a member" or "failed" */
+    int member = 0;
+    for (int i = 0; i < n; i++) member |= members[i] == symm_g.me;
+    if (member) {
+        st = symm_pool_obj_new(kind, members, n, &p);
+        if (!st) st = symm_chunk_alloc(p, 0, ndups + 1, &ch);
+        if (!st) mine = ch->my_off;
+    }
+    /* Everyone takes part in the exchange even after a local failure, so that no member
+     * waits for ever; a failure anywhere fails the creation everywhere. */
+    uint64_t *recv = malloc((size_t)c->n * sizeof *recv);
+    if (!recv) {
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "team creation");
+        goto out_free;
+    }
+    symm_status_t xst = symm_coll_exchange(c, NULL, st ? UINT64_MAX - 1 : mine, recv);
+    if (xst) {
+        st = xst;
+        goto out_free;
+    }
+    int bad = -1;
+    for (int j = 0; j < c->n; j++)
+        if (recv[j] == UINT64_MAX - 1) bad = j;
+    if (st) goto out_free;
+    if (bad >= 0) {
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "team creation failed on PE %d (world %d)",
+                            bad, c->world[bad]);
+        goto out_free;
+    }
+    if (!member) {
+        free(recv);
+        *out = NULL;
+        return SYMM_SUCCESS;
+    }
+    {
+        uint64_t *offs = malloc((size_t)n * sizeof *offs);
+        if (!offs) {
+            st = symm_error_set(SYMM_ERR_NO_MEMORY, "team creation");
+            goto out_free;
+        }
+        for (int i = 0; i < n; i++) offs[i] = recv[c->pool->index_of[members[i]]];
+        st = symm_chunk_attach(p, ch, offs, 1);
+        free(offs);
+        if (st) goto out_free;
+        ch = NULL;
+    }
+    free(recv);
+    if ((st = symm_pool_obj_register(p))) {
+        symm_pool_obj_free(p);
+        return st;
+    }
+    *out = p;
+    return SYMM_SUCCESS;
+out_free:
+    free(recv);
+    if (ch) {
+        symm_team_region_free(ch->my_off);
+        symm_chunk_free(ch);
+    }
+    symm_pool_obj_free(p);
+    return st;
+}
+
+static symm_status_t check_out(const char *fn, const void *out)
+{
+    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: output pointer is NULL", fn);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride, int size,
+                                      symm_team_t *out)
+{
+    SYMM_REQUIRE_INIT();
+    CHECK(check_out(__func__, out));
+    symm_pool_obj_t *pp;
+    symm_dup_t *pd;
+    CHECK(symm_team_lookup(__func__, parent, &pp, &pd));
+    if (pp->me < 0)
+        return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not in the parent team",
+                              __func__, symm_g.me);
+    int pn = pp->n;
+    if (size < 1 || size > pn || start < 0 || start >= pn || (stride == 0 && size > 1))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: start %d, stride %d, size %d do not fit a parent of %d "
+                              "PEs", __func__, start, stride, size, pn);
+    long last = (long)start + (long)stride * (size - 1);
+    if (last < 0 || last >= pn)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: start %d, stride %d, size %d reach parent PE %ld, outside "
+                              "0..%d", __func__, start, stride, size, last, pn - 1);
+    int *members = malloc((size_t)size * sizeof(int));
+    if (!members) return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", __func__);
+    for (int k = 0; k < size; k++) members[k] = pp->world[start + k * stride];
+    uint64_t args = symm_hash64(symm_hash64(symm_hash64(SYMM_HASH_INIT, (uint64_t)start),
+                                            (uint64_t)stride), (uint64_t)size);
+    symm_coll_t c;
+    symm_status_t st = symm_coll_enter_dup(pp, pd, parent, "team_split_strided", args, &c);
+    if (st) {
+        free(members);
+        return st;
+    }
+    symm_pool_obj_t *p = NULL;
+    st = symm_team_create_via(&c, members, size, SYMM_KIND_TEAM, 1, &p);
+    symm_coll_leave(&c);
+    free(members);
+    if (st) return st;
+    *out = p ? symm_team_handle(p, 0, 0) : SYMM_TEAM_INVALID;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_team_split_2d(symm_team_t parent, int xrange, symm_team_t *xaxis,
+                                 symm_team_t *yaxis)
+{
+    SYMM_REQUIRE_INIT();
+    CHECK(check_out(__func__, xaxis));
+    CHECK(check_out(__func__, yaxis));
+    symm_pool_obj_t *pp;
+    symm_dup_t *pd;
+    CHECK(symm_team_lookup(__func__, parent, &pp, &pd));
+    if (pp->me < 0)
+        return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not in the parent team",
+                              __func__, symm_g.me);
+    int pn = pp->n;
+    if (xrange < 1)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: xrange %d must be positive",
+                              __func__, xrange);
+    if (xrange > pn) xrange = pn; /* OpenSHMEM: a range beyond the team is the team */
+    int row = pp->me / xrange, col = pp->me % xrange;
+    int nrows = (pn + xrange - 1) / xrange;
+    int xn = (row == nrows - 1) ? pn - row * xrange : xrange;
+    int yn = (col < pn - (nrows - 1) * xrange) ? nrows : nrows - 1;
+    int *xm = malloc((size_t)xn * sizeof(int)), *ym = malloc((size_t)yn * sizeof(int));
+    if (!xm || !ym) {
+        free(xm);
+        free(ym);
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", __func__);
+    }
+    for (int k = 0; k < xn; k++) xm[k] = pp->world[row * xrange + k];
+    for (int k = 0; k < yn; k++) ym[k] = pp->world[k * xrange + col];
+    symm_coll_t c;
+    symm_status_t st = symm_coll_enter_dup(pp, pd, parent, "team_split_2d", (uint64_t)xrange, &c);
+    symm_pool_obj_t *px = NULL, *py = NULL;
+    /* Each PE is in one row and one column; an axis is one exchange over the parent in
+     * which every PE publishes its block and keeps those of its own row (column). */
+    if (!st) {
+        st = symm_team_create_via(&c, xm, xn, SYMM_KIND_TEAM, 1, &px);
+        if (!st) st = symm_team_create_via(&c, ym, yn, SYMM_KIND_TEAM, 1, &py);
+        symm_coll_leave(&c);
+    }
+    free(xm);
+    free(ym);
+    if (st) {
+        if (px) symm_team_destroy(symm_team_handle(px, 0, 0));
+        return st;
+    }
+    *xaxis = symm_team_handle(px, 0, 0);
+    *yaxis = symm_team_handle(py, 0, 0);
+    return SYMM_SUCCESS;
+}

@@ -1,0 +1,296 @@
+/* rma.c — put, get, atomics, signals and point-to-point waits on the CPU transport,
+ * world- and team-relative. Every call validates its arguments first and changes
+ * nothing when they are wrong. */
+#include <string.h>
+
+#include "core/wait.h"
+#include "team/team.h"
+#include "transport/shm/shm.h"
+
+symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int pe)
+{
+    SYMM_REQUIRE_INIT();
+    if (SYMM_UNLIKELY(pe < 0 || pe >= symm_g.npes))
+        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: PE %d outside 0..%d", fn, pe,
+                              symm_g.npes - 1);
+    if (SYMM_UNLIKELY(!addr))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: symmetric address is NULL", fn);
+    if (SYMM_UNLIKELY(!symm_in_heap(addr, n))) {
+        if (symm_in_heap(addr, 0))
+            return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %zu bytes at %p run past the end "
+                                  "of the symmetric heap", fn, n, addr);
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %p is not a symmetric address", fn,
+                              addr);
+    }
+    return SYMM_SUCCESS;
+}
+
+static inline symm_status_t check_local(const char *fn, const void *p, size_t n)
+{
+    if (SYMM_UNLIKELY(!p && n))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: local buffer is NULL", fn);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_put(void *dest, const void *src, size_t nbytes, int pe)
+{
+    CHECK(symm_check_remote(__func__, dest, nbytes, pe));
+    CHECK(check_local(__func__, src, nbytes));
+    symm_shm_put(dest, src, nbytes, pe);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_get(void *dest, const void *src, size_t nbytes, int pe)
+{
+    CHECK(symm_check_remote(__func__, src, nbytes, pe));
+    CHECK(check_local(__func__, dest, nbytes));
+    symm_shm_get(dest, src, nbytes, pe);
+    return SYMM_SUCCESS;
+}
+
+/* On shared memory a copy completes when it returns, so the non-blocking forms are the
+ * blocking ones; quiet is then only an ordering fence. */
+symm_status_t symm_put_nbi(void *dest, const void *src, size_t nbytes, int pe)
+{
+    return symm_put(dest, src, nbytes, pe);
+}
+
+symm_status_t symm_get_nbi(void *dest, const void *src, size_t nbytes, int pe)
+{
+    return symm_get(dest, src, nbytes, pe);
+}
+
+static symm_status_t typed_bytes(const char *fn, size_t count, symm_type_t type, size_t *out)
+{
+    *out = 0;
+    size_t es = symm_type_size(type);
+    if (!es) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid type %d", fn, (int)type);
+    if (count > SIZE_MAX / es)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %zu elements overflow", fn, count);
+    *out = count * es;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_put_typed(void *dest, const void *src, size_t count, symm_type_t type, int pe)
+{
+    size_t n;
+    CHECK(typed_bytes(__func__, count, type, &n));
+    return symm_put(dest, src, n, pe);
+}
+
+symm_status_t symm_get_typed(void *dest, const void *src, size_t count, symm_type_t type, int pe)
+{
+    size_t n;
+    CHECK(typed_bytes(__func__, count, type, &n));
+    return symm_get(dest, src, n, pe);
+}
+
+symm_status_t symm_fence(void)
+{
+    SYMM_REQUIRE_INIT();
+    symm_shm_fence();
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_quiet(void)
+{
+    SYMM_REQUIRE_INIT();
+    symm_shm_fence();
+    return SYMM_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- atomics */
+#define SYMM_AMO_BODY(T)                                                                 \
+    {                                                                                    \
+        if (SYMM_UNLIKELY((unsigned)op >= SYMM_AMO_COUNT))                               \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid operation %d",      \
+                                  __func__, (int)op);                                    \
+        CHECK(symm_check_remote(__func__, dest, sizeof(T), pe));                         \
+        if (SYMM_UNLIKELY((uintptr_t)dest % sizeof(T)))                                  \
+            return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: %p is not %zu-byte aligned",  \
+                                  __func__, (void *)dest, sizeof(T));                    \
+        int fetching = op == SYMM_AMO_FETCH || op == SYMM_AMO_SWAP ||                    \
+                       op == SYMM_AMO_CSWAP || op == SYMM_AMO_FETCH_ADD ||               \
+                       op == SYMM_AMO_FETCH_AND || op == SYMM_AMO_FETCH_OR ||            \
+                       op == SYMM_AMO_FETCH_XOR;                                         \
+        if (SYMM_UNLIKELY(fetching && !fetched))                                         \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: fetching operation %d "     \
+                                  "needs a result pointer", __func__, (int)op);          \
+        T *p = symm_shm_ptr(dest, pe), old = 0;                                          \
+        switch (op) {                                                                    \
+        case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;          \
+        case SYMM_AMO_SET: __atomic_store_n(p, value, __ATOMIC_SEQ_CST); break;          \
+        case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST); break; \
+        case SYMM_AMO_CSWAP:                                                             \
+            old = cond;                                                                  \
+            __atomic_compare_exchange_n(p, &old, value, 0, __ATOMIC_SEQ_CST,             \
+                                        __ATOMIC_SEQ_CST);                               \
+            break;                                                                       \
+        case SYMM_AMO_ADD:                                                               \
+        case SYMM_AMO_FETCH_ADD: old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST); break; \
+        case SYMM_AMO_AND:                                                               \
+        case SYMM_AMO_FETCH_AND: old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST); break; \
+        case SYMM_AMO_OR:                                                                \
+        case SYMM_AMO_FETCH_OR: old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST); break; \
+        case SYMM_AMO_XOR:                                                               \
+        case SYMM_AMO_FETCH_XOR: old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST); break; \
+        default: break;                                                                  \
+        }                                                                                \
+        if (fetched && fetching) *fetched = old;                                         \
+        return SYMM_SUCCESS;                                                             \
+    }
+
+symm_status_t symm_atomic32(symm_amo_t op, uint32_t *dest, uint32_t value, uint32_t cond,
+                            int pe, uint32_t *fetched)
+SYMM_AMO_BODY(uint32_t)
+
+symm_status_t symm_atomic64(symm_amo_t op, uint64_t *dest, uint64_t value, uint64_t cond,
+                            int pe, uint64_t *fetched)
+SYMM_AMO_BODY(uint64_t)
+
+/* ---------------------------------------------------------------- signals */
+static symm_status_t signal_update(const char *fn, uint64_t *sig_addr, symm_sigop_t sigop,
+                                   int pe)
+{
+    if (sigop != SYMM_SIGNAL_SET && sigop != SYMM_SIGNAL_ADD)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid signal operation %d", fn,
+                              (int)sigop);
+    CHECK(symm_check_remote(fn, sig_addr, sizeof *sig_addr, pe));
+    if ((uintptr_t)sig_addr % 8)
+        return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: signal %p is not 8-byte aligned", fn,
+                              (void *)sig_addr);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_put_signal(void *dest, const void *src, size_t nbytes, uint64_t *sig_addr,
+                              uint64_t signal, symm_sigop_t sigop, int pe)
+{
+    CHECK(signal_update(__func__, sig_addr, sigop, pe));
+    CHECK(symm_check_remote(__func__, dest, nbytes, pe));
+    CHECK(check_local(__func__, src, nbytes));
+    symm_shm_put(dest, src, nbytes, pe);
+    /* Release: whoever sees the signal sees the data. */
+    uint64_t *s = symm_shm_ptr(sig_addr, pe);
+    if (sigop == SYMM_SIGNAL_SET) __atomic_store_n(s, signal, __ATOMIC_RELEASE);
+    else __atomic_fetch_add(s, signal, __ATOMIC_RELEASE);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_put_signal_nbi(void *dest, const void *src, size_t nbytes,
+                                  uint64_t *sig_addr, uint64_t signal, symm_sigop_t sigop,
+                                  int pe)
+{
+    return symm_put_signal(dest, src, nbytes, sig_addr, signal, sigop, pe);
+}
+
+symm_status_t symm_signal_fetch(const uint64_t *sig_addr, uint64_t *value_out)
+{
+    CHECK(symm_check_remote(__func__, sig_addr, 8, symm_g.me));
+    if (!value_out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: value_out is NULL", __func__);
+    *value_out = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
+    return SYMM_SUCCESS;
+}
+
+/* The waits below are the same loop for each integer type. */
+#define SYMM_WAIT_UNTIL_BODY(T, fn, ivar, cmp, value, out)                                \
+    {                                                                                    \
+        CHECK(symm_check_remote(fn, ivar, sizeof(T), symm_g.me));                        \
+        if ((unsigned)(cmp) > SYMM_CMP_LE)                                               \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d", fn, \
+                                  (int)(cmp));                                           \
+        symm_wait_t w = SYMM_WAIT_INIT;                                                  \
+        T v;                                                                             \
+        while (v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE), !SYMM_CMP_EVAL(cmp, v, value)) { \
+            symm_status_t st = symm_wait_pause(&w);                                      \
+            if (st == SYMM_ERR_TIMEOUT)                                                  \
+                return symm_error_set(st, "%s: the value at %p never compared true "     \
+                                      "(%.1f s, SYMM_TIMEOUT)", fn, (void *)(ivar),      \
+                                      symm_wait_elapsed(&w));                            \
+            if (st) return st;                                                           \
+        }                                                                                \
+        if (out) *(T *)(out) = v;                                                        \
+        return SYMM_SUCCESS;                                                             \
+    }
+
+symm_status_t symm_signal_wait_until(uint64_t *sig_addr, symm_cmp_t cmp, uint64_t value,
+                                     uint64_t *value_out)
+SYMM_WAIT_UNTIL_BODY(uint64_t, __func__, sig_addr, cmp, value, value_out)
+
+#define SYMM_WAIT_TEST_(name, T)                                                         \
+    symm_status_t symm_wait_until_##name(T *ivar, symm_cmp_t cmp, T value)               \
+    SYMM_WAIT_UNTIL_BODY(T, __func__, ivar, cmp, value, (T *)NULL)                       \
+    symm_status_t symm_test_##name(T *ivar, symm_cmp_t cmp, T value, int *result_out)    \
+    {                                                                                    \
+        CHECK(symm_check_remote(__func__, ivar, sizeof(T), symm_g.me));                  \
+        if ((unsigned)cmp > SYMM_CMP_LE)                                                 \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d",     \
+                                  __func__, (int)cmp);                                   \
+        if (!result_out)                                                                 \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: result_out is NULL", __func__); \
+        T v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE);                                   \
+        *result_out = SYMM_CMP_EVAL(cmp, v, value);                                      \
+        return SYMM_SUCCESS;                                                             \
+    }
+SYMM_WAIT_TEST_(int32, int32_t)
+SYMM_WAIT_TEST_(int64, int64_t)
+SYMM_WAIT_TEST_(uint32, uint32_t)
+SYMM_WAIT_TEST_(uint64, uint64_t)
+
+/* ---------------------------------------------------------------- team-relative */
+static symm_status_t team_pe(const char *fn, symm_team_t team, int pe, int *world_out)
+{
+    SYMM_REQUIRE_INIT();
+    symm_pool_obj_t *p;
+    symm_dup_t *d;
+    CHECK(symm_team_lookup(fn, team, &p, &d));
+    if (pe < 0 || pe >= p->n)
+        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: PE %d outside team of %d", fn,
+                              pe, p->n);
+    *world_out = p->world[pe];
+    return SYMM_SUCCESS;
+}
+
+void *symm_team_ptr(symm_team_t team, const void *addr, int pe)
+{
+    int w;
+    if (team_pe(__func__, team, pe, &w)) return NULL;
+    return symm_ptr(addr, w);
+}
+
+symm_status_t symm_team_put(symm_team_t team, void *dest, const void *src, size_t nbytes, int pe)
+{
+    int w;
+    CHECK(team_pe(__func__, team, pe, &w));
+    return symm_put(dest, src, nbytes, w);
+}
+
+symm_status_t symm_team_get(symm_team_t team, void *dest, const void *src, size_t nbytes, int pe)
+{
+    int w;
+    CHECK(team_pe(__func__, team, pe, &w));
+    return symm_get(dest, src, nbytes, w);
+}
+
+symm_status_t symm_team_put_signal(symm_team_t team, void *dest, const void *src, size_t nbytes,
+                                   uint64_t *sig_addr, uint64_t signal, symm_sigop_t sigop, int pe)
+{
+    int w;
+    CHECK(team_pe(__func__, team, pe, &w));
+    return symm_put_signal(dest, src, nbytes, sig_addr, signal, sigop, w);
+}
+
+symm_status_t symm_team_atomic32(symm_team_t team, symm_amo_t op, uint32_t *dest, uint32_t value,
+                                 uint32_t cond, int pe, uint32_t *fetched)
+{
+    int w;
+    CHECK(team_pe(__func__, team, pe, &w));
+    return symm_atomic32(op, dest, value, cond, w, fetched);
+}
+
+symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest, uint64_t value,
+                                 uint64_t cond, int pe, uint64_t *fetched)
+{
+    int w;
+    CHECK(team_pe(__func__, team, pe, &w));
+    return symm_atomic64(op, dest, value, cond, w, fetched);
+}

@@ -1,0 +1,26 @@
+/* shm.h — the CPU transport's hot path: every PE's segment is mapped in every process,
+ * so a remote access is a load or store through a translated pointer. */
+#ifndef SYMM_TRANSPORT_SHM_H
+#define SYMM_TRANSPORT_SHM_H
+
+#include <string.h>
+
+#include "core/runtime.h"
+
+static inline void *symm_shm_ptr(const void *addr, int pe) { return symm_seg_ptr(addr, pe); }
+
+static inline void symm_shm_put(void *dest, const void *src, size_t n, int pe)
+{
+    memcpy(symm_seg_ptr(dest, pe), src, n);
+}
+
+static inline void symm_shm_get(void *dest, const void *src, size_t n, int pe)
+{
+    memcpy(dest, symm_seg_ptr(src, pe), n);
+}
+
+/* Stores by this thread become visible to other PEs in program order (x86: already so;
+ * the fence keeps the compiler and weaker CPUs honest). */
+static inline void symm_shm_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+
+#endif
