@@ -41,7 +41,8 @@ static int split(symm_arena_block_t *b, uint64_t at)
 
 int symm_arena_alloc(symm_arena_t *a, uint64_t size, uint64_t align, uint64_t *off_out)
 {
-    if (size == 0 || align == 0 || (align & (align - 1))) return -1;
+    /* size > a->size first: rounding a size near UINT64_MAX up to 64 would wrap to 0 */
+    if (size == 0 || size > a->size || align == 0 || (align & (align - 1))) return -1;
     size = (size + 63) & ~(uint64_t)63; /* keep objects on their own cache lines */
     for (symm_arena_block_t *b = a->head; b; b = b->next) {
         if (b->used) continue;

@@ -16,7 +16,7 @@ int symm_parse_size(const char *s, size_t *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (end == s || errno || v < 0) return -1;
+    if (end == s || errno || !(v >= 0)) return -1; /* !(v >= 0) also rejects NaN */
     double mul = 1;
     switch (*end) {
     case 'k': case 'K': mul = 1024.0; end++; break;
