@@ -1,0 +1,609 @@
+/* dev__funcs.cuh — bodies of the device API declared in symm_device.cuh.
+ *
+ * Synchronisation: a round (episode) on a duplicate is "each member stores the episode
+ * number into its flag in every peer's block with st.release.sys, then waits until every
+ * peer's flag in its own block reaches it with ld.acquire.sys". Flags only grow, so a
+ * member one episode ahead is harmless. Each member keeps its own episode counter in its
+ * own block; the members call the same collectives on a duplicate, so the counters agree.
+ * Data moves by plain loads and stores through the CUDA IPC mappings of the peers' heaps;
+ * peer data is read with ld.global.cg (L2, never a stale L1 line from an earlier round). */
+#ifndef SYMM_IMPL_DEV__FUNCS_CUH
+#define SYMM_IMPL_DEV__FUNCS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+namespace symm_detail {
+
+/* ---------------------------------------------------------------- primitives */
+SYMM_DEV uint64_t ld_acquire_sys(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SYMM_DEV void st_release_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SYMM_DEV void add_release_sys(uint64_t *p, uint64_t v)
+{
+    asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SYMM_DEV void fence_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+SYMM_DEV uint64_t globaltimer(void)
+{
+    uint64_t t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+}
+SYMM_DEV uint64_t gridid(void)
+{
+    uint64_t g;
+    asm("mov.u64 %0, %%gridid;" : "=l"(g));
+    return g;
+}
+SYMM_DEV uint32_t block_linear(void)
+{
+    return blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+}
+SYMM_DEV uint32_t thread_linear(void)
+{
+    return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
+}
+SYMM_DEV uint32_t block_threads(void) { return blockDim.x * blockDim.y * blockDim.z; }
+SYMM_DEV uint32_t lane_id(void) { return thread_linear() & 31u; }
+
+/* Who holds a duplicate: grid id, block, and the scope inside the block
+ * (0: the block, 1 + w: warp w, 64 + t: thread t). */
+enum { SUB_BLOCK = 0, SUB_WARP = 1, SUB_THREAD = 64 };
+SYMM_DEV uint64_t holder_tag(uint32_t sub)
+{
+    return (gridid() << 32) | ((uint64_t)(block_linear() & 0x1fffffu) << 11) | (sub & 0x7ffu);
+}
+
+SYMM_DEV uint64_t *my_block(const symm_dev_team_t &t)
+{
+    return (uint64_t *)(t.member_base[t.me] + t.off);
+}
+/* My flag in member pe's block, and member pe's flag in mine. */
+SYMM_DEV uint64_t *flag_at_peer(const symm_dev_team_t &t, int pe)
+{
+    return (uint64_t *)(t.member_base[pe] + t.off + SYMM_DEV_BLOCK_HDR) + t.me;
+}
+SYMM_DEV uint64_t *flag_of_peer(const symm_dev_team_t &t, int pe)
+{
+    return (uint64_t *)(t.member_base[t.me] + t.off + SYMM_DEV_BLOCK_HDR) + pe;
+}
+
+SYMM_DEV void record(const symm_dev_team_t &t, int status, uint32_t what, uint32_t other,
+                     uint64_t holder)
+{
+    if (!t.err) return;
+    uint32_t k = atomicAdd(&t.err->count, 1u);
+    if (k >= SYMM_DEV_ERR_MAX) return;
+    symm_dev_err_rec_t *r = &t.err->rec[k];
+    r->status = status;
+    r->what = what;
+    r->pool_id = t.pool_id;
+    r->dup = t.dup;
+    r->block = block_linear();
+    r->other = other;
+    r->holder = holder;
+}
+
+/* Claims the duplicate for holder tag `tag`: 1 if claimed now (release at the end),
+ * 0 if this holder already has it, or a negative status (recorded). One thread. */
+SYMM_DEV int claim(const symm_dev_team_t &t, uint32_t what, uint64_t tag)
+{
+    if (t.n <= 0 || t.me < 0) {
+        record(t, SYMM_ERR_TEAM_INVALID, what, 0, 0);
+        return SYMM_ERR_TEAM_INVALID;
+    }
+    unsigned long long *busy = (unsigned long long *)my_block(t);
+    unsigned long long old = atomicCAS(busy, 0ull, (unsigned long long)tag);
+    if (old == 0) {
+        __threadfence(); /* see the previous holder's episode counter */
+        return 1;
+    }
+    if (old == tag) return 0;
+    record(t, SYMM_ERR_TEAM_BUSY, what, (uint32_t)((old >> 11) & 0x1fffffu), old);
+    return SYMM_ERR_TEAM_BUSY;
+}
+SYMM_DEV void unclaim(const symm_dev_team_t &t)
+{
+    __threadfence();
+    atomicExch((unsigned long long *)my_block(t), 0ull);
+}
+
+/* Waits until *flag >= ep, bounded by the team's timeout. */
+SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep,
+                     uint32_t what, int pe)
+{
+    if (ld_acquire_sys(flag) >= ep) return 0;
+    uint64_t start = globaltimer();
+    for (uint32_t i = 1;; i++) {
+        if (ld_acquire_sys(flag) >= ep) return 0;
+        if ((i & 1023u) == 0 && globaltimer() - start > t.timeout_ns) {
+            record(t, SYMM_ERR_TIMEOUT, what, (uint32_t)pe, 0);
+            return SYMM_ERR_TIMEOUT;
+        }
+    }
+}
+
+/* One round by threads [first, first + stride ...) of a group; ep is the episode. */
+SYMM_DEV int round_part(const symm_dev_team_t &t, uint64_t ep, uint32_t first,
+                        uint32_t stride, uint32_t what)
+{
+    for (int pe = (int)first; pe < t.n; pe += (int)stride)
+        if (pe != t.me) st_release_sys(flag_at_peer(t, pe), ep);
+    int rc = 0;
+    for (int pe = (int)first; pe < t.n; pe += (int)stride)
+        if (pe != t.me && !rc) rc = wait_ge(t, flag_of_peer(t, pe), ep, what, pe);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- block scope */
+/* Claims the duplicate for the block: 0 and *owned (thread 0 only) or an error. */
+SYMM_DEV int enter_block(const symm_dev_team_t &t, uint32_t what, int *owned)
+{
+    __shared__ int s_rc;
+    __syncthreads(); /* nobody still reads s_rc of an earlier call */
+    if (thread_linear() == 0) {
+        int rc = claim(t, what, holder_tag(SUB_BLOCK));
+        *owned = rc == 1;
+        s_rc = rc < 0 ? rc : 0;
+    }
+    __syncthreads();
+    return s_rc;
+}
+SYMM_DEV void leave_block(const symm_dev_team_t &t, int owned)
+{
+    __syncthreads();
+    if (thread_linear() == 0 && owned) unclaim(t);
+}
+/* One synchronisation round of the whole block (the block has the duplicate). */
+SYMM_DEV int round_block(const symm_dev_team_t &t, uint32_t what)
+{
+    __shared__ uint64_t s_ep;
+    if (thread_linear() == 0) {
+        uint64_t *b = my_block(t);
+        s_ep = ++b[1];
+    }
+    __syncthreads();
+    int rc = round_part(t, s_ep, thread_linear(), block_threads(), what);
+    return __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+}
+
+/* Copy by a group of threads; 16-byte accesses when everything is aligned. Source
+ * reads go to L2 (.cg): the source may be a peer's memory written since our last look. */
+SYMM_DEV void copy_part(void *dst, const void *src, size_t n, uint32_t i0, uint32_t step)
+{
+    uintptr_t a = (uintptr_t)dst | (uintptr_t)src | (uintptr_t)n;
+    if ((a & 15) == 0) {
+        uint4 *d = (uint4 *)dst;
+        const uint4 *s = (const uint4 *)src;
+        for (size_t i = i0; i < n / 16; i += step) d[i] = __ldcg(s + i);
+    } else if ((a & 7) == 0) {
+        uint2 *d = (uint2 *)dst;
+        const uint2 *s = (const uint2 *)src;
+        for (size_t i = i0; i < n / 8; i += step) d[i] = __ldcg(s + i);
+    } else if ((a & 3) == 0) {
+        unsigned *d = (unsigned *)dst;
+        const unsigned *s = (const unsigned *)src;
+        for (size_t i = i0; i < n / 4; i += step) d[i] = __ldcg(s + i);
+    } else {
+        unsigned char *d = (unsigned char *)dst;
+        const unsigned char *s = (const unsigned char *)src;
+        for (size_t i = i0; i < n; i += step) d[i] = __ldcg(s + i);
+    }
+}
+
+template <typename T> SYMM_DEV T *peer(const symm_dev_team_t &t, T *addr, int pe)
+{
+    return (T *)((char *)addr + t.heap_delta[pe]);
+}
+
+/* ---------------------------------------------------------------- reductions */
+template <typename T> struct acc {
+    typedef T type;
+    static SYMM_DEV T in(T v) { return v; }
+    static SYMM_DEV T out(T v) { return v; }
+};
+template <> struct acc<__half> {
+    typedef float type;
+    static SYMM_DEV float in(__half v) { return __half2float(v); }
+    static SYMM_DEV __half out(float v) { return __float2half_rn(v); }
+};
+template <> struct acc<__nv_bfloat16> {
+    typedef float type;
+    static SYMM_DEV float in(__nv_bfloat16 v) { return __bfloat162float(v); }
+    static SYMM_DEV __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
+};
+
+template <typename T> SYMM_DEV T ldcg(const T *p)
+{
+    static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8,
+                  "element size");
+    T v;
+    if constexpr (sizeof(T) == 1) {
+        unsigned char b = __ldcg((const unsigned char *)p);
+        memcpy(&v, &b, 1);
+    } else if constexpr (sizeof(T) == 2) {
+        unsigned short b = __ldcg((const unsigned short *)p);
+        memcpy(&v, &b, 2);
+    } else if constexpr (sizeof(T) == 4) {
+        unsigned int b = __ldcg((const unsigned int *)p);
+        memcpy(&v, &b, 4);
+    } else {
+        unsigned long long b = __ldcg((const unsigned long long *)p);
+        memcpy(&v, &b, 8);
+    }
+    return v;
+}
+
+template <typename A, int OP> SYMM_DEV A apply(A a, A b)
+{
+    if constexpr (OP == SYMM_OP_SUM) return a + b;
+    else if constexpr (OP == SYMM_OP_PROD) return a * b;
+    else if constexpr (OP == SYMM_OP_MIN) return b < a ? b : a;
+    else if constexpr (OP == SYMM_OP_MAX) return b > a ? b : a;
+    else if constexpr (OP == SYMM_OP_AND) return a & b;
+    else if constexpr (OP == SYMM_OP_OR) return a | b;
+    else return a ^ b;
+}
+
+/* Elements [lo, hi) owned by this member: reduce over members in team order, write to
+ * the destination of every member in `to` (all members, or the root alone). Only the
+ * owner of an element touches it in any buffer, so dest may equal src. */
+template <typename T, int OP>
+SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
+                           size_t hi, int root, uint32_t i0, uint32_t step)
+{
+    typedef acc<T> C;
+    for (size_t i = lo + i0; i < hi; i += step) {
+        typename C::type a = C::in(ldcg(peer(t, src, 0) + i));
+        for (int j = 1; j < t.n; j++)
+            a = apply<typename C::type, OP>(a, C::in(ldcg(peer(t, src, j) + i)));
+        T r = C::out(a);
+        if (root >= 0) {
+            peer(t, dest, root)[i] = r;
+        } else {
+            for (int j = 0; j < t.n; j++) peer(t, dest, j)[i] = r;
+        }
+    }
+}
+
+template <typename T> struct is_int_type {
+    static constexpr bool value = T(3) / T(2) == T(1);
+};
+template <> struct is_int_type<__half> {
+    static constexpr bool value = false;
+};
+template <> struct is_int_type<__nv_bfloat16> {
+    static constexpr bool value = false;
+};
+
+template <typename T>
+SYMM_DEV int reduce_dispatch(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
+                             size_t hi, symm_op_t op, int root, uint32_t i0, uint32_t step)
+{
+    switch (op) {
+    case SYMM_OP_SUM: reduce_slice<T, SYMM_OP_SUM>(t, dest, src, lo, hi, root, i0, step); return 0;
+    case SYMM_OP_PROD: reduce_slice<T, SYMM_OP_PROD>(t, dest, src, lo, hi, root, i0, step); return 0;
+    case SYMM_OP_MIN: reduce_slice<T, SYMM_OP_MIN>(t, dest, src, lo, hi, root, i0, step); return 0;
+    case SYMM_OP_MAX: reduce_slice<T, SYMM_OP_MAX>(t, dest, src, lo, hi, root, i0, step); return 0;
+    default: break;
+    }
+    if constexpr (is_int_type<T>::value) {
+        switch (op) {
+        case SYMM_OP_AND: reduce_slice<T, SYMM_OP_AND>(t, dest, src, lo, hi, root, i0, step); return 0;
+        case SYMM_OP_OR: reduce_slice<T, SYMM_OP_OR>(t, dest, src, lo, hi, root, i0, step); return 0;
+        case SYMM_OP_XOR: reduce_slice<T, SYMM_OP_XOR>(t, dest, src, lo, hi, root, i0, step); return 0;
+        default: break;
+        }
+    }
+    return SYMM_ERR_INVALID_ARG;
+}
+
+template <typename T>
+SYMM_DEV int reduce_block_impl(const symm_dev_team_t &t, T *dest, const T *src, size_t count,
+                               symm_op_t op, int root, uint32_t what)
+{
+    int owned = 0;
+    int rc = enter_block(t, what, &owned);
+    if (rc) return rc;
+    if (root >= t.n) {
+        leave_block(t, owned);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    rc = round_block(t, what); /* every member's src is ready */
+    if (!rc) {
+        size_t per = (count + (size_t)t.n - 1) / (size_t)t.n;
+        size_t lo = per * (size_t)t.me, hi = lo + per < count ? lo + per : count;
+        int bad = lo < hi ? reduce_dispatch(t, dest, src, lo, hi, op, root, thread_linear(),
+                                            block_threads())
+                          : (reduce_dispatch<T>(t, dest, src, 0, 0, op, root, 0, 1));
+        __syncthreads();
+        /* Every member must still run the second round, or its peers would wait for it. */
+        int rc2 = round_block(t, what); /* my slices are written everywhere */
+        rc = bad ? bad : rc2;
+    }
+    leave_block(t, owned);
+    return rc;
+}
+
+} // namespace symm_detail
+
+/* ================================================================ public bodies */
+SYMM_DEV symm_dev_team_t symm_dev_pool_team(const symm_dev_pool_t &pool, uint32_t i)
+{
+    symm_dev_team_t t;
+    t.heap_delta = pool.heap_delta;
+    t.err = pool.err;
+    t.timeout_ns = pool.timeout_ns;
+    t.me = pool.me;
+    t.dup = i;
+    t.pool_id = pool.pool_id;
+    if (i >= pool.size) {
+        t.member_base = nullptr;
+        t.off = 0;
+        t.n = 0;
+        return t;
+    }
+    const symm_dev_chunk_t ch = pool.chunks[pool.dup_chunk[i]];
+    t.member_base = ch.member_base;
+    t.off = (uint64_t)(i - ch.first) * pool.block_size;
+    t.n = pool.n;
+    return t;
+}
+
+SYMM_DEV int symm_dev_team_my_pe(const symm_dev_team_t &t) { return t.n > 0 ? t.me : -1; }
+SYMM_DEV int symm_dev_team_n_pes(const symm_dev_team_t &t) { return t.n > 0 ? t.n : -1; }
+
+template <typename T> SYMM_DEV T *symm_dev_ptr(const symm_dev_team_t &t, T *addr, int pe)
+{
+    return symm_detail::peer(t, addr, pe);
+}
+
+SYMM_DEV int symm_dev_team_claim_block(const symm_dev_team_t &t)
+{
+    int owned;
+    return symm_detail::enter_block(t, SYMM_DEV_WHAT_CLAIM, &owned);
+}
+SYMM_DEV void symm_dev_team_release_block(const symm_dev_team_t &t)
+{
+    symm_detail::leave_block(t, 1);
+}
+
+SYMM_DEV int symm_dev_sync_block(const symm_dev_team_t &t)
+{
+    int owned = 0;
+    int rc = symm_detail::enter_block(t, SYMM_DEV_WHAT_SYNC, &owned);
+    if (rc) return rc;
+    rc = symm_detail::round_block(t, SYMM_DEV_WHAT_SYNC);
+    if (symm_detail::thread_linear() == 0 && owned) symm_detail::unclaim(t);
+    return rc;
+}
+
+/* The release stores of a round are cumulative over everything the block wrote before
+ * its __syncthreads, which is what "completes earlier puts" means for load/store peers. */
+SYMM_DEV int symm_dev_barrier_block(const symm_dev_team_t &t)
+{
+    int owned = 0;
+    int rc = symm_detail::enter_block(t, SYMM_DEV_WHAT_BARRIER, &owned);
+    if (rc) return rc;
+    rc = symm_detail::round_block(t, SYMM_DEV_WHAT_BARRIER);
+    if (symm_detail::thread_linear() == 0 && owned) symm_detail::unclaim(t);
+    return rc;
+}
+
+SYMM_DEV int symm_dev_barrier_warp(const symm_dev_team_t &t)
+{
+    using namespace symm_detail;
+    uint32_t lane = lane_id();
+    int rc = 0, owned = 0;
+    uint64_t ep = 0;
+    __syncwarp();
+    if (lane == 0) {
+        rc = claim(t, SYMM_DEV_WHAT_BARRIER, holder_tag(SUB_WARP + thread_linear() / 32));
+        owned = rc == 1;
+        if (rc > 0) rc = 0;
+        if (!rc) ep = ++my_block(t)[1];
+    }
+    rc = __shfl_sync(0xffffffffu, rc, 0);
+    if (rc) return rc;
+    ep = __shfl_sync(0xffffffffu, ep, 0);
+    rc = round_part(t, ep, lane, 32, SYMM_DEV_WHAT_BARRIER);
+    rc = __any_sync(0xffffffffu, rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+    if (lane == 0 && owned) unclaim(t);
+    __syncwarp();
+    return rc;
+}
+
+SYMM_DEV int symm_dev_barrier(const symm_dev_team_t &t)
+{
+    using namespace symm_detail;
+    int rc = claim(t, SYMM_DEV_WHAT_BARRIER, holder_tag(SUB_THREAD + thread_linear()));
+    if (rc < 0) return rc;
+    int owned = rc == 1;
+    uint64_t ep = ++my_block(t)[1];
+    rc = round_part(t, ep, 0, 1, SYMM_DEV_WHAT_BARRIER);
+    if (owned) unclaim(t);
+    return rc;
+}
+
+SYMM_DEV int symm_dev_broadcast_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                      size_t nbytes, int root)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_BROADCAST;
+    int owned = 0;
+    int rc = enter_block(t, W, &owned);
+    if (rc) return rc;
+    if (root < 0 || root >= t.n) {
+        leave_block(t, owned);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    rc = round_block(t, W);
+    if (!rc) {
+        if (!(t.me == root && dest == src))
+            copy_part(dest, peer(t, src, root), nbytes, thread_linear(), block_threads());
+        __syncthreads();
+        rc = round_block(t, W); /* root's src was read by everyone */
+    }
+    leave_block(t, owned);
+    return rc;
+}
+
+template <typename T>
+SYMM_DEV int symm_dev_reduce_block(const symm_dev_team_t &t, T *dest, const T *src,
+                                   size_t count, symm_op_t op, int root)
+{
+    if (root < 0) root = 1 << 30; /* invalid: reported by the body */
+    return symm_detail::reduce_block_impl(t, dest, src, count, op, root, SYMM_DEV_WHAT_REDUCE);
+}
+
+template <typename T>
+SYMM_DEV int symm_dev_allreduce_block(const symm_dev_team_t &t, T *dest, const T *src,
+                                      size_t count, symm_op_t op)
+{
+    return symm_detail::reduce_block_impl(t, dest, src, count, op, -1,
+                                          SYMM_DEV_WHAT_ALLREDUCE);
+}
+
+SYMM_DEV int symm_dev_fcollect_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                     size_t nbytes)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_FCOLLECT;
+    int owned = 0;
+    int rc = enter_block(t, W, &owned);
+    if (rc) return rc;
+    rc = round_block(t, W);
+    if (!rc) {
+        for (int j = 0; j < t.n; j++)
+            copy_part((char *)dest + (size_t)j * nbytes, peer(t, src, j), nbytes,
+                      thread_linear(), block_threads());
+        __syncthreads();
+        rc = round_block(t, W);
+    }
+    leave_block(t, owned);
+    return rc;
+}
+
+SYMM_DEV int symm_dev_alltoall_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                     size_t nbytes)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_ALLTOALL;
+    int owned = 0;
+    int rc = enter_block(t, W, &owned);
+    if (rc) return rc;
+    rc = round_block(t, W);
+    if (!rc) {
+        for (int j = 0; j < t.n; j++)
+            copy_part((char *)dest + (size_t)j * nbytes,
+                      (const char *)peer(t, src, j) + (size_t)t.me * nbytes, nbytes,
+                      thread_linear(), block_threads());
+        __syncthreads();
+        rc = round_block(t, W);
+    }
+    leave_block(t, owned);
+    return rc;
+}
+
+SYMM_DEV void symm_dev_put_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                 size_t nbytes, int pe)
+{
+    symm_detail::copy_part(symm_detail::peer(t, dest, pe), src, nbytes,
+                           symm_detail::thread_linear(), symm_detail::block_threads());
+}
+SYMM_DEV void symm_dev_get_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                 size_t nbytes, int pe)
+{
+    symm_detail::copy_part(dest, symm_detail::peer(t, src, pe), nbytes,
+                           symm_detail::thread_linear(), symm_detail::block_threads());
+}
+SYMM_DEV void symm_dev_put_warp(const symm_dev_team_t &t, void *dest, const void *src,
+                                size_t nbytes, int pe)
+{
+    symm_detail::copy_part(symm_detail::peer(t, dest, pe), src, nbytes,
+                           symm_detail::lane_id(), 32);
+    __syncwarp();
+}
+SYMM_DEV void symm_dev_get_warp(const symm_dev_team_t &t, void *dest, const void *src,
+                                size_t nbytes, int pe)
+{
+    symm_detail::copy_part(dest, symm_detail::peer(t, src, pe), nbytes,
+                           symm_detail::lane_id(), 32);
+    __syncwarp();
+}
+SYMM_DEV void symm_dev_put(const symm_dev_team_t &t, void *dest, const void *src,
+                           size_t nbytes, int pe)
+{
+    symm_detail::copy_part(symm_detail::peer(t, dest, pe), src, nbytes, 0, 1);
+}
+SYMM_DEV void symm_dev_get(const symm_dev_team_t &t, void *dest, const void *src,
+                           size_t nbytes, int pe)
+{
+    symm_detail::copy_part(dest, symm_detail::peer(t, src, pe), nbytes, 0, 1);
+}
+
+SYMM_DEV void symm_dev_signal(const symm_dev_team_t &t, uint64_t *sig, uint64_t signal,
+                              symm_sigop_t sigop, int pe)
+{
+    uint64_t *p = symm_detail::peer(t, sig, pe);
+    if (sigop == SYMM_SIGNAL_ADD) symm_detail::add_release_sys(p, signal);
+    else symm_detail::st_release_sys(p, signal);
+}
+
+SYMM_DEV void symm_dev_put_signal(const symm_dev_team_t &t, void *dest, const void *src,
+                                  size_t nbytes, uint64_t *sig, uint64_t signal,
+                                  symm_sigop_t sigop, int pe)
+{
+    symm_dev_put(t, dest, src, nbytes, pe);
+    symm_dev_signal(t, sig, signal, sigop, pe);
+}
+
+SYMM_DEV void symm_dev_put_signal_block(const symm_dev_team_t &t, void *dest,
+                                        const void *src, size_t nbytes, uint64_t *sig,
+                                        uint64_t signal, symm_sigop_t sigop, int pe)
+{
+    symm_dev_put_block(t, dest, src, nbytes, pe);
+    __syncthreads(); /* the release below is cumulative over the block's stores */
+    if (symm_detail::thread_linear() == 0) symm_dev_signal(t, sig, signal, sigop, pe);
+    __syncthreads();
+}
+
+SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig,
+                                        symm_cmp_t cmp, uint64_t value,
+                                        uint64_t *value_out)
+{
+    uint64_t start = 0;
+    for (uint32_t i = 0;; i++) {
+        uint64_t v = symm_detail::ld_acquire_sys(sig);
+        bool ok;
+        switch (cmp) {
+        case SYMM_CMP_EQ: ok = v == value; break;
+        case SYMM_CMP_NE: ok = v != value; break;
+        case SYMM_CMP_GT: ok = v > value; break;
+        case SYMM_CMP_GE: ok = v >= value; break;
+        case SYMM_CMP_LT: ok = v < value; break;
+        default: ok = v <= value; break;
+        }
+        if (ok) {
+            if (value_out) *value_out = v;
+            return 0;
+        }
+        if (i == 0) start = symm_detail::globaltimer();
+        else if ((i & 1023u) == 0 && symm_detail::globaltimer() - start > t.timeout_ns) {
+            symm_detail::record(t, SYMM_ERR_TIMEOUT, SYMM_DEV_WHAT_SIGNAL_WAIT, 0xffffffffu, v);
+            return SYMM_ERR_TIMEOUT;
+        }
+    }
+}
+
+SYMM_DEV void symm_dev_quiet(void) { symm_detail::fence_sys(); }
+
+#endif

@@ -1,0 +1,118 @@
+/* symm_device.cuh — symm's device API: pools of teams passed to kernels by value, and
+ * block/warp/thread-scoped collectives and RMA on the GPU symmetric heap of the PEs of
+ * one node. Declarations only; the bodies are in symm/impl/dev__funcs.cuh.
+ *
+ * Usage (one duplicate per block, so that blocks never share synchronisation state):
+ *
+ *     __global__ void k(symm_dev_pool_t pool, float *buf, size_t n) {
+ *         symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+ *         int rc = symm_dev_allreduce_block(t, buf, buf, n, SYMM_OP_SUM);
+ *         ...
+ *     }
+ *     symm_dev_pool_t dp;  symm_cuda_pool_device(pool, &dp);   // host, see symm_cuda.h
+ *     symm_cuda_launch((void *)k, grid, block, args, 0, stream); // all blocks resident
+ *
+ * Rules:
+ * - PE numbers are team-relative (0..n-1). Addresses are this PE's addresses of objects
+ *   in the GPU symmetric heap (symm_gpu_malloc); the library translates them per peer.
+ * - A *_block call must be reached by every thread of the block (it uses __syncthreads),
+ *   a *_warp call by every lane of the warp; plain calls by one thread.
+ * - Collectives return 0 or a negative symm_status_t, the same value in every thread of
+ *   the block. A failure is also recorded in the PE's device error buffer, which the host
+ *   reads with symm_cuda_check(): SYMM_ERR_TEAM_BUSY when two blocks use one duplicate at
+ *   once (the second one returns without communicating), SYMM_ERR_TIMEOUT when a member
+ *   did not arrive within SYMM_TIMEOUT, SYMM_ERR_TEAM_INVALID for an index beyond the pool.
+ * - Blocks that wait on peers must all be resident at once: launch with symm_cuda_launch,
+ *   which checks the occupancy (counting the PEs that share the GPU) and refuses otherwise.
+ * - Collective buffers must not be reused by the caller before the call returns; after it
+ *   returns they may (every collective ends with a synchronisation). */
+#ifndef SYMM_DEVICE_CUH
+#define SYMM_DEVICE_CUH
+
+#include "symm.h"
+#include "symm/impl/dev__types.cuh"
+
+#ifdef __CUDACC__
+
+#define SYMM_DEV __device__ __forceinline__
+
+/* ---------------------------------------------------------------- teams */
+/* Duplicate i of the pool, O(1). An out-of-range i gives a team with n == 0, on which
+ * every call returns SYMM_ERR_TEAM_INVALID. */
+SYMM_DEV symm_dev_team_t symm_dev_pool_team(const symm_dev_pool_t &pool, uint32_t i);
+SYMM_DEV int symm_dev_team_my_pe(const symm_dev_team_t &t);
+SYMM_DEV int symm_dev_team_n_pes(const symm_dev_team_t &t);
+/* Member pe's address of the symmetric GPU object at my address addr (load/store-able
+ * from this GPU). */
+template <typename T> SYMM_DEV T *symm_dev_ptr(const symm_dev_team_t &t, T *addr, int pe);
+
+/* Holds the duplicate for this block across several calls (each collective otherwise
+ * claims and releases it itself). Returns SYMM_ERR_TEAM_BUSY if another block holds it. */
+SYMM_DEV int symm_dev_team_claim_block(const symm_dev_team_t &t);
+SYMM_DEV void symm_dev_team_release_block(const symm_dev_team_t &t);
+
+/* ---------------------------------------------------------------- synchronisation */
+/* barrier: completes this block's earlier stores/puts to peers, then synchronises. */
+SYMM_DEV int symm_dev_barrier_block(const symm_dev_team_t &t);
+SYMM_DEV int symm_dev_barrier_warp(const symm_dev_team_t &t);
+SYMM_DEV int symm_dev_barrier(const symm_dev_team_t &t); /* one thread */
+/* sync: synchronisation only (orders nothing beyond the flags themselves). */
+SYMM_DEV int symm_dev_sync_block(const symm_dev_team_t &t);
+
+/* ---------------------------------------------------------------- collectives (block) */
+/* root's src (nbytes) into every member's dest. */
+SYMM_DEV int symm_dev_broadcast_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                      size_t nbytes, int root);
+/* dest[i] = op over members (in team order) of src[i]; dest written on root only /
+ * on every member. T: any C integer, float, double, __half, __nv_bfloat16 (fp16/bf16 are
+ * accumulated in float). Results are bitwise equal on every member. */
+template <typename T>
+SYMM_DEV int symm_dev_reduce_block(const symm_dev_team_t &t, T *dest, const T *src,
+                                   size_t count, symm_op_t op, int root);
+template <typename T>
+SYMM_DEV int symm_dev_allreduce_block(const symm_dev_team_t &t, T *dest, const T *src,
+                                      size_t count, symm_op_t op);
+/* dest = every member's src (nbytes each) in team order. */
+SYMM_DEV int symm_dev_fcollect_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                     size_t nbytes);
+/* Block j (nbytes) of src goes to member j's dest at block (my team pe). */
+SYMM_DEV int symm_dev_alltoall_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                     size_t nbytes);
+
+/* ---------------------------------------------------------------- RMA */
+/* dest (put) / src (get) is symmetric; the other side is any memory of this GPU.
+ * Visible to pe after a later barrier, or use put_signal. */
+SYMM_DEV void symm_dev_put_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                 size_t nbytes, int pe);
+SYMM_DEV void symm_dev_get_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                 size_t nbytes, int pe);
+SYMM_DEV void symm_dev_put_warp(const symm_dev_team_t &t, void *dest, const void *src,
+                                size_t nbytes, int pe);
+SYMM_DEV void symm_dev_get_warp(const symm_dev_team_t &t, void *dest, const void *src,
+                                size_t nbytes, int pe);
+SYMM_DEV void symm_dev_put(const symm_dev_team_t &t, void *dest, const void *src,
+                           size_t nbytes, int pe);
+SYMM_DEV void symm_dev_get(const symm_dev_team_t &t, void *dest, const void *src,
+                           size_t nbytes, int pe);
+/* Put, then (once the data is visible to pe) set or add signal to pe's *sig. */
+SYMM_DEV void symm_dev_put_signal_block(const symm_dev_team_t &t, void *dest,
+                                        const void *src, size_t nbytes, uint64_t *sig,
+                                        uint64_t signal, symm_sigop_t sigop, int pe);
+SYMM_DEV void symm_dev_put_signal(const symm_dev_team_t &t, void *dest, const void *src,
+                                  size_t nbytes, uint64_t *sig, uint64_t signal,
+                                  symm_sigop_t sigop, int pe);
+/* Signal only (no data). */
+SYMM_DEV void symm_dev_signal(const symm_dev_team_t &t, uint64_t *sig, uint64_t signal,
+                              symm_sigop_t sigop, int pe);
+/* One thread: waits until the local *sig compares true against value (acquire); returns
+ * 0 and *value_out (may be NULL), or SYMM_ERR_TIMEOUT after the team's timeout. */
+SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig,
+                                        symm_cmp_t cmp, uint64_t value,
+                                        uint64_t *value_out);
+/* Completes this thread's earlier puts (system-scope fence). */
+SYMM_DEV void symm_dev_quiet(void);
+
+#include "symm/impl/dev__funcs.cuh"
+
+#endif /* __CUDACC__ */
+#endif /* SYMM_DEVICE_CUH */
