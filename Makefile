@@ -1,6 +1,10 @@
 # Thin wrapper over CMake: `make` builds into build/, `make test` runs every CPU test.
 BUILD ?= build
 CMAKE_FLAGS ?=
+# SYMM_WERROR=1 (CI) turns warnings into errors.
+ifneq ($(SYMM_WERROR),)
+CMAKE_FLAGS += -DSYMM_WERROR=ON
+endif
 JOBS ?= $(shell nproc)
 
 .PHONY: all test clean demo
