@@ -47,6 +47,10 @@ static void *heap_alloc(const char *fn, size_t size, size_t align, int zero)
         local = symm_error_set(SYMM_ERR_ALIGNMENT, "%s: alignment %zu is not a power of two",
                                fn, align);
         ok = 0;
+    } else if (align > SYMM_HEAP_ALIGN_MAX) {
+        local = symm_error_set(SYMM_ERR_ALIGNMENT, "%s: alignment %zu is larger than the "
+                               "largest supported (%zu)", fn, align, SYMM_HEAP_ALIGN_MAX);
+        ok = 0;
     }
     uint64_t off = 0;
     pthread_mutex_lock(&symm_g.heap_lock);

@@ -22,6 +22,10 @@ symm_runtime_t symm_g = {.me = -1,
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* Bytes of my team region at or above this offset were never handed out since the
+ * segment's memfd was made: they are still zero, and no peer has ever written them. */
+static uint64_t team_fresh_from;
+
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
 static void unmap_segments(void)
@@ -63,11 +67,27 @@ static symm_status_t map_segments(void)
     for (int p = 0; p < symm_g.npes; p++) {
         /* MAP_NORESERVE: the heap is large and mostly untouched; pages come from the
          * memfd only when first written. */
-        void *m = mmap(NULL, symm_g.seg_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
-                       symm_g.boot.seg_fd[p], 0);
-        if (m == MAP_FAILED)
+        /* The heap must start at a multiple of SYMM_HEAP_ALIGN_MAX: reserve that much
+         * more address space, map the segment at the right place inside, trim the rest. */
+        size_t slack = SYMM_HEAP_ALIGN_MAX;
+        uint8_t *r = mmap(NULL, symm_g.seg_size + slack, PROT_NONE,
+                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (r == MAP_FAILED)
+            return symm_error_set(SYMM_ERR_SYSTEM, "reserving %zu bytes for PE %d's segment: %s",
+                                  symm_g.seg_size + slack, p, strerror(errno));
+        uintptr_t heap = ((uintptr_t)r + symm_g.heap_off + slack - 1) & ~(uintptr_t)(slack - 1);
+        uint8_t *at = (uint8_t *)(heap - symm_g.heap_off);
+        void *m = mmap(at, symm_g.seg_size, PROT_READ | PROT_WRITE,
+                       MAP_SHARED | MAP_FIXED | MAP_NORESERVE, symm_g.boot.seg_fd[p], 0);
+        if (m == MAP_FAILED) {
+            int e = errno;
+            munmap(r, symm_g.seg_size + slack);
             return symm_error_set(SYMM_ERR_SYSTEM, "mmap of PE %d's segment (%zu bytes): %s", p,
-                                  symm_g.seg_size, strerror(errno));
+                                  symm_g.seg_size, strerror(e));
+        }
+        if (at > r) munmap(r, (size_t)(at - r));
+        size_t tail = (size_t)(r + symm_g.seg_size + slack - (at + symm_g.seg_size));
+        if (tail) munmap(at + symm_g.seg_size, tail);
         symm_g.seg[p] = m;
     }
     return SYMM_SUCCESS;
@@ -148,6 +168,7 @@ symm_status_t symm_init(void)
         st = symm_error_set(SYMM_ERR_NO_MEMORY, "mailbox counters");
         goto out_free_mbox;
     }
+    team_fresh_from = 0; /* a new memfd: all of it is zero */
     if (symm_arena_init(&symm_g.heap_arena, symm_g.heap_size) ||
         symm_arena_init(&symm_g.team_arena, symm_g.team_size)) {
         st = symm_error_set(SYMM_ERR_NO_MEMORY, "heap allocators");
@@ -254,6 +275,8 @@ symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out)
 {
     pthread_mutex_lock(&symm_g.team_lock);
     int rc = symm_arena_alloc(&symm_g.team_arena, size, 64, off_out);
+    uint64_t fresh = team_fresh_from;
+    if (!rc && *off_out + size > team_fresh_from) team_fresh_from = *off_out + size;
     pthread_mutex_unlock(&symm_g.team_lock);
     if (rc)
         return symm_error_set(SYMM_ERR_NO_MEMORY,
@@ -261,8 +284,12 @@ symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out)
                               "(raise SYMM_TEAM_HEAP_SIZE)",
                               size, (size_t)symm_g.team_arena.used, symm_g.team_size);
     /* Synchronisation state starts at zero: a block reused after a destroyed team
-     * must not carry old flags. */
-    memset(symm_team_region_ptr(symm_g.me, *off_out), 0, size);
+     * must not carry old flags. Fresh memory is not cleared: the predefined teams are
+     * made without an exchange, so a faster peer may already have signalled into them
+     * while this PE is still in symm_init; a memset would erase its signal. */
+    if (*off_out < fresh)
+        memset(symm_team_region_ptr(symm_g.me, *off_out), 0,
+               (size_t)(fresh - *off_out < size ? fresh - *off_out : size));
     return SYMM_SUCCESS;
 }
 

@@ -51,6 +51,10 @@ typedef struct symm_runtime {
     pthread_mutex_t create_lock; /* serialises rank-list team creation (mailboxes) */
 } symm_runtime_t;
 
+/* Every PE's heap is mapped at an address aligned to this, so that symm_align can give
+ * the same offset and the requested alignment on every PE; larger alignments fail. */
+#define SYMM_HEAP_ALIGN_MAX ((size_t)64 << 20)
+
 /* PEs of one host; the segment header holds a mailbox pair for each. */
 #define SYMM_MAX_PES 1024
 
