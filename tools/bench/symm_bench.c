@@ -1,0 +1,302 @@
+/* symm_bench.c — symm-bench: the benchmark driver (run under symmrun) and its teams suite:
+ * pool creation cost, team heap per duplicate, split and rank-list teams, and barriers on
+ * many duplicates at once. The anchor numbers come from symm-bench-mpi (bench/). */
+#include "symm_bench.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <string.h>
+#include <unistd.h>
+
+bench_opts_t sb_opts;
+bench_anchor_t sb_anchor;
+int sb_me, sb_npes;
+
+static double *sb_scratch; /* symmetric: [npes] doubles gathered on every PE */
+
+void sb_fail(const char *what, const char *file, int line, symm_status_t st)
+{
+    char msg[768];
+    snprintf(msg, sizeof msg, "symm-bench: %s failed at %s:%d: %s (%s)", what, file, line,
+             symm_strerror(st), symm_last_error());
+    fprintf(stderr, "PE %d: %s\n", sb_me, msg);
+    symm_abort(1, msg);
+    exit(1);
+}
+
+/* All-gather of one double through puts and the world barrier. */
+static void sb_allgather_double(double v)
+{
+    for (int p = 0; p < sb_npes; p++) SB_CHECK(symm_put(&sb_scratch[sb_me], &v, sizeof v, p));
+    SB_CHECK(symm_barrier_all());
+}
+
+double sb_avg_all(double v)
+{
+    sb_allgather_double(v);
+    double s = 0;
+    for (int p = 0; p < sb_npes; p++) s += sb_scratch[p];
+    SB_CHECK(symm_barrier_all()); /* nobody overwrites sb_scratch before all have read */
+    return s / sb_npes;
+}
+
+double sb_max_all(double v)
+{
+    sb_allgather_double(v);
+    double m = sb_scratch[0];
+    for (int p = 1; p < sb_npes; p++) m = sb_scratch[p] > m ? sb_scratch[p] : m;
+    SB_CHECK(symm_barrier_all());
+    return m;
+}
+
+const bench_row_t *sb_anchor_row(const char *suite, const char *op, int64_t size)
+{
+    return bench_anchor_find(&sb_anchor, suite, op, size);
+}
+
+double sb_anchor_us(const char *suite, const char *op, int64_t size)
+{
+    const bench_row_t *r = sb_anchor_row(suite, op, size);
+    return r ? r->median_us : bench_nan();
+}
+
+void *sb_symm_region(size_t bytes)
+{
+    void *p = symm_align(4096, bytes);
+    if (!p) sb_fail("symm_align", __FILE__, __LINE__, symm_last_status());
+    memset(p, 0, bytes);
+    return p;
+}
+
+/* ---------------------------------------------------------------- teams suite */
+static size_t team_heap_used(void)
+{
+    symm_info_t i;
+    SB_CHECK(symm_get_info(&i));
+    return i.team_heap_used;
+}
+
+static void teams_pools(void)
+{
+    SB_PRINT("# symm-bench teams: pools of n duplicates of SYMM_TEAM_WORLD (%d PEs)\n"
+             "# create and destroy times: median over repetitions of the average over PEs;"
+             " spread = (max-min)/median\n"
+             "# anchor: MPI_Comm_dup of MPI_COMM_WORLD n times (symm-bench-mpi teams), "
+             "ratio = per-team time MPI / symm\n",
+             sb_npes);
+    SB_PRINT("%8s %5s %14s %14s %10s %14s %12s %16s %16s\n", "# dups", "reps", "create(us)",
+             "per-team(us)", "spread(%)", "destroy(us)", "heap/dup(B)", "MPI per-team(us)",
+             "ratio(MPI/symm)");
+    for (size_t n = 1; n <= sb_opts.max_pool; n *= 4) {
+        int reps = sb_opts.reps;
+        if (n >= 16384 && reps > 5) reps = 5;
+        double *cr = calloc((size_t)reps, sizeof *cr), *de = calloc((size_t)reps, sizeof *de);
+        size_t bytes = 0;
+        for (int r = 0; r < reps; r++) {
+            SB_CHECK(symm_barrier_all());
+            size_t before = team_heap_used();
+            symm_pool_t pool;
+            double t0 = bench_now();
+            SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, n, &pool));
+            double t1 = bench_now();
+            bytes = team_heap_used() - before;
+            SB_CHECK(symm_barrier_all());
+            double t2 = bench_now();
+            SB_CHECK(symm_pool_destroy(pool));
+            double t3 = bench_now();
+            cr[r] = sb_avg_all(1e6 * (t1 - t0));
+            de[r] = sb_avg_all(1e6 * (t3 - t2));
+            if (team_heap_used() != before && sb_me == 0)
+                fprintf(stderr, "# warning: team heap not returned after destroying a pool"
+                        " of %zu (%zu -> %zu bytes)\n", n, before, team_heap_used());
+        }
+        bench_stat_t c = bench_stats(cr, reps), d = bench_stats(de, reps);
+        double mpi = sb_anchor_us("teams", "pool_create", (int64_t)n);
+        double ratio = mpi / c.median; /* same n on both sides */
+        SB_PRINT("%8zu %5d %14.2f %14.4f %10.1f %14.2f %12.1f %16.3f %16.1f\n", n, reps,
+                 c.median, c.median / n, bench_spread_pct(c), d.median, (double)bytes / n,
+                 mpi / n, ratio);
+        if (sb_me == 0) {
+            bench_tsv_row(&sb_opts, "teams", "pool_create", (int64_t)n, c, (double)bytes / n,
+                          mpi, ratio);
+            double mpid = sb_anchor_us("teams", "pool_destroy", (int64_t)n);
+            bench_tsv_row(&sb_opts, "teams", "pool_destroy", (int64_t)n, d, 0, mpid,
+                          mpid / d.median);
+        }
+        free(cr);
+        free(de);
+        if (n > sb_opts.max_pool / 4) break; /* also keeps n*4 from overflowing */
+    }
+}
+
+static void teams_plain(void)
+{
+    int reps = sb_opts.quick ? 5 : 101;
+    int *ranks = malloc((size_t)sb_npes * sizeof *ranks);
+    for (int i = 0; i < sb_npes; i++) ranks[i] = i;
+    SB_PRINT("\n# plain teams over all %d PEs: create, then destroy; median of %d\n"
+             "# anchor: MPI_Comm_split (split) and MPI_Comm_create_group (rank list), "
+             "then MPI_Comm_free\n",
+             sb_npes, reps);
+    SB_PRINT("%-8s %12s %10s %12s %14s %14s %16s\n", "# how", "create(us)", "spread(%)",
+             "destroy(us)", "MPI create(us)", "MPI free(us)", "ratio(MPI/symm)");
+    const char *names[2] = {"split", "list"};
+    for (int how = 0; how < 2; how++) {
+        double *cr = calloc((size_t)reps, sizeof *cr), *de = calloc((size_t)reps, sizeof *de);
+        for (int r = 0; r < reps; r++) {
+            symm_team_t t;
+            SB_CHECK(symm_barrier_all());
+            double t0 = bench_now();
+            if (how == 0)
+                SB_CHECK(symm_team_split_strided(SYMM_TEAM_WORLD, 0, 1, sb_npes, &t));
+            else
+                SB_CHECK(symm_team_create(ranks, sb_npes, &t));
+            double t1 = bench_now();
+            SB_CHECK(symm_barrier_all());
+            double t2 = bench_now();
+            SB_CHECK(symm_team_destroy(t));
+            double t3 = bench_now();
+            cr[r] = sb_avg_all(1e6 * (t1 - t0));
+            de[r] = sb_avg_all(1e6 * (t3 - t2));
+        }
+        bench_stat_t c = bench_stats(cr, reps), d = bench_stats(de, reps);
+        char op[32], opd[32];
+        snprintf(op, sizeof op, "%s_create", names[how]);
+        snprintf(opd, sizeof opd, "%s_destroy", names[how]);
+        double mc = sb_anchor_us("teams", op, sb_npes), md = sb_anchor_us("teams", opd, sb_npes);
+        SB_PRINT("%-8s %12.2f %10.1f %12.2f %14.2f %14.2f %16.1f\n", names[how], c.median,
+                 bench_spread_pct(c), d.median, mc, md, mc / c.median);
+        if (sb_me == 0) {
+            bench_tsv_row(&sb_opts, "teams", op, sb_npes, c, 0, mc, mc / c.median);
+            bench_tsv_row(&sb_opts, "teams", opd, sb_npes, d, 0, md, md / d.median);
+        }
+        free(cr);
+        free(de);
+    }
+    free(ranks);
+}
+
+/* ---- barriers on concurrent duplicates: one thread per duplicate on every PE */
+typedef struct {
+    symm_team_t team;
+    int iters, reps;
+    pthread_barrier_t *start, *end;
+} conc_arg_t;
+
+static void *conc_worker(void *p)
+{
+    conc_arg_t *a = p;
+    for (int r = 0; r < a->reps; r++) {
+        pthread_barrier_wait(a->start);
+        for (int i = 0; i < a->iters; i++) SB_CHECK(symm_barrier(a->team));
+        pthread_barrier_wait(a->end);
+    }
+    return NULL;
+}
+
+static void teams_concurrent(void)
+{
+    int maxc = sb_opts.max_conc, reps = sb_opts.reps;
+    symm_pool_t pool;
+    SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, (size_t)maxc, &pool));
+    SB_PRINT("\n# barriers on d duplicates at once: d threads per PE, thread i loops "
+             "symm_barrier on duplicate i\n# (%d PEs on %ld cores: threads beyond the core "
+             "count take turns); latency = wall time / barriers per thread, slowest PE; "
+             "median of %d\n"
+             "# anchor: d threads per rank, each looping MPI_Barrier on its own MPI_Comm_dup "
+             "(MPI_THREAD_MULTIPLE)\n",
+             sb_npes, sysconf(_SC_NPROCESSORS_ONLN), reps);
+    SB_PRINT("%6s %8s %14s %10s %16s %14s %16s %16s\n", "# dups", "iters", "latency(us)",
+             "spread(%)", "aggregate(1/s)", "MPI lat(us)", "MPI aggr(1/s)", "ratio(MPI/symm)");
+    for (int d = 1; d <= maxc; d *= 2) {
+        int iters = sb_opts.quick ? 20 : (d <= 2 ? 5000 : 10000 / d);
+        if (iters < 100 && !sb_opts.quick) iters = 100;
+        pthread_barrier_t start, end;
+        pthread_barrier_init(&start, NULL, (unsigned)d + 1);
+        pthread_barrier_init(&end, NULL, (unsigned)d + 1);
+        pthread_t *th = malloc((size_t)d * sizeof *th);
+        conc_arg_t *args = malloc((size_t)d * sizeof *args);
+        for (int i = 0; i < d; i++) {
+            args[i] = (conc_arg_t){symm_pool_team(pool, (size_t)i), iters, reps, &start, &end};
+            pthread_create(&th[i], NULL, conc_worker, &args[i]);
+        }
+        double *lat = calloc((size_t)reps, sizeof *lat);
+        for (int r = 0; r < reps; r++) {
+            SB_CHECK(symm_barrier_all());
+            pthread_barrier_wait(&start);
+            double t0 = bench_now();
+            pthread_barrier_wait(&end);
+            double t1 = bench_now();
+            lat[r] = sb_max_all(1e6 * (t1 - t0)) / iters;
+        }
+        for (int i = 0; i < d; i++) pthread_join(th[i], NULL);
+        pthread_barrier_destroy(&start);
+        pthread_barrier_destroy(&end);
+        bench_stat_t s = bench_stats(lat, reps);
+        double aggr = d * 1e6 / s.median;
+        const bench_row_t *m = sb_anchor_row("teams", "barrier_conc", d);
+        double mlat = m ? m->median_us : bench_nan(), maggr = m ? m->extra : bench_nan();
+        SB_PRINT("%6d %8d %14.3f %10.1f %16.0f %14.3f %16.0f %16.2f\n", d, iters, s.median,
+                 bench_spread_pct(s), aggr, mlat, maggr, mlat / s.median);
+        if (sb_me == 0)
+            bench_tsv_row(&sb_opts, "teams", "barrier_conc", d, s, aggr, mlat, mlat / s.median);
+        free(lat);
+        free(th);
+        free(args);
+    }
+    SB_CHECK(symm_pool_destroy(pool));
+}
+
+static void teams_limit_note(void)
+{
+    const bench_row_t *r = NULL;
+    for (size_t i = 0; i < sb_anchor.n; i++)
+        if (!strcmp(sb_anchor.rows[i].op, "dup_limit")) r = &sb_anchor.rows[i];
+    if (r)
+        SB_PRINT("\n# MPI_Comm_dup count: %lld communicators in %.1f s (%s); symm made pools "
+                 "of up to %zu duplicates above, limited only by SYMM_TEAM_HEAP_SIZE\n",
+                 (long long)r->size, r->extra,
+                 r->max_us > 0 ? "stopped by an MPI error" : "stopped by the time or count cap",
+                 sb_opts.max_pool);
+}
+
+int sb_suite_teams(void)
+{
+    teams_pools();
+    teams_plain();
+    teams_concurrent();
+    teams_limit_note();
+    return 0;
+}
+
+/* ---------------------------------------------------------------- driver */
+int main(int argc, char **argv)
+{
+    if (bench_parse_opts(argc, argv, &sb_opts, "symm-bench")) return 2;
+    if (symm_init() != SYMM_SUCCESS) {
+        fprintf(stderr, "symm-bench: symm_init: %s\n(run it under symmrun -n N)\n",
+                symm_last_error());
+        return 1;
+    }
+    sb_me = symm_my_pe();
+    sb_npes = symm_n_pes();
+    sb_scratch = symm_calloc((size_t)sb_npes, sizeof(double));
+    if (!sb_scratch) sb_fail("symm_calloc", __FILE__, __LINE__, symm_last_status());
+    bench_anchor_load(sb_opts.anchor, &sb_anchor);
+    if (sb_opts.anchor && !sb_anchor.n)
+        SB_PRINT("# note: no anchor rows in %s: ratio columns are nan\n", sb_opts.anchor);
+    int rc;
+    if (!strcmp(sb_opts.suite, "teams")) rc = sb_suite_teams();
+    else if (!strcmp(sb_opts.suite, "coll")) rc = sb_suite_coll();
+    else if (!strcmp(sb_opts.suite, "tile")) rc = sb_suite_tile();
+    else if (!strcmp(sb_opts.suite, "moe")) rc = sb_suite_moe();
+    else {
+        fprintf(stderr, "symm-bench: unknown suite %s (teams, coll, tile, moe)\n",
+                sb_opts.suite);
+        rc = 2;
+    }
+    bench_anchor_free(&sb_anchor);
+    symm_free(sb_scratch);
+    symm_finalize();
+    return rc;
+}

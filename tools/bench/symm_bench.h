@@ -1,0 +1,49 @@
+/* symm_bench.h — what the suites of symm-bench share: options, the anchor rows, and
+ * small helpers built only on RMA and the world barrier (so that a suite can report its
+ * numbers even while a collective under test misbehaves). */
+#ifndef SYMM_BENCH_H
+#define SYMM_BENCH_H
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "bench_util.h"
+#include "symm.h"
+
+extern bench_opts_t sb_opts;
+extern bench_anchor_t sb_anchor;
+extern int sb_me, sb_npes;
+
+/* Aborts the job naming the call that failed. */
+#define SB_CHECK(call)                                                                   \
+    do {                                                                                 \
+        symm_status_t sb_st_ = (call);                                                   \
+        if (sb_st_ != SYMM_SUCCESS) sb_fail(#call, __FILE__, __LINE__, sb_st_);          \
+    } while (0)
+void sb_fail(const char *what, const char *file, int line, symm_status_t st);
+
+/* Average (and max) of one value over all PEs; every PE gets it. */
+double sb_avg_all(double v);
+double sb_max_all(double v);
+/* PE 0 prints; the others stay quiet. */
+#define SB_PRINT(...)                                                                    \
+    do {                                                                                 \
+        if (sb_me == 0) {                                                                \
+            printf(__VA_ARGS__);                                                         \
+            fflush(stdout);                                                              \
+        }                                                                                \
+    } while (0)
+
+/* Anchor median (us) for a row, NaN if absent. */
+double sb_anchor_us(const char *suite, const char *op, int64_t size);
+const bench_row_t *sb_anchor_row(const char *suite, const char *op, int64_t size);
+
+/* Symmetric memory region of bytes, touched so that page faults stay out of the timing. */
+void *sb_symm_region(size_t bytes);
+
+int sb_suite_teams(void);
+int sb_suite_coll(void);
+int sb_suite_tile(void);
+int sb_suite_moe(void);
+
+#endif
