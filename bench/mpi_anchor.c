@@ -157,19 +157,32 @@ static void teams_plain(void)
 
 typedef struct {
     MPI_Comm comm;
-    int iters, reps;
+    const volatile int *iters; /* 0 = quit */
     pthread_barrier_t *start, *end;
 } conc_arg_t;
 
 static void *conc_worker(void *p)
 {
     conc_arg_t *a = p;
-    for (int r = 0; r < a->reps; r++) {
+    for (;;) {
         pthread_barrier_wait(a->start);
-        for (int i = 0; i < a->iters; i++) MCHECK(MPI_Barrier(a->comm));
+        int iters = *a->iters;
+        if (!iters) break;
+        for (int i = 0; i < iters; i++) MCHECK(MPI_Barrier(a->comm));
         pthread_barrier_wait(a->end);
     }
     return NULL;
+}
+
+static double conc_round(volatile int *iters_var, int iters, pthread_barrier_t *start,
+                         pthread_barrier_t *end)
+{
+    *iters_var = iters;
+    MCHECK(MPI_Barrier(MPI_COMM_WORLD));
+    pthread_barrier_wait(start);
+    double t0 = bench_now();
+    pthread_barrier_wait(end);
+    return max_all(1e6 * (bench_now() - t0));
 }
 
 static void teams_concurrent(int provided)
@@ -179,12 +192,12 @@ static void teams_concurrent(int provided)
         return;
     }
     int reps = mo.reps;
-    PRINT("\n# MPI_Barrier on d MPI_Comm_dups at once, one thread each; median of %d\n"
+    PRINT("\n# MPI_Barrier on d MPI_Comm_dups at once, one thread each; iterations "
+          "calibrated to ~0.3 s per repetition; median of %d\n"
           "%6s %8s %14s %10s %16s\n", reps, "# dups", "iters", "latency(us)", "spread(%)",
           "aggregate(1/s)");
     for (int d = 1; d <= mo.max_conc; d *= 2) {
-        int iters = mo.quick ? 20 : (d <= 2 ? 5000 : 10000 / d);
-        if (iters < 100 && !mo.quick) iters = 100;
+        volatile int iters_var = 0;
         pthread_barrier_t start, end;
         pthread_barrier_init(&start, NULL, (unsigned)d + 1);
         pthread_barrier_init(&end, NULL, (unsigned)d + 1);
@@ -193,18 +206,14 @@ static void teams_concurrent(int provided)
         for (int i = 0; i < d; i++) {
             MPI_Comm c;
             MCHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
-            args[i] = (conc_arg_t){c, iters, reps, &start, &end};
+            args[i] = (conc_arg_t){c, &iters_var, &start, &end};
         }
         for (int i = 0; i < d; i++) pthread_create(&th[i], NULL, conc_worker, &args[i]);
+        int iters = bench_conc_iters(mo.quick, conc_round(&iters_var, 10, &start, &end) / 10);
         double *lat = calloc((size_t)reps, sizeof *lat);
-        for (int r = 0; r < reps; r++) {
-            MCHECK(MPI_Barrier(MPI_COMM_WORLD));
-            pthread_barrier_wait(&start);
-            double t0 = bench_now();
-            pthread_barrier_wait(&end);
-            double t1 = bench_now();
-            lat[r] = max_all(1e6 * (t1 - t0)) / iters;
-        }
+        for (int r = 0; r < reps; r++) lat[r] = conc_round(&iters_var, iters, &start, &end) / iters;
+        iters_var = 0;
+        pthread_barrier_wait(&start);
         for (int i = 0; i < d; i++) pthread_join(th[i], NULL);
         for (int i = 0; i < d; i++) MCHECK(MPI_Comm_free(&args[i].comm));
         pthread_barrier_destroy(&start);
@@ -269,11 +278,14 @@ static int nrot_for(size_t bytes)
 
 static void run_op(int op, const coll_size_t *z, int k)
 {
+    if (op == OP_BARRIER) {
+        MCHECK(MPI_Barrier(MPI_COMM_WORLD));
+        return;
+    }
     size_t off = (size_t)k * stride_of(z->bytes);
     void *src = src_region + off, *dst = dst_region + off;
     int n = npes, cntc = (int)z->count, blk = (int)z->block;
     switch (op) {
-    case OP_BARRIER: MCHECK(MPI_Barrier(MPI_COMM_WORLD)); break;
     case OP_BROADCAST:
         MCHECK(MPI_Bcast(me == 0 ? src : dst, (int)z->bytes, MPI_BYTE, 0, MPI_COMM_WORLD));
         break;
@@ -326,7 +338,7 @@ static long check_op(int op, const coll_size_t *z)
 
 static bench_stat_t time_op(int op, const coll_size_t *z, int iters)
 {
-    int reps = mo.reps, nrot = nrot_for(z->bytes);
+    int reps = mo.reps, nrot = op == OP_BARRIER ? 1 : nrot_for(z->bytes);
     double *v = calloc((size_t)reps, sizeof *v);
     for (int w = 0; w < (iters < 10 ? 2 : 10); w++) run_op(op, z, w % nrot);
     int k = 0;

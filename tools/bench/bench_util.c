@@ -62,6 +62,15 @@ int bench_iters_for(size_t size, int quick)
     return (int)it;
 }
 
+int bench_conc_iters(int quick, double trial_us)
+{
+    if (quick) return 20;
+    double it = 0.3e6 / (trial_us > 0.01 ? trial_us : 0.01);
+    if (it < 20) it = 20;
+    if (it > 20000) it = 20000;
+    return (int)it;
+}
+
 static void usage(const char *prog)
 {
     fprintf(stderr,

@@ -49,6 +49,10 @@ int bench_parse_size(const char *s, size_t *out);
  * and both programs agree without talking). */
 int bench_iters_for(size_t size, int quick);
 
+/* Barriers per thread per repetition of the concurrent-barrier test, from a trial's
+ * per-barrier time (us, the same on every PE): about 0.3 s per repetition. */
+int bench_conc_iters(int quick, double trial_us);
+
 /* ---- anchor rows: suite op size median_us min_us max_us extra [anchor_us ratio] */
 typedef struct {
     char suite[16], op[32];

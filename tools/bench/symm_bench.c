@@ -179,19 +179,34 @@ static void teams_plain(void)
 /* ---- barriers on concurrent duplicates: one thread per duplicate on every PE */
 typedef struct {
     symm_team_t team;
-    int iters, reps;
+    const volatile int *iters; /* set by the main thread before each start; 0 = quit */
     pthread_barrier_t *start, *end;
 } conc_arg_t;
 
 static void *conc_worker(void *p)
 {
     conc_arg_t *a = p;
-    for (int r = 0; r < a->reps; r++) {
+    for (;;) {
         pthread_barrier_wait(a->start);
-        for (int i = 0; i < a->iters; i++) SB_CHECK(symm_barrier(a->team));
+        int iters = *a->iters;
+        if (!iters) break;
+        for (int i = 0; i < iters; i++) SB_CHECK(symm_barrier(a->team));
         pthread_barrier_wait(a->end);
     }
     return NULL;
+}
+
+/* One timed round of d threads doing iters barriers each: wall time (us) of the slowest
+ * PE. */
+static double conc_round(volatile int *iters_var, int iters, pthread_barrier_t *start,
+                         pthread_barrier_t *end)
+{
+    *iters_var = iters;
+    SB_CHECK(symm_barrier_all());
+    pthread_barrier_wait(start);
+    double t0 = bench_now();
+    pthread_barrier_wait(end);
+    return sb_max_all(1e6 * (bench_now() - t0));
 }
 
 static void teams_concurrent(void)
@@ -201,34 +216,29 @@ static void teams_concurrent(void)
     SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, (size_t)maxc, &pool));
     SB_PRINT("\n# barriers on d duplicates at once: d threads per PE, thread i loops "
              "symm_barrier on duplicate i\n# (%d PEs on %ld cores: threads beyond the core "
-             "count take turns); latency = wall time / barriers per thread, slowest PE; "
-             "median of %d\n"
+             "count take turns); latency = wall time / barriers per thread, slowest PE;\n"
+             "# iterations calibrated to ~0.3 s per repetition; median of %d\n"
              "# anchor: d threads per rank, each looping MPI_Barrier on its own MPI_Comm_dup "
              "(MPI_THREAD_MULTIPLE)\n",
              sb_npes, sysconf(_SC_NPROCESSORS_ONLN), reps);
     SB_PRINT("%6s %8s %14s %10s %16s %14s %16s %16s\n", "# dups", "iters", "latency(us)",
              "spread(%)", "aggregate(1/s)", "MPI lat(us)", "MPI aggr(1/s)", "ratio(MPI/symm)");
     for (int d = 1; d <= maxc; d *= 2) {
-        int iters = sb_opts.quick ? 20 : (d <= 2 ? 5000 : 10000 / d);
-        if (iters < 100 && !sb_opts.quick) iters = 100;
+        volatile int iters_var = 0;
         pthread_barrier_t start, end;
         pthread_barrier_init(&start, NULL, (unsigned)d + 1);
         pthread_barrier_init(&end, NULL, (unsigned)d + 1);
         pthread_t *th = malloc((size_t)d * sizeof *th);
         conc_arg_t *args = malloc((size_t)d * sizeof *args);
         for (int i = 0; i < d; i++) {
-            args[i] = (conc_arg_t){symm_pool_team(pool, (size_t)i), iters, reps, &start, &end};
+            args[i] = (conc_arg_t){symm_pool_team(pool, (size_t)i), &iters_var, &start, &end};
             pthread_create(&th[i], NULL, conc_worker, &args[i]);
         }
+        int iters = bench_conc_iters(sb_opts.quick, conc_round(&iters_var, 10, &start, &end) / 10);
         double *lat = calloc((size_t)reps, sizeof *lat);
-        for (int r = 0; r < reps; r++) {
-            SB_CHECK(symm_barrier_all());
-            pthread_barrier_wait(&start);
-            double t0 = bench_now();
-            pthread_barrier_wait(&end);
-            double t1 = bench_now();
-            lat[r] = sb_max_all(1e6 * (t1 - t0)) / iters;
-        }
+        for (int r = 0; r < reps; r++) lat[r] = conc_round(&iters_var, iters, &start, &end) / iters;
+        iters_var = 0;
+        pthread_barrier_wait(&start);
         for (int i = 0; i < d; i++) pthread_join(th[i], NULL);
         pthread_barrier_destroy(&start);
         pthread_barrier_destroy(&end);

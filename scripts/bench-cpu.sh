@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# bench-cpu.sh — the CPU benchmarks of symm against their MPI anchor, in one run: builds
+# what is missing, then for every suite runs symm-bench-mpi (under mpirun) and right after
+# it symm-bench (under symmrun) with the MPI rows as anchor, so that each table carries a
+# ratio column measured on the same machine minutes apart. Writes the tables and a
+# machine-readable summary (summary.tsv) to $OUT (default build/bench-results).
+#
+#   scripts/bench-cpu.sh                 # everything: teams at 2 and 4 PEs, the rest at 2
+#   scripts/bench-cpu.sh --quick         # tiny sizes (seconds): a smoke run
+#   scripts/bench-cpu.sh coll tile       # only these suites
+#   EXTRA="--reps 11 --max 16M" scripts/bench-cpu.sh coll
+# Environment: BUILD (build dir), OUT (results dir), NP (PEs, 2), TEAMS_NP ("2 4"),
+# EXTRA (options passed to both programs), PLOTS (directory for PNG plots; needs
+# python3 with matplotlib, skipped otherwise), MPIRUN (the MPI launcher, mpirun).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+OUT=${OUT:-$BUILD/bench-results}
+NP=${NP:-2}
+TEAMS_NP=${TEAMS_NP:-"2 4"}
+EXTRA=${EXTRA:-}
+MPIRUN=${MPIRUN:-mpirun}
+PLOTS=${PLOTS:-$OUT/plots}
+
+suites=()
+quick=""
+for a in "$@"; do
+    case "$a" in
+    --quick) quick=--quick ;;
+    teams | coll | tile | moe) suites+=("$a") ;;
+    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
+    *) echo "bench-cpu.sh: unknown argument $a (teams coll tile moe --quick)" >&2; exit 2 ;;
+    esac
+done
+[ ${#suites[@]} -eq 0 ] && suites=(teams coll tile moe)
+
+# ---------------------------------------------------------------- build
+if [ ! -f "$BUILD/CMakeCache.txt" ]; then
+    cmake -S "$ROOT" -B "$BUILD" -DSYMM_CUDA=off -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+fi
+targets=(--target symmrun symm-bench)
+if cmake --build "$BUILD" --target help 2>/dev/null | grep -q "symm-bench-mpi"; then
+    targets+=(symm-bench-mpi) # only configured where MPI was found
+fi
+cmake --build "$BUILD" -j"$(nproc)" "${targets[@]}" >/dev/null
+SYMMRUN=$BUILD/bin/symmrun
+SBENCH=$BUILD/bin/symm-bench
+MBENCH=$BUILD/bin/symm-bench-mpi
+have_mpi=0
+if [ -x "$MBENCH" ] && command -v "$MPIRUN" >/dev/null 2>&1; then have_mpi=1; fi
+mpi_flags=()
+if [ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
+    mpi_flags+=(--oversubscribe --bind-to none)
+    if [ "$(id -u)" = 0 ]; then mpi_flags+=(--allow-run-as-root); fi
+fi
+
+# Room for 2 x 256 MiB rotating buffers plus the collectives' own scratch.
+export SYMM_HEAP_SIZE=${SYMM_HEAP_SIZE:-2G}
+
+mkdir -p "$OUT"
+SUMMARY=$OUT/summary.tsv
+{
+    echo "# symm CPU benchmarks, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(nproc) CPUs,"\
+         "$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p'),"\
+         "git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+    echo "# anchor: $([ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | head -1 || echo none)"
+    echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews both sides)"
+    printf "np\tsuite\top\tsize\tmedian_us\tmin_us\tmax_us\textra\tanchor_us\tratio\n"
+} >"$SUMMARY"
+
+run_suite() { # suite np
+    local suite=$1 np=$2 tag="$1-np$2"
+    local mtsv=$OUT/mpi-$tag.tsv stsv=$OUT/symm-$tag.tsv
+    rm -f "$mtsv" "$stsv"
+    echo "================================================================ $suite, $np PEs (load $(cut -d' ' -f1 /proc/loadavg))"
+    if [ $have_mpi = 1 ]; then
+        echo "\$ $MPIRUN -np $np ${mpi_flags[*]} symm-bench-mpi $suite $quick $EXTRA"
+        "$MPIRUN" -np "$np" "${mpi_flags[@]}" "$MBENCH" "$suite" $quick $EXTRA --tsv "$mtsv" |
+            tee "$OUT/mpi-$tag.txt"
+    else
+        echo "# no MPI anchor (symm-bench-mpi or $MPIRUN missing): ratio columns are nan"
+    fi
+    echo
+    echo "\$ symmrun -n $np symm-bench $suite $quick $EXTRA --anchor $mtsv"
+    "$SYMMRUN" -n "$np" "$SBENCH" "$suite" $quick $EXTRA --anchor "$mtsv" --tsv "$stsv" |
+        tee "$OUT/symm-$tag.txt"
+    echo
+    [ -f "$stsv" ] && sed "s/^/$np\t/" "$stsv" >>"$SUMMARY"
+    # memcpy and anything else only the MPI side measured stay in its own file
+    return 0
+}
+
+status=0
+for s in "${suites[@]}"; do
+    if [ "$s" = teams ]; then
+        for np in $TEAMS_NP; do run_suite teams "$np" || status=1; done
+    else
+        run_suite "$s" "$NP" || status=1
+    fi
+done
+
+echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$SUMMARY"
+echo "summary: $SUMMARY"
+if [ -z "$quick" ] && [ -f "$OUT/symm-coll-np$NP.tsv" ] &&
+   python3 -c "import matplotlib" >/dev/null 2>&1; then
+    python3 "$ROOT/scripts/bench-plot.py" "$OUT" "$PLOTS" "$NP" && echo "plots: $PLOTS"
+fi
+exit $status
