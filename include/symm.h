@@ -330,7 +330,10 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                              size_t *recv_counts, size_t *recv_displs);
 
 /* ---------------------------------------------------------------- tile reduce */
-/* A 2-D tile of rows x cols elements with a row stride of ld elements (ld >= cols). */
+/* A 2-D tile of rows x cols elements whose rows start ld elements apart (ld >= cols
+ * when rows > 0 and cols > 0). A tile with 0 rows or 0 cols is empty: valid, its base
+ * may be NULL, and the call is still collective (it synchronises and writes nothing).
+ * Tiles are read in place: no packing, any ld, odd sizes, single rows or columns. */
 typedef struct {
     void *base;
     size_t rows;
@@ -338,42 +341,154 @@ typedef struct {
     size_t ld;
 } symm_tile_t;
 
-/* Reduce the same tile of every member into root's out tile. */
+/* Every member's tile `in` (the same symmetric tile: same offset, shape and ld on
+ * every member) is reduced element by element with op, into root's `out`. Types and
+ * ops are those of symm_reduce (and, or, xor on integer types only). Every element is
+ * combined in team order, member 0 first, so the result is the same whatever the root,
+ * the form (plain, worker, parallel) or the number of workers. `out` must have in's
+ * rows and cols (its own ld); it is written on root only and need not be symmetric;
+ * elsewhere it is ignored. out may be the very tile in (same base and ld: in place) but
+ * may not otherwise overlap it. */
 symm_status_t symm_tile_reduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
                                symm_type_t type, symm_op_t op, int root);
-/* Reduce into every member's out tile. */
+/* The reduction into every member's `out`, which must be symmetric (the same tile on
+ * every member). Each member reduces its own band of rows, then copies the others'
+ * bands: every member ends with identical bytes. In place (out == in) is allowed. */
 symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
                                   symm_type_t type, symm_op_t op);
-/* Multi-root: nroots tiles in[k] (same shape on every member) reduced into roots[k]'s
- * out tile. A PE is root of at most one tile; every member takes part. */
+/* Multi-root (PyTorch's multi_root_tile_reduce): nroots symmetric tiles in[k]; member
+ * roots[k] receives in its `out` the reduction over all members of tile in[k]. Roots
+ * are distinct (a PE is root of at most one tile), 0 <= nroots <= n_pes; every member
+ * takes part, root or not. The tiles may differ in shape; a root's out must have its
+ * tile's rows and cols and must not overlap any in[j] but its own (in place allowed);
+ * non-roots' out is ignored. */
 symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out,
                                      const symm_tile_t *in, const int *roots, int nroots,
                                      symm_type_t type, symm_op_t op);
 
+/* Worker-parallel forms: the operation split over nworkers workers per PE (the CPU image
+ * of one GPU thread block per duplicate). Worker w (0 <= w < nworkers <= pool size) calls
+ * the _worker form with duplicate w of pool, from its own thread, with the same other
+ * arguments as every other worker of every member; it handles its band of rows
+ * (rows w*R/nworkers ..). The operation is complete on this PE once all its workers have
+ * returned success. Results are bytewise identical for any nworkers. */
+symm_status_t symm_tile_reduce_worker(symm_pool_t pool, int worker, int nworkers,
+                                      symm_tile_t out, symm_tile_t in, symm_type_t type,
+                                      symm_op_t op, int root);
+symm_status_t symm_tile_allreduce_worker(symm_pool_t pool, int worker, int nworkers,
+                                         symm_tile_t out, symm_tile_t in, symm_type_t type,
+                                         symm_op_t op);
+symm_status_t symm_tile_reduce_multi_worker(symm_pool_t pool, int worker, int nworkers,
+                                            symm_tile_t out, const symm_tile_t *in,
+                                            const int *roots, int nroots, symm_type_t type,
+                                            symm_op_t op);
+/* The same with workers made internally: the caller is worker 0 and nworkers-1 threads
+ * run the others on duplicates 1..nworkers-1 (if a thread cannot be started, the caller
+ * runs that worker's share itself, afterwards: duplicates are independent, so this
+ * cannot deadlock). The first failing worker's status and message are returned. */
+symm_status_t symm_tile_reduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
+                                        symm_tile_t in, symm_type_t type, symm_op_t op,
+                                        int root);
+symm_status_t symm_tile_allreduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
+                                           symm_tile_t in, symm_type_t type, symm_op_t op);
+symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
+                                              symm_tile_t out, const symm_tile_t *in,
+                                              const int *roots, int nroots,
+                                              symm_type_t type, symm_op_t op);
+
 /* ---------------------------------------------------------------- MoE dispatch/combine */
-/* 1-D all_to_all_vdev: in holds rows packed in member order, in_splits[j] rows for j.
- * out gets rows packed in member order; out_splits and out_offsets (n_pes each) are
- * written. row_bytes is the size of one row; out_capacity is in rows. */
+/* The all-to-all-v family of PyTorch SymmMem (all_to_all_vdev, all_to_all_vdev_2d with
+ * major_align, all_to_all_vdev_2d_offset), on rows of row_bytes bytes (any width, any
+ * content). Conventions shared by all three:
+ *  - `in` is symmetric: members read each other's input directly (pull); the call
+ *    returns once every member has finished reading, so in may then be reused. in may be
+ *    NULL only if this PE sends no rows.
+ *  - `out` is this PE's local memory of out_capacity rows (symmetric or not) that must
+ *    not overlap in. Only rows that receive data are written: alignment padding is left
+ *    as it was.
+ *  - Split counts are exchanged by the library (each member publishes its n*ne split and
+ *    offset table in a per-call scratch of its team region, announced with one one-word
+ *    exchange; the call costs 3 synchronisation episodes whatever n and ne).
+ *  - The output layout is checked against out_capacity on every member before anything
+ *    is written: if any member's output would not fit, every member fails with
+ *    SYMM_ERR_OVERFLOW, naming that member, and writes nothing (outputs included).
+ *    Likewise a member that passes bad arguments makes every member fail (its own error
+ *    says what was wrong, the others' name it).
+ *  - out_splits, out_offsets and out_rows are written on success; each may be NULL.
+ *    Offsets and counts are in rows. n is the team's size, "me" the caller's number. */
+
+/* 1-D (all_to_all_vdev): in holds rows packed in member order, in_splits[j] for member
+ * j. out receives rows packed in source order: out_splits[s] rows from member s at
+ * out_offsets[s] = out_splits[0] + .. + out_splits[s-1]; *out_rows = their sum. */
 symm_status_t symm_all_to_all_v(symm_team_t team, void *out, size_t out_capacity,
                                 const void *in, const size_t *in_splits, size_t row_bytes,
-                                size_t *out_splits, size_t *out_offsets);
-/* 2-D dispatch: in holds rows rank-major: for member j, for local expert e of j
- * (ne experts per member), in_splits[j*ne + e] rows. out gets rows expert-major: for each
- * of my experts e, the rows of every source member s in order; each expert's segment
- * starts at a multiple of major_align rows (an empty expert still takes one aligned slot
- * of zero rows... its offset is aligned, its length 0). out_splits[e*n + s] and
- * out_offsets[e*n + s] (n*ne each) are written. */
+                                size_t *out_splits, size_t *out_offsets, size_t *out_rows);
+/* 2-D dispatch (all_to_all_vdev_2d): every member owns ne experts; member j's expert e
+ * is global expert j*ne + e. in holds rows rank-major, packed: in_splits[j*ne + e] rows
+ * for expert e of member j, in that order (n*ne entries). out receives rows
+ * expert-major: for each of my experts e = 0..ne-1, a segment holding the rows of
+ * source 0, 1, .., n-1 in that order; out_splits[e*n + s] rows from source s at
+ * out_offsets[e*n + s]. With major_align = A >= 1, segment e starts at
+ *   start[0] = 0, start[e+1] = start[e] + max(roundup(len[e], A), A),
+ * len[e] = sum over s of out_splits[e*n + s]: every segment starts at a multiple of A,
+ * and an empty expert still takes one aligned slot of A rows (PyTorch does the same,
+ * because grouped GEMMs reject empty groups; with A = 1 an empty expert takes 1 row).
+ * A = 0 is an extension: segments packed back to back, empty experts take nothing.
+ * *out_rows = start[ne] (the whole layout, padding included); it must be <=
+ * out_capacity. ne >= 1 and row_bytes >= 1, equal on every member. */
 symm_status_t symm_moe_dispatch(symm_team_t team, void *out, size_t out_capacity,
                                 const void *in, const size_t *in_splits, int ne,
                                 size_t row_bytes, size_t major_align, size_t *out_splits,
-                                size_t *out_offsets);
-/* Combine, the inverse: in is expert-major with in_splits[e*n + s] rows for source s at
- * in_offsets[e*n + s] (padded offsets allowed); out gets rows rank-major in the original
- * dispatch order: out_splits[j*ne + e] and out_offsets[j*ne + e] are written. */
+                                size_t *out_offsets, size_t *out_rows);
+/* Combine (all_to_all_vdev_2d_offset), the inverse: in is expert-major as dispatch left
+ * it: in_splits[e*n + j] rows for member j at in_offsets[e*n + j] (any offsets: padding
+ * between and around segments is allowed and not sent; segments may be in any order).
+ * out receives rows rank-major, packed, in the original dispatch
+ * order: for source s = 0..n-1, for its expert e = 0..ne-1, out_splits[s*ne + e] rows
+ * at out_offsets[s*ne + e] (the running sum). After a dispatch, a combine of the
+ * dispatch output with in_splits = its out_splits and in_offsets = its out_offsets
+ * gives back every member's input, rows and splits. *out_rows = the total. */
 symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity,
                                const void *in, const size_t *in_splits,
                                const size_t *in_offsets, int ne, size_t row_bytes,
-                               size_t *out_splits, size_t *out_offsets);
+                               size_t *out_splits, size_t *out_offsets, size_t *out_rows);
+
+/* Worker-parallel forms, as for tiles: worker w of nworkers runs on duplicate w of pool.
+ * Every worker exchanges the splits on its own duplicate and computes the whole layout;
+ * the rows to move (in output order, padding excluded) are split into nworkers equal
+ * ranges, worker w copying range w, so any nworkers gives bytewise the same output. Only
+ * worker 0 writes out_splits, out_offsets and out_rows (the others may pass NULL). */
+symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworkers,
+                                       void *out, size_t out_capacity, const void *in,
+                                       const size_t *in_splits, size_t row_bytes,
+                                       size_t *out_splits, size_t *out_offsets,
+                                       size_t *out_rows);
+symm_status_t symm_moe_dispatch_worker(symm_pool_t pool, int worker, int nworkers,
+                                       void *out, size_t out_capacity, const void *in,
+                                       const size_t *in_splits, int ne, size_t row_bytes,
+                                       size_t major_align, size_t *out_splits,
+                                       size_t *out_offsets, size_t *out_rows);
+symm_status_t symm_moe_combine_worker(symm_pool_t pool, int worker, int nworkers,
+                                      void *out, size_t out_capacity, const void *in,
+                                      const size_t *in_splits, const size_t *in_offsets,
+                                      int ne, size_t row_bytes, size_t *out_splits,
+                                      size_t *out_offsets, size_t *out_rows);
+/* With internal threads (see symm_tile_reduce_parallel). */
+symm_status_t symm_all_to_all_v_parallel(symm_pool_t pool, int nworkers, void *out,
+                                         size_t out_capacity, const void *in,
+                                         const size_t *in_splits, size_t row_bytes,
+                                         size_t *out_splits, size_t *out_offsets,
+                                         size_t *out_rows);
+symm_status_t symm_moe_dispatch_parallel(symm_pool_t pool, int nworkers, void *out,
+                                         size_t out_capacity, const void *in,
+                                         const size_t *in_splits, int ne, size_t row_bytes,
+                                         size_t major_align, size_t *out_splits,
+                                         size_t *out_offsets, size_t *out_rows);
+symm_status_t symm_moe_combine_parallel(symm_pool_t pool, int nworkers, void *out,
+                                        size_t out_capacity, const void *in,
+                                        const size_t *in_splits, const size_t *in_offsets,
+                                        int ne, size_t row_bytes, size_t *out_splits,
+                                        size_t *out_offsets, size_t *out_rows);
 
 /* ---------------------------------------------------------------- information */
 /* Heap sizes and transport in use, for tools. */

@@ -1,0 +1,515 @@
+/* moe.c — the all-to-all-v family used by mixture-of-experts layers: 1-D
+ * all_to_all_v, 2-D dispatch (rank-major to expert-major, aligned) and combine (the
+ * inverse, from padded offsets), on a team or split over the workers of a pool.
+ *
+ * One engine serves all three. Every member publishes, for each receiver j and index e
+ * (j's expert for dispatch, my expert for combine), the count and source offset of the
+ * rows it holds for (j, e), in a per-call scratch of its team region whose offset it
+ * announces with one exchange. Each member then reads its column of every peer's table,
+ * lays out its output, and a second exchange agrees that every output fits before any
+ * row moves. Rows move by direct reads of the sources' symmetric input (pull); a final
+ * sync keeps the inputs alive until every member has finished reading.
+ *
+ * Also here: the worker runner of every _parallel form (tile.c's too). */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/tile_moe.h"
+#include "team/team.h"
+
+typedef enum { A2A_1D, A2A_DISPATCH, A2A_COMBINE } a2a_kind_t;
+
+typedef struct a2a_args {
+    a2a_kind_t kind;
+    void *out;
+    size_t out_capacity;
+    const void *in;
+    const size_t *in_splits;
+    const size_t *in_offsets; /* combine only */
+    int ne;
+    size_t row_bytes;
+    size_t major_align; /* dispatch only */
+    size_t *out_splits, *out_offsets, *out_rows;
+} a2a_args_t;
+
+/* The exchanged word for a member that failed: its status in the low bits. */
+#define A2A_FAIL ((uint64_t)1 << 63)
+/* With A2A_FAIL: the member's output does not fit; the low bits say how many rows it
+ * needs (0: the size overflows). */
+#define A2A_TOO_BIG ((uint64_t)1 << 62)
+
+static const char *kind_fn(a2a_kind_t k, int worker_form)
+{
+    static const char *names[3][2] = {
+        {"symm_all_to_all_v", "symm_all_to_all_v_worker"},
+        {"symm_moe_dispatch", "symm_moe_dispatch_worker"},
+        {"symm_moe_combine", "symm_moe_combine_worker"},
+    };
+    return names[k][worker_form];
+}
+
+static int mul_overflows(size_t a, size_t b, size_t *r) { return __builtin_mul_overflow(a, b, r); }
+static int add_overflows(size_t a, size_t b, size_t *r) { return __builtin_add_overflow(a, b, r); }
+
+/* Validates what this PE passed and fills its publication table pub[(j*ne + e)*2 + 0/1]
+ * = (count, source offset) of the rows for (receiver j, index e). */
+static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a_args_t *a,
+                                 uint64_t *pub)
+{
+    int n = c->n, ne = a->ne;
+    char tb[96];
+    const char *tn = symm_team_describe(c->team, tb, sizeof tb);
+    if (!a->in_splits)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_splits is NULL", fn, tn);
+    if (a->kind == A2A_COMBINE && !a->in_offsets)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_offsets is NULL", fn, tn);
+    if (!a->out && a->out_capacity)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: out is NULL but out_capacity is %zu", fn, tn,
+                              a->out_capacity);
+    size_t end = 0; /* rows of in that are read: max over segments of offset + count */
+    size_t run = 0; /* running offset of the packed (rank-major) input */
+    for (int j = 0; j < n; j++) {
+        for (int e = 0; e < ne; e++) {
+            size_t k, cnt, off, seg_end;
+            if (a->kind == A2A_COMBINE) {
+                k = (size_t)e * n + j;
+                cnt = a->in_splits[k];
+                off = a->in_offsets[k];
+            } else {
+                k = (size_t)j * ne + e;
+                cnt = a->in_splits[k];
+                off = run;
+                if (add_overflows(run, cnt, &run))
+                    return symm_error_set(SYMM_ERR_OVERFLOW,
+                                          "%s on %s: the sum of in_splits overflows", fn, tn);
+            }
+            if (add_overflows(off, cnt, &seg_end))
+                return symm_error_set(SYMM_ERR_OVERFLOW,
+                                      "%s on %s: in_offsets[%zu] + in_splits[%zu] overflows",
+                                      fn, tn, k, k);
+            if (cnt && seg_end > end) end = seg_end;
+            pub[((size_t)j * ne + e) * 2] = cnt;
+            pub[((size_t)j * ne + e) * 2 + 1] = off;
+        }
+    }
+    size_t in_bytes;
+    if (mul_overflows(end, a->row_bytes, &in_bytes))
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: %zu input rows of %zu bytes "
+                              "overflow", fn, tn, end, a->row_bytes);
+    if (in_bytes && !symm_addr_accessible(a->in, in_bytes))
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s on %s: in %p + %zu bytes (%zu rows of %zu bytes) is not "
+                              "inside one symmetric object",
+                              fn, tn, a->in, in_bytes, end, a->row_bytes);
+    size_t out_bytes;
+    if (mul_overflows(a->out_capacity, a->row_bytes, &out_bytes))
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: out_capacity %zu rows of %zu "
+                              "bytes overflows", fn, tn, a->out_capacity, a->row_bytes);
+    uintptr_t ilo = (uintptr_t)a->in, olo = (uintptr_t)a->out;
+    if (in_bytes && out_bytes && ilo < olo + out_bytes && olo < ilo + in_bytes)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: out [%p, +%zu) overlaps in [%p, +%zu): peers read "
+                              "in while out is written",
+                              fn, tn, a->out, out_bytes, a->in, in_bytes);
+    return SYMM_SUCCESS;
+}
+
+/* Lays out my output from cnt[s*ne + e] (rows source s holds for my index e): fills
+ * off[] in the caller's numbering (dispatch: e*n + s, else s*ne + e) and returns the
+ * total rows, or SIZE_MAX on overflow. */
+static size_t a2a_layout(const a2a_args_t *a, int n, const size_t *cnt, size_t *off)
+{
+    int ne = a->ne;
+    size_t pos = 0;
+    if (a->kind == A2A_DISPATCH) {
+        size_t A = a->major_align;
+        for (int e = 0; e < ne; e++) {
+            size_t start = pos;
+            for (int s = 0; s < n; s++) {
+                off[(size_t)e * n + s] = pos;
+                if (add_overflows(pos, cnt[(size_t)s * ne + e], &pos)) return SIZE_MAX;
+            }
+            if (A) {
+                size_t len = pos - start, alen;
+                if (add_overflows(len, A - 1, &alen)) return SIZE_MAX;
+                alen = alen / A * A;
+                if (alen < A) alen = A;
+                if (add_overflows(start, alen, &pos)) return SIZE_MAX;
+            }
+        }
+    } else {
+        for (int s = 0; s < n; s++)
+            for (int e = 0; e < ne; e++) {
+                off[(size_t)s * ne + e] = pos;
+                if (add_overflows(pos, cnt[(size_t)s * ne + e], &pos)) return SIZE_MAX;
+            }
+    }
+    if (pos == SIZE_MAX) return SIZE_MAX; /* reserved as the overflow mark */
+    return pos;
+}
+
+static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int nworkers,
+                             const a2a_args_t *a)
+{
+    SYMM_REQUIRE_INIT();
+    uint64_t h = SYMM_HASH_INIT;
+    h = symm_hash64(h, (uint64_t)a->kind);
+    h = symm_hash64(h, (uint64_t)(int64_t)a->ne);
+    h = symm_hash64(h, a->row_bytes);
+    h = symm_hash64(h, a->major_align);
+    h = symm_hash64(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
+    symm_coll_t c;
+    CHECK(symm_coll_enter(team, fn, h, &c));
+    int n = c.n, me = c.me, ne = a->ne;
+    char tb[96];
+    const char *tn = symm_team_describe(team, tb, sizeof tb);
+
+    /* ---- local checks and the publication table; failures are agreed below */
+    symm_status_t st = SYMM_SUCCESS, mine = SYMM_SUCCESS;
+    uint64_t pub_off = 0, *pub = NULL;
+    size_t *cnt = NULL;
+    uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
+    size_t nsplit = 0;
+    if (!words) {
+        symm_coll_leave(&c);
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d words", fn,
+                              tn, n);
+    }
+    if (ne < 1)
+        mine = symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: ne = %d experts per member "
+                              "(must be >= 1)", fn, tn, ne);
+    else if (a->row_bytes == 0)
+        mine = symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: row_bytes is 0", fn, tn);
+    else if (mul_overflows((size_t)n, (size_t)ne, &nsplit) || nsplit > SIZE_MAX / 16)
+        mine = symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: %d members x %d experts is too "
+                              "many", fn, tn, n, ne);
+    else if ((mine = symm_team_region_alloc(nsplit * 2 * sizeof(uint64_t), &pub_off)) ==
+             SYMM_SUCCESS) {
+        pub = symm_team_region_ptr(symm_g.me, pub_off);
+        mine = a2a_prepare(fn, &c, a, pub);
+    }
+
+    /* Exchange 1: the table's offset, or my failure. It also orders every member's
+     * table and input before anyone reads them (the notify is a release). */
+    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? A2A_FAIL | (uint32_t)-mine : pub_off,
+                                  words),
+               st, out_free_pub);
+    for (int s = 0; s < n; s++) {
+        if (!(words[s] & A2A_FAIL)) continue;
+        if (mine) {
+            st = mine; /* my own message is the one to keep */
+        } else {
+            symm_status_t theirs = (symm_status_t) - (int)(uint32_t)words[s];
+            st = symm_error_set(theirs, "%s on %s: PE %d (world %d) passed bad arguments "
+                                "(%s); nothing was written",
+                                fn, tn, s, c.world[s], symm_strerror(theirs));
+        }
+        goto out_free_pub;
+    }
+
+    /* ---- my column of every table, and my layout */
+    cnt = malloc(sizeof(size_t) * nsplit * 3);
+    if (!cnt)
+        mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for the layout", fn,
+                              tn);
+    size_t *srcoff = cnt ? cnt + nsplit : NULL, *dstoff = cnt ? cnt + 2 * nsplit : NULL;
+    size_t total = 0;
+    if (cnt) {
+        for (int s = 0; s < n; s++) {
+            const uint64_t *t =
+                s == me ? pub : (const uint64_t *)symm_team_region_ptr(c.world[s], words[s]);
+            t += (size_t)me * ne * 2;
+            for (int e = 0; e < ne; e++) {
+                cnt[(size_t)s * ne + e] = t[2 * e];
+                srcoff[(size_t)s * ne + e] = t[2 * e + 1];
+            }
+        }
+        total = a2a_layout(a, n, cnt, dstoff);
+    }
+
+    /* Exchange 2: every member's need against its capacity. After it, every member has
+     * read my table, so the scratch can go. */
+    uint64_t need = 0;
+    if (mine)
+        need = A2A_FAIL | (uint32_t)-mine;
+    else if (total == SIZE_MAX || total > a->out_capacity)
+        need = A2A_FAIL | A2A_TOO_BIG | (total == SIZE_MAX ? 0 : total);
+    CHECK_GOTO(symm_coll_exchange(&c, NULL, need, words), st, out_free_cnt);
+    symm_team_region_free(pub_off);
+    pub = NULL;
+    for (int s = 0; s < n; s++) {
+        if (!(words[s] & A2A_FAIL)) continue;
+        if (words[s] & A2A_TOO_BIG) {
+            uint64_t rows = words[s] & (A2A_TOO_BIG - 1);
+            if (rows)
+                st = symm_error_set(SYMM_ERR_OVERFLOW,
+                                    "%s on %s: the output of PE %d (world %d) needs %llu rows, "
+                                    "more than its out_capacity%s; nothing was written",
+                                    fn, tn, s, c.world[s], (unsigned long long)rows,
+                                    s == me ? "" : " there");
+            else
+                st = symm_error_set(SYMM_ERR_OVERFLOW,
+                                    "%s on %s: the output size of PE %d (world %d) overflows; "
+                                    "nothing was written",
+                                    fn, tn, s, c.world[s]);
+        } else if (s == me) {
+            st = mine;
+        } else {
+            symm_status_t theirs = (symm_status_t) - (int)(uint32_t)words[s];
+            st = symm_error_set(theirs, "%s on %s: PE %d (world %d) failed (%s); nothing "
+                                "was written", fn, tn, s, c.world[s], symm_strerror(theirs));
+        }
+        goto out_free_cnt;
+    }
+
+    /* ---- rows: my share of the moved rows, in output order */
+    size_t moved = 0;
+    for (size_t k = 0; k < nsplit; k++) moved += cnt[k]; /* <= total: no overflow */
+    size_t lo, hi, pos = 0;
+    symm_coll_band(moved, (size_t)nworkers, (size_t)worker, &lo, &hi);
+    int outer = a->kind == A2A_DISPATCH ? ne : n, inner = a->kind == A2A_DISPATCH ? n : ne;
+    for (int i = 0; i < outer && pos < hi; i++) {
+        for (int j = 0; j < inner && pos < hi; j++) {
+            int s = a->kind == A2A_DISPATCH ? j : i, e = a->kind == A2A_DISPATCH ? i : j;
+            size_t k = (size_t)s * ne + e, o = (size_t)i * inner + j;
+            size_t seg_lo = pos, seg_hi = pos + cnt[k];
+            pos = seg_hi;
+            size_t a0 = seg_lo > lo ? seg_lo : lo, a1 = seg_hi < hi ? seg_hi : hi;
+            if (a0 >= a1) continue;
+            const uint8_t *src = symm_coll_ptr(&c, a->in, s);
+            memcpy((uint8_t *)a->out + (dstoff[o] + (a0 - seg_lo)) * a->row_bytes,
+                   src + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes, (a1 - a0) * a->row_bytes);
+        }
+    }
+    if (worker == 0) {
+        for (int i = 0; i < outer; i++)
+            for (int j = 0; j < inner; j++) {
+                int s = a->kind == A2A_DISPATCH ? j : i, e = a->kind == A2A_DISPATCH ? i : j;
+                size_t k = (size_t)s * ne + e, o = (size_t)i * inner + j;
+                if (a->out_splits) a->out_splits[o] = cnt[k];
+                if (a->out_offsets) a->out_offsets[o] = dstoff[o];
+            }
+        if (a->out_rows) *a->out_rows = total;
+    }
+    /* Peers may still be reading my input: nobody leaves before everyone has read. */
+    st = symm_coll_sync(&c);
+
+out_free_cnt:
+out_free_pub:
+    free(cnt);
+    if (pub) symm_team_region_free(pub_off);
+    free(words);
+    symm_coll_leave(&c);
+    return st;
+}
+
+/* ---------------------------------------------------------------- workers */
+symm_status_t symm_coll_worker_team(const char *fn_name, symm_pool_t pool, int worker,
+                                    int nworkers, symm_team_t *team_out)
+{
+    SYMM_REQUIRE_INIT();
+    size_t size = symm_pool_size(pool);
+    if (!size)
+        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool %lld is invalid or destroyed",
+                              fn_name, (long long)pool);
+    if (nworkers < 1 || (size_t)nworkers > size)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: nworkers = %d but the pool has %zu duplicates (one per "
+                              "worker; grow it with symm_pool_grow)",
+                              fn_name, nworkers, size);
+    if (worker < 0 || worker >= nworkers)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: worker %d is not in 0..%d", fn_name,
+                              worker, nworkers - 1);
+    symm_team_t t = symm_pool_team(pool, (size_t)worker);
+    if (t == SYMM_TEAM_INVALID)
+        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool %lld has no duplicate %d",
+                              fn_name, (long long)pool, worker);
+    *team_out = t;
+    return SYMM_SUCCESS;
+}
+
+typedef struct worker_slot {
+    symm_pool_t pool;
+    int worker, nworkers;
+    symm_worker_fn_t fn;
+    void *arg;
+    symm_status_t st;
+    char msg[512];
+    pthread_t thread;
+    int started;
+} worker_slot_t;
+
+static void worker_slot_run(worker_slot_t *w)
+{
+    w->st = w->fn(w->pool, w->worker, w->nworkers, w->arg);
+    if (w->st) snprintf(w->msg, sizeof w->msg, "%s", symm_last_error());
+}
+
+static void *worker_main(void *p)
+{
+    worker_slot_run(p);
+    return NULL;
+}
+
+symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
+                                    symm_worker_fn_t fn, void *arg)
+{
+    symm_team_t t;
+    CHECK(symm_coll_worker_team(fn_name, pool, 0, nworkers, &t));
+    worker_slot_t *w = calloc((size_t)nworkers, sizeof *w);
+    if (!w)
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %d workers", fn_name,
+                              nworkers);
+    for (int i = 0; i < nworkers; i++) {
+        w[i] = (worker_slot_t){.pool = pool, .worker = i, .nworkers = nworkers, .fn = fn,
+                               .arg = arg};
+        if (i > 0) w[i].started = pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0;
+    }
+    worker_slot_run(&w[0]);
+    /* Duplicates are independent: running a worker late on this thread delays its
+     * peers on that duplicate only, and they wait for it (bounded by SYMM_TIMEOUT). */
+    for (int i = 1; i < nworkers; i++)
+        if (!w[i].started) worker_slot_run(&w[i]);
+    for (int i = 1; i < nworkers; i++)
+        if (w[i].started) pthread_join(w[i].thread, NULL);
+    symm_status_t st = SYMM_SUCCESS;
+    for (int i = 0; i < nworkers && !st; i++)
+        if (w[i].st) st = symm_error_set(w[i].st, "%s (worker %d)", w[i].msg, i);
+    free(w);
+    return st;
+}
+
+/* ---------------------------------------------------------------- entry points */
+static symm_status_t a2a_worker_fn(symm_pool_t pool, int worker, int nworkers, void *arg)
+{
+    const a2a_args_t *a = arg;
+    symm_team_t team;
+    const char *fn = kind_fn(a->kind, 1);
+    CHECK(symm_coll_worker_team(fn, pool, worker, nworkers, &team));
+    return a2a_run(fn, team, worker, nworkers, a);
+}
+
+static symm_status_t a2a_worker(symm_pool_t pool, int worker, int nworkers,
+                                const a2a_args_t *a)
+{
+    return a2a_worker_fn(pool, worker, nworkers, (void *)a);
+}
+
+static symm_status_t a2a_parallel(const char *fn, symm_pool_t pool, int nworkers,
+                                  const a2a_args_t *a)
+{
+    return symm_coll_run_workers(fn, pool, nworkers, a2a_worker_fn, (void *)a);
+}
+
+#define A2A_1D_ARGS                                                                 \
+    (a2a_args_t)                                                                         \
+    {                                                                                    \
+        .kind = A2A_1D, .out = out, .out_capacity = out_capacity, .in = in,             \
+        .in_splits = in_splits, .ne = 1, .row_bytes = row_bytes, .out_splits = out_splits, \
+        .out_offsets = out_offsets, .out_rows = out_rows                                 \
+    }
+#define A2A_DISPATCH_ARGS                                                                \
+    (a2a_args_t)                                                                         \
+    {                                                                                    \
+        .kind = A2A_DISPATCH, .out = out, .out_capacity = out_capacity, .in = in,       \
+        .in_splits = in_splits, .ne = ne, .row_bytes = row_bytes,                        \
+        .major_align = major_align, .out_splits = out_splits, .out_offsets = out_offsets, \
+        .out_rows = out_rows                                                             \
+    }
+#define A2A_COMBINE_ARGS                                                                 \
+    (a2a_args_t)                                                                         \
+    {                                                                                    \
+        .kind = A2A_COMBINE, .out = out, .out_capacity = out_capacity, .in = in,        \
+        .in_splits = in_splits, .in_offsets = in_offsets, .ne = ne,                      \
+        .row_bytes = row_bytes, .out_splits = out_splits, .out_offsets = out_offsets,    \
+        .out_rows = out_rows                                                             \
+    }
+
+symm_status_t symm_all_to_all_v(symm_team_t team, void *out, size_t out_capacity,
+                                const void *in, const size_t *in_splits, size_t row_bytes,
+                                size_t *out_splits, size_t *out_offsets, size_t *out_rows)
+{
+    a2a_args_t a = A2A_1D_ARGS;
+    return a2a_run(__func__, team, 0, 1, &a);
+}
+
+symm_status_t symm_moe_dispatch(symm_team_t team, void *out, size_t out_capacity,
+                                const void *in, const size_t *in_splits, int ne,
+                                size_t row_bytes, size_t major_align, size_t *out_splits,
+                                size_t *out_offsets, size_t *out_rows)
+{
+    a2a_args_t a = A2A_DISPATCH_ARGS;
+    return a2a_run(__func__, team, 0, 1, &a);
+}
+
+symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity,
+                               const void *in, const size_t *in_splits,
+                               const size_t *in_offsets, int ne, size_t row_bytes,
+                               size_t *out_splits, size_t *out_offsets, size_t *out_rows)
+{
+    a2a_args_t a = A2A_COMBINE_ARGS;
+    return a2a_run(__func__, team, 0, 1, &a);
+}
+
+symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworkers,
+                                       void *out, size_t out_capacity, const void *in,
+                                       const size_t *in_splits, size_t row_bytes,
+                                       size_t *out_splits, size_t *out_offsets,
+                                       size_t *out_rows)
+{
+    a2a_args_t a = A2A_1D_ARGS;
+    return a2a_worker(pool, worker, nworkers, &a);
+}
+
+symm_status_t symm_moe_dispatch_worker(symm_pool_t pool, int worker, int nworkers,
+                                       void *out, size_t out_capacity, const void *in,
+                                       const size_t *in_splits, int ne, size_t row_bytes,
+                                       size_t major_align, size_t *out_splits,
+                                       size_t *out_offsets, size_t *out_rows)
+{
+    a2a_args_t a = A2A_DISPATCH_ARGS;
+    return a2a_worker(pool, worker, nworkers, &a);
+}
+
+symm_status_t symm_moe_combine_worker(symm_pool_t pool, int worker, int nworkers,
+                                      void *out, size_t out_capacity, const void *in,
+                                      const size_t *in_splits, const size_t *in_offsets,
+                                      int ne, size_t row_bytes, size_t *out_splits,
+                                      size_t *out_offsets, size_t *out_rows)
+{
+    a2a_args_t a = A2A_COMBINE_ARGS;
+    return a2a_worker(pool, worker, nworkers, &a);
+}
+
+symm_status_t symm_all_to_all_v_parallel(symm_pool_t pool, int nworkers, void *out,
+                                         size_t out_capacity, const void *in,
+                                         const size_t *in_splits, size_t row_bytes,
+                                         size_t *out_splits, size_t *out_offsets,
+                                         size_t *out_rows)
+{
+    a2a_args_t a = A2A_1D_ARGS;
+    return a2a_parallel(__func__, pool, nworkers, &a);
+}
+
+symm_status_t symm_moe_dispatch_parallel(symm_pool_t pool, int nworkers, void *out,
+                                         size_t out_capacity, const void *in,
+                                         const size_t *in_splits, int ne, size_t row_bytes,
+                                         size_t major_align, size_t *out_splits,
+                                         size_t *out_offsets, size_t *out_rows)
+{
+    a2a_args_t a = A2A_DISPATCH_ARGS;
+    return a2a_parallel(__func__, pool, nworkers, &a);
+}
+
+symm_status_t symm_moe_combine_parallel(symm_pool_t pool, int nworkers, void *out,
+                                        size_t out_capacity, const void *in,
+                                        const size_t *in_splits, const size_t *in_offsets,
+                                        int ne, size_t row_bytes, size_t *out_splits,
+                                        size_t *out_offsets, size_t *out_rows)
+{
+    a2a_args_t a = A2A_COMBINE_ARGS;
+    return a2a_parallel(__func__, pool, nworkers, &a);
+}

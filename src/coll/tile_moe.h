@@ -1,0 +1,36 @@
+/* tile_moe.h — what tile.c and moe.c share: running one operation over several worker
+ * threads of a PE (one pool duplicate each), band splitting and the pre-entry checks
+ * of the worker forms. */
+#ifndef SYMM_COLL_TILE_MOE_H
+#define SYMM_COLL_TILE_MOE_H
+
+#include <stddef.h>
+
+#include "symm.h"
+
+/* One worker's share of an operation: called with duplicate `worker` of the pool. */
+typedef symm_status_t (*symm_worker_fn_t)(symm_pool_t pool, int worker, int nworkers,
+                                          void *arg);
+
+/* Runs fn for workers 0..nworkers-1: worker 0 on the calling thread, the others on
+ * threads started here (a worker whose thread cannot start runs on the caller after
+ * worker 0). Returns the first failing worker's status, with its message recorded on
+ * the calling thread. */
+symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
+                                    symm_worker_fn_t fn, void *arg);
+
+/* Checks pool, worker and nworkers and returns duplicate `worker` as a team. */
+symm_status_t symm_coll_worker_team(const char *fn_name, symm_pool_t pool, int worker,
+                                    int nworkers, symm_team_t *team_out);
+
+/* Rows [*lo, *hi) of part `part` when total rows are split into `parts` near-equal
+ * contiguous ranges (the first total % parts ranges get one more). */
+static inline void symm_coll_band(size_t total, size_t parts, size_t part, size_t *lo,
+                                  size_t *hi)
+{
+    size_t q = total / parts, r = total % parts;
+    *lo = part * q + (part < r ? part : r);
+    *hi = *lo + q + (part < r ? 1 : 0);
+}
+
+#endif
