@@ -1,0 +1,164 @@
+/* alltoall.c — alltoall (equal blocks) and alltoallv (counts known only to the sender).
+ * Members pull: after an episode that says every source is ready, member r copies block
+ * r of every member's src straight into its dest; a final sync keeps the sources alive
+ * until everyone has copied. Blocks of up to 8 bytes ride in the exchange's per-pair
+ * words instead (one episode). */
+#include "coll/coll.h"
+
+symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_t nbytes)
+{
+    const char *fn = __func__;
+    SYMM_REQUIRE_INIT();
+    int n, me;
+    size_t total;
+    symm_coll_shape(team, &n, &me);
+    CHECK(symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total));
+    CHECK(symm_coll_check_buf(fn, "dest", dest, total));
+    CHECK(symm_coll_check_buf(fn, "src", src, total));
+    if (symm_coll_overlap(dest, total, src, total))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
+
+    uint64_t stackbuf[128];
+    symm_coll_scratch_t s = {NULL, 0};
+    if (nbytes && nbytes <= SYMM_COLL_WORD)
+        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                2 * (size_t)n * sizeof(uint64_t)));
+    symm_coll_t c;
+    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(nbytes, 0, 0, 0), &c);
+    if (st) goto out_free;
+    if (c.n != n || c.me != me) {
+        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
+    } else if (nbytes == 0) {
+    } else if (n == 1) {
+        memcpy(dest, src, nbytes);
+    } else if (nbytes <= SYMM_COLL_WORD) {
+        uint64_t *send = s.p, *recv = send + n;
+        for (int j = 0; j < n; j++) {
+            send[j] = 0;
+            memcpy(&send[j], (const uint8_t *)src + (size_t)j * nbytes, nbytes);
+        }
+        CHECK_GOTO(symm_coll_exchange(&c, send, 0, recv), st, out_leave);
+        for (int j = 0; j < n; j++) memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
+    } else {
+        CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
+        for (int t = 1; t <= n; t++) {
+            int j = (me + t) % n;
+            memcpy((uint8_t *)dest + (size_t)j * nbytes,
+                   (const uint8_t *)symm_coll_ptr(&c, src, j) + (size_t)me * nbytes, nbytes);
+        }
+        st = symm_coll_sync(&c);
+    }
+out_leave:
+    symm_coll_leave(&c);
+out_free:
+    symm_coll_scratch_free(&s);
+    return st;
+}
+
+/* Checks my send side and fills sbytes[j] / soff[j] (bytes sent to j, and where they
+ * start in my src); *lo_out, *hi_out span every byte sent. */
+static symm_status_t a2av_send_side(const char *fn, int n, const void *src,
+                                    const size_t *counts, const size_t *displs, size_t es,
+                                    uint64_t *sbytes, uint64_t *soff, size_t *lo_out,
+                                    size_t *hi_out)
+{
+    size_t packed = 0, lo = SIZE_MAX, hi = 0;
+    for (int j = 0; j < n; j++) {
+        size_t e = displs ? displs[j] : packed, nb, off, end;
+        if (__builtin_mul_overflow(counts[j], es, &nb) || __builtin_mul_overflow(e, es, &off) ||
+            __builtin_add_overflow(off, nb, &end) ||
+            (!displs && __builtin_add_overflow(packed, counts[j], &packed)))
+            return symm_error_set(SYMM_ERR_OVERFLOW,
+                                  "%s: send_counts[%d] = %zu at element %zu overflows", fn, j,
+                                  counts[j], e);
+        if (nb) {
+            symm_status_t st = symm_coll_check_buf(fn, "src (the block of send_counts[j])",
+                                                   (const uint8_t *)src + off, nb);
+            if (st) return st;
+            lo = off < lo ? off : lo;
+            hi = end > hi ? end : hi;
+        }
+        sbytes[j] = nb;
+        soff[j] = off;
+    }
+    *lo_out = lo;
+    *hi_out = hi;
+    return SYMM_SUCCESS;
+}
+
+/* Three episodes: the counts are exchanged (which also says every source is ready), then
+ * the senders' offsets, then the receivers pull and a final sync protects the sources.
+ * A member whose dest_capacity is too small writes nothing, still takes part so that the
+ * others complete, and returns SYMM_ERR_OVERFLOW. */
+symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
+                             const void *src, const size_t *send_counts,
+                             const size_t *send_displs, size_t elem_size,
+                             size_t *recv_counts, size_t *recv_displs)
+{
+    const char *fn = __func__;
+    SYMM_REQUIRE_INIT();
+    if (elem_size == 0)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: elem_size is 0", fn);
+    if (!send_counts)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: send_counts is NULL", fn);
+    int n, me;
+    symm_coll_shape(team, &n, &me);
+
+    uint64_t stackbuf[5 * 64];
+    symm_coll_scratch_t s;
+    CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, 5 * (size_t)n * sizeof(uint64_t)));
+    uint64_t *sbytes = s.p, *soff = sbytes + n, *rbytes = soff + n, *roff = rbytes + n,
+             *rdisp = roff + n;
+    size_t lo = 0, hi = 0;
+    symm_status_t st = a2av_send_side(fn, n, src, send_counts, send_displs, elem_size, sbytes,
+                                      soff, &lo, &hi);
+    if (st) goto out_free;
+
+    symm_coll_t c;
+    CHECK_GOTO(symm_coll_enter(team, fn, symm_coll_args(elem_size, 0, 0, 0), &c), st,
+               out_free);
+    if (c.n != n || c.me != me) {
+        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
+        goto out_leave;
+    }
+    CHECK_GOTO(symm_coll_exchange(&c, sbytes, 0, rbytes), st, out_leave);
+    uint64_t total = 0; /* bytes; each term is count x elem_size of a valid src range */
+    symm_status_t local = SYMM_SUCCESS;
+    for (int j = 0; j < n; j++) {
+        rdisp[j] = total;
+        if (__builtin_add_overflow(total, rbytes[j], &total))
+            local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: the incoming sizes overflow", fn);
+    }
+    if (!local && total / elem_size > dest_capacity)
+        local = symm_error_set(SYMM_ERR_OVERFLOW,
+                               "%s: %llu elements arrive on PE %d (team %d) but dest_capacity "
+                               "is %zu; nothing was written",
+                               fn, (unsigned long long)(total / elem_size), symm_g.me, me,
+                               dest_capacity);
+    if (!local) local = symm_coll_check_buf(fn, "dest (of the incoming size)", dest, (size_t)total);
+    if (!local && lo < hi && symm_coll_overlap(dest, (size_t)total, (const uint8_t *)src + lo, hi - lo))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps what src sends", fn);
+
+    CHECK_GOTO(symm_coll_exchange(&c, soff, 0, roff), st, out_leave);
+    if (!local) {
+        for (int t = 1; t <= n; t++) {
+            int j = (me + t) % n;
+            if (rbytes[j])
+                memcpy((uint8_t *)dest + rdisp[j],
+                       (const uint8_t *)symm_coll_ptr(&c, src, j) + roff[j], (size_t)rbytes[j]);
+        }
+    }
+    CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
+    st = local;
+    if (!st) {
+        for (int j = 0; j < n; j++) {
+            if (recv_counts) recv_counts[j] = (size_t)(rbytes[j] / elem_size);
+            if (recv_displs) recv_displs[j] = (size_t)(rdisp[j] / elem_size);
+        }
+    }
+out_leave:
+    symm_coll_leave(&c);
+out_free:
+    symm_coll_scratch_free(&s);
+    return st;
+}

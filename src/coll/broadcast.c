@@ -1,0 +1,55 @@
+/* broadcast.c — root's buffer into every member's dest. Up to 8 bytes the payload rides
+ * in the exchange's data word (one episode); above, every member copies straight from
+ * the root's src between two syncs: the first says the root's src is ready, the second
+ * keeps it alive until every member has copied. */
+#include "coll/coll.h"
+
+symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size_t nbytes,
+                             int root)
+{
+    const char *fn = __func__;
+    SYMM_REQUIRE_INIT();
+    int n, me;
+    symm_coll_shape(team, &n, &me);
+    if (root < 0 || root >= n) {
+        char buf[96];
+        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d is not a member of %s",
+                              fn, root, symm_team_describe(team, buf, sizeof buf));
+    }
+    CHECK(symm_coll_check_buf(fn, "dest", dest, nbytes));
+    /* src is read on the root only, but through the address every member passes */
+    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
+    if (dest != src && symm_coll_overlap(dest, nbytes, src, nbytes))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: dest and src overlap without being equal", fn);
+
+    uint64_t stackbuf[64];
+    symm_coll_scratch_t s = {NULL, 0};
+    if (nbytes && nbytes <= SYMM_COLL_WORD)
+        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                (size_t)n * sizeof(uint64_t)));
+    symm_coll_t c;
+    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(nbytes, (uint64_t)root, 0, 0), &c);
+    if (st) goto out_free;
+    if (c.n != n || c.me != me) {
+        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
+    } else if (nbytes == 0) {
+    } else if (n == 1) {
+        if (dest != src) memcpy(dest, src, nbytes);
+    } else if (nbytes <= SYMM_COLL_WORD) {
+        uint64_t *recv = s.p, word = 0;
+        if (me == root) memcpy(&word, src, nbytes);
+        CHECK_GOTO(symm_coll_exchange(&c, NULL, word, recv), st, out_leave);
+        memcpy(dest, &recv[root], nbytes);
+    } else {
+        CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
+        const void *from = symm_coll_ptr(&c, src, root);
+        if (dest != from) memcpy(dest, from, nbytes);
+        st = symm_coll_sync(&c);
+    }
+out_leave:
+    symm_coll_leave(&c);
+out_free:
+    symm_coll_scratch_free(&s);
+    return st;
+}

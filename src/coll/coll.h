@@ -1,0 +1,79 @@
+/* coll.h — helpers shared by the collectives of src/coll: argument checks (run before a
+ * collective is entered, so a bad call changes nothing), the split of a payload into
+ * per-member slices, and scratch space that lives on the stack when it is small. */
+#ifndef SYMM_COLL_COLL_H
+#define SYMM_COLL_COLL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/runtime.h"
+#include "team/team.h"
+
+/* Bytes one step of a large reduction works on: the partial result stays in L1 while
+ * the members' sources stream through it. */
+#define SYMM_COLL_CHUNK (16 * 1024)
+
+/* Payloads up to this size travel inside the episode's data word (one episode). */
+#define SYMM_COLL_WORD 8
+
+/* [p, p+n) must be a symmetric buffer (NULL allowed when n is 0). */
+symm_status_t symm_coll_check_buf(const char *fn, const char *arg, const void *p, size_t n);
+/* *out = a * b * c, or SYMM_ERR_OVERFLOW naming fn and what. */
+symm_status_t symm_coll_mul(const char *fn, const char *what, size_t a, size_t b, size_t c,
+                            size_t *out);
+/* 1 if [a, a+na) and [b, b+nb) share a byte. */
+static inline int symm_coll_overlap(const void *a, size_t na, const void *b, size_t nb)
+{
+    uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+    return na && nb && x < y + nb && y < x + na;
+}
+/* Team size and my number before entering (for checks that depend on them); an invalid
+ * team gives n = 1, me = 0 here, and symm_coll_enter then reports it. */
+void symm_coll_shape(symm_team_t team, int *n, int *me);
+
+/* Member r's slice [lo, hi) of count elements split n ways; slice edges fall on 64-byte
+ * multiples so that no two members write one cache line. */
+static inline void symm_coll_slice(size_t count, size_t size, int n, int r, size_t *lo,
+                                   size_t *hi)
+{
+    size_t unit = size >= 64 ? 1 : 64 / size;
+    size_t q = count / (size_t)n + (count % (size_t)n != 0); /* ceil(count / n) */
+    size_t per = (q + unit - 1) / unit * unit;
+    size_t a = per * (size_t)r, b = a + per;
+    *lo = a < count ? a : count;
+    *hi = b < count ? b : count;
+}
+
+/* Scratch memory: on the stack up to the size of buf, else malloc'd. */
+typedef struct {
+    void *p;
+    int heap;
+} symm_coll_scratch_t;
+
+static inline symm_status_t symm_coll_scratch(const char *fn, symm_coll_scratch_t *s,
+                                              void *stackbuf, size_t stacksize, size_t n)
+{
+    s->heap = n > stacksize;
+    s->p = s->heap ? malloc(n) : stackbuf;
+    if (!s->p)
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %zu bytes of scratch",
+                              fn, n);
+    return SYMM_SUCCESS;
+}
+
+static inline void symm_coll_scratch_free(symm_coll_scratch_t *s)
+{
+    if (s->heap) free(s->p);
+}
+
+/* Hash of a collective's arguments that every member must pass equal. */
+static inline uint64_t symm_coll_args(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+    return symm_hash64(symm_hash64(symm_hash64(symm_hash64(SYMM_HASH_INIT, a), b), c), d);
+}
+
+#endif

@@ -1,0 +1,146 @@
+/* collect.c — fcollect (equal blocks) and collect (blocks of any size) into every
+ * member's dest in team order. Members pull: after a first episode says every source is
+ * ready, each copies the others' blocks straight from their src; a final sync keeps the
+ * sources alive until everyone has copied. fcollect blocks of up to 8 bytes ride in the
+ * exchange's data word instead (one episode, nothing left to protect). */
+#include "coll/coll.h"
+
+/* Copies member j's src (len[j] bytes) to dest + off[j] for every j, starting with the
+ * next member so that the members do not all read member 0 first. */
+static void coll_pull(const symm_coll_t *c, uint8_t *dest, const void *src,
+                      size_t (*where)(const void *ctx, int j, size_t *len), const void *ctx)
+{
+    for (int t = 1; t <= c->n; t++) {
+        int j = (c->me + t) % c->n;
+        size_t len, off = where(ctx, j, &len);
+        const void *from = symm_coll_ptr(c, src, j);
+        if (len && dest + off != (const uint8_t *)from) memcpy(dest + off, from, len);
+    }
+}
+
+static size_t fixed_where(const void *ctx, int j, size_t *len)
+{
+    *len = *(const size_t *)ctx;
+    return (size_t)j * *len;
+}
+
+symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_t nbytes)
+{
+    const char *fn = __func__;
+    SYMM_REQUIRE_INIT();
+    int n, me;
+    size_t total;
+    symm_coll_shape(team, &n, &me);
+    CHECK(symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total));
+    CHECK(symm_coll_check_buf(fn, "dest", dest, total));
+    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
+    /* In place (src is my own block of dest) is fine: nobody writes that block. Then
+     * every member must be in place (it is part of the tag), and member j's block is read
+     * from j's dest, src being a different address on every member. */
+    int inplace = nbytes && src == (const uint8_t *)dest + (size_t)me * nbytes;
+    if (!inplace && symm_coll_overlap(dest, total, src, nbytes))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: src overlaps dest other than as my own block", fn);
+
+    uint64_t stackbuf[64];
+    symm_coll_scratch_t s = {NULL, 0};
+    if (nbytes && nbytes <= SYMM_COLL_WORD)
+        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                (size_t)n * sizeof(uint64_t)));
+    symm_coll_t c;
+    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(nbytes, (uint64_t)inplace, 0, 0), &c);
+    if (st) goto out_free;
+    if (c.n != n || c.me != me) {
+        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
+    } else if (nbytes == 0) {
+    } else if (n == 1) {
+        if (dest != src) memcpy(dest, src, nbytes);
+    } else if (nbytes <= SYMM_COLL_WORD) {
+        uint64_t *recv = s.p, word = 0;
+        memcpy(&word, src, nbytes);
+        CHECK_GOTO(symm_coll_exchange(&c, NULL, word, recv), st, out_leave);
+        for (int j = 0; j < n; j++) memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
+    } else {
+        CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
+        if (inplace) {
+            for (int t = 1; t < n; t++) {
+                size_t off = (size_t)((me + t) % n) * nbytes;
+                memcpy((uint8_t *)dest + off,
+                       (const uint8_t *)symm_coll_ptr(&c, dest, (me + t) % n) + off, nbytes);
+            }
+        } else {
+            coll_pull(&c, dest, src, fixed_where, &nbytes);
+        }
+        st = symm_coll_sync(&c);
+    }
+out_leave:
+    symm_coll_leave(&c);
+out_free:
+    symm_coll_scratch_free(&s);
+    return st;
+}
+
+typedef struct {
+    const uint64_t *len, *off;
+} var_ctx_t;
+
+static size_t var_where(const void *ctx, int j, size_t *len)
+{
+    const var_ctx_t *v = ctx;
+    *len = (size_t)v->len[j];
+    return (size_t)v->off[j];
+}
+
+/* The sizes are exchanged first (that episode also says every source is ready); a
+ * member whose dest cannot hold the total copies nothing, still joins the final sync so
+ * that the others finish, and returns the error. */
+symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t nbytes,
+                           size_t *total_out)
+{
+    const char *fn = __func__;
+    SYMM_REQUIRE_INIT();
+    int n, me;
+    symm_coll_shape(team, &n, &me);
+    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
+
+    uint64_t stackbuf[128];
+    symm_coll_scratch_t s;
+    CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, 2 * (size_t)n * sizeof(uint64_t)));
+    uint64_t *len = s.p, *off = len + n;
+    symm_coll_t c;
+    symm_status_t st = symm_coll_enter(team, fn, 0, &c), local = SYMM_SUCCESS;
+    if (st) goto out_free;
+    if (c.n != n || c.me != me) {
+        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
+        goto out_leave;
+    }
+    CHECK_GOTO(symm_coll_exchange(&c, NULL, nbytes, len), st, out_leave);
+    uint64_t total = 0;
+    for (int j = 0; j < n; j++) {
+        off[j] = total;
+        if (__builtin_add_overflow(total, len[j], &total)) {
+            local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: the members' sizes overflow", fn);
+            break;
+        }
+    }
+    if (!local) local = symm_coll_check_buf(fn, "dest (of the total size)", dest, (size_t)total);
+    if (!local && symm_coll_overlap(dest, (size_t)total, src, nbytes))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: src overlaps dest", fn);
+    if (!local && total == 0) {
+        /* every member saw the same sizes: nothing moves, nothing to protect */
+        if (total_out) *total_out = 0;
+        goto out_leave;
+    }
+    if (!local) {
+        var_ctx_t v = {len, off};
+        coll_pull(&c, dest, src, var_where, &v);
+    }
+    st = symm_coll_sync(&c);
+    if (!st) st = local;
+    if (!st && total_out) *total_out = (size_t)total;
+out_leave:
+    symm_coll_leave(&c);
+out_free:
+    symm_coll_scratch_free(&s);
+    return st;
+}

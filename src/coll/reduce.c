@@ -1,0 +1,213 @@
+/* reduce.c — allreduce, rooted reduce and reduce-scatter on a team.
+ *
+ * Every member's buffers are mapped by every other member, so a reduction reads the
+ * peers' sources directly; what differs by size is who reduces what:
+ *   <= 8 bytes       the payload rides in the episode's data word: one exchange, then each
+ *                    member folds the words locally (one cache-line round trip per pair);
+ *   <= coll_small    sync, each member that needs the result folds all sources, sync
+ *                    (the second sync keeps the sources alive until everyone has read);
+ *   larger           sync, member r reduces slice r of every source in L1-sized chunks and
+ *                    stores the chunk into every member's (or the root's) dest, sync: each
+ *                    member reads and writes the payload once, as a copy would.
+ * Members are always folded in team order, ((s0 op s1) op s2) ..., so every member and
+ * every algorithm gives bitwise-identical results, floating point included. */
+#include "coll/coll.h"
+#include "coll/reduce_ops.h"
+
+typedef struct {
+    symm_reduce_fn_t k;
+    symm_op_t op;
+    size_t es;    /* element size */
+    size_t count; /* elements */
+    int root;     /* -1: every member gets the result */
+} red_args_t;
+
+/* dst[0..len) = fold over members of their source at byte offset off. dst is mine or a
+ * scratch buffer and aliases no source still to be read. */
+static void red_fold_peers(const symm_coll_t *c, const red_args_t *a, void *dst,
+                           const void *src, size_t off, size_t len)
+{
+    const uint8_t *s0 = (const uint8_t *)symm_coll_ptr(c, src, 0) + off;
+    const uint8_t *s1 = (const uint8_t *)symm_coll_ptr(c, src, 1) + off;
+    a->k(a->op, dst, s0, s1, len);
+    for (int j = 2; j < c->n; j++)
+        a->k(a->op, dst, dst, (const uint8_t *)symm_coll_ptr(c, src, j) + off, len);
+}
+
+/* One exchange of the payload in the data word. */
+static symm_status_t red_word(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
+{
+    size_t nbytes = a->count * a->es;
+    uint64_t stackbuf[64];
+    symm_coll_scratch_t s;
+    CHECK(symm_coll_scratch(c->what, &s, stackbuf, sizeof stackbuf,
+                            (size_t)c->n * sizeof(uint64_t)));
+    uint64_t *recv = s.p, word = 0, acc;
+    memcpy(&word, src, nbytes);
+    symm_status_t st = symm_coll_exchange(c, NULL, word, recv);
+    if (!st && (a->root < 0 || a->root == c->me)) {
+        a->k(a->op, &acc, &recv[0], &recv[1], a->count);
+        for (int j = 2; j < c->n; j++) a->k(a->op, &acc, &acc, &recv[j], a->count);
+        memcpy(dest, &acc, nbytes);
+    }
+    symm_coll_scratch_free(&s);
+    return st;
+}
+
+/* Each member that wants the result folds all sources itself. */
+static symm_status_t red_small(symm_coll_t *c, const red_args_t *a, void *dest,
+                               const void *src)
+{
+    size_t nbytes = a->count * a->es;
+    int want = a->root < 0 || a->root == c->me;
+    _Alignas(64) uint8_t stackbuf[4096];
+    symm_coll_scratch_t s = {dest, 0};
+    /* In place, the fold would overwrite my source before the others have read it. */
+    if (want && dest == src) CHECK(symm_coll_scratch(c->what, &s, stackbuf, sizeof stackbuf, nbytes));
+    symm_status_t st;
+    CHECK_GOTO(symm_coll_sync(c), st, out);
+    if (want) red_fold_peers(c, a, s.p, src, 0, a->count);
+    CHECK_GOTO(symm_coll_sync(c), st, out);
+    if (want && s.p != dest) memcpy(dest, s.p, nbytes);
+out:
+    symm_coll_scratch_free(&s);
+    return st;
+}
+
+/* Member r reduces slice r and stores it where it is wanted. In place is safe: slice r
+ * of any member's source is read by member r only, before r overwrites it. */
+static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest,
+                               const void *src)
+{
+    _Alignas(64) uint8_t tmp[SYMM_COLL_CHUNK];
+    int n = c->n, me = c->me;
+    size_t lo, hi, step = SYMM_COLL_CHUNK / a->es;
+    symm_coll_slice(a->count, a->es, n, me, &lo, &hi);
+    CHECK(symm_coll_sync(c));
+    for (size_t i = lo; i < hi; i += step) {
+        size_t len = hi - i < step ? hi - i : step, off = i * a->es, nb = len * a->es;
+        red_fold_peers(c, a, tmp, src, off, len);
+        if (a->root >= 0) {
+            memcpy((uint8_t *)symm_coll_ptr(c, dest, a->root) + off, tmp, nb);
+            continue;
+        }
+        /* Start with the next member so that the n stores of a chunk do not all queue
+         * on member 0's memory at once. */
+        for (int t = 1; t <= n; t++)
+            memcpy((uint8_t *)symm_coll_ptr(c, dest, (me + t) % n) + off, tmp, nb);
+    }
+    /* Nobody may leave (and reuse a source or read dest) before every slice is stored. */
+    return symm_coll_sync(c);
+}
+
+static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const void *src,
+                             size_t count, symm_type_t type, symm_op_t op, int root)
+{
+    SYMM_REQUIRE_INIT();
+    red_args_t a = {NULL, op, 0, count, root};
+    size_t nbytes;
+    CHECK(symm_reduce_lookup(fn, type, op, &a.k, &a.es));
+    CHECK(symm_coll_mul(fn, "count x element size", count, a.es, 1, &nbytes));
+    CHECK(symm_coll_check_buf(fn, "dest", dest, nbytes));
+    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
+    if (dest != src && symm_coll_overlap(dest, nbytes, src, nbytes))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: dest and src overlap without being equal", fn);
+    symm_coll_t c;
+    CHECK(symm_coll_enter(team, fn, symm_coll_args(count, type, op, (uint64_t)root), &c));
+    symm_status_t st = SYMM_SUCCESS;
+    if (root >= c.n) {
+        char buf[96];
+        st = symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d is not a member of %s",
+                            fn, root, symm_team_describe(team, buf, sizeof buf));
+    } else if (count == 0) {
+        /* nothing to move; every member agrees on it (count is in the tag) */
+    } else if (c.n == 1) {
+        if (dest != src) memcpy(dest, src, nbytes);
+    } else if (nbytes <= SYMM_COLL_WORD) {
+        st = red_word(&c, &a, dest, src);
+    } else if (nbytes <= symm_config.coll_small) {
+        st = red_small(&c, &a, dest, src);
+    } else {
+        st = red_large(&c, &a, dest, src);
+    }
+    symm_coll_leave(&c);
+    return st;
+}
+
+symm_status_t symm_allreduce(symm_team_t team, void *dest, const void *src, size_t count,
+                             symm_type_t type, symm_op_t op)
+{
+    return red_run(__func__, team, dest, src, count, type, op, -1);
+}
+
+symm_status_t symm_reduce(symm_team_t team, void *dest, const void *src, size_t count,
+                          symm_type_t type, symm_op_t op, int root)
+{
+    if (root < 0)
+        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d is negative", __func__,
+                              root);
+    return red_run(__func__, team, dest, src, count, type, op, root);
+}
+
+/* Member r folds block r of every source straight into its dest, chunk by chunk; dest
+ * may not overlap src (the others read all of my src). Up to 8 bytes per block, the
+ * blocks ride in the exchange's per-pair words instead. */
+symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src, size_t count,
+                                  symm_type_t type, symm_op_t op)
+{
+    const char *fn = __func__;
+    SYMM_REQUIRE_INIT();
+    red_args_t a = {NULL, op, 0, count, -1};
+    size_t nbytes, srcbytes;
+    int n, me;
+    symm_coll_shape(team, &n, &me);
+    CHECK(symm_reduce_lookup(fn, type, op, &a.k, &a.es));
+    CHECK(symm_coll_mul(fn, "count x element size", count, a.es, 1, &nbytes));
+    CHECK(symm_coll_mul(fn, "team size x count x element size", (size_t)n, count, a.es,
+                        &srcbytes));
+    CHECK(symm_coll_check_buf(fn, "dest", dest, nbytes));
+    CHECK(symm_coll_check_buf(fn, "src", src, srcbytes));
+    if (symm_coll_overlap(dest, nbytes, src, srcbytes))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
+
+    uint64_t stackbuf[128];
+    symm_coll_scratch_t s = {NULL, 0};
+    if (nbytes && nbytes <= SYMM_COLL_WORD)
+        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                2 * (size_t)n * sizeof(uint64_t)));
+    symm_coll_t c;
+    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(count, type, op, 0), &c);
+    if (st) goto out_free;
+    if (c.n != n) {
+        /* the team was resolved twice; only a destroyed-and-reused handle could differ */
+        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
+    } else if (count == 0) {
+    } else if (n == 1) {
+        memcpy(dest, src, nbytes);
+    } else if (nbytes <= SYMM_COLL_WORD) {
+        uint64_t *send = s.p, *recv = send + n, acc;
+        for (int j = 0; j < n; j++) {
+            send[j] = 0;
+            memcpy(&send[j], (const uint8_t *)src + (size_t)j * nbytes, nbytes);
+        }
+        CHECK_GOTO(symm_coll_exchange(&c, send, 0, recv), st, out_leave);
+        a.k(op, &acc, &recv[0], &recv[1], count);
+        for (int j = 2; j < n; j++) a.k(op, &acc, &acc, &recv[j], count);
+        memcpy(dest, &acc, nbytes);
+    } else {
+        size_t step = SYMM_COLL_CHUNK / a.es, base = (size_t)me * nbytes;
+        CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
+        for (size_t i = 0; i < count; i += step) {
+            size_t len = count - i < step ? count - i : step;
+            red_fold_peers(&c, &a, (uint8_t *)dest + i * a.es, src, base + i * a.es, len);
+        }
+        /* the others may still be reading my source */
+        st = symm_coll_sync(&c);
+    }
+out_leave:
+    symm_coll_leave(&c);
+out_free:
+    symm_coll_scratch_free(&s);
+    return st;
+}
