@@ -212,6 +212,8 @@ out_unlock:
     return st;
 }
 
+symm_gpu_hooks_t symm_gpu_hooks;
+
 symm_status_t symm_finalize(void)
 {
     pthread_mutex_lock(&init_lock);
@@ -219,9 +221,11 @@ symm_status_t symm_finalize(void)
         pthread_mutex_unlock(&init_lock);
         return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "symm_finalize without symm_init");
     }
+    if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(0);
     /* Peers may still read this PE's heap until they too reach finalize. */
     symm_status_t st = symm_barrier_all();
     symm_team_layer_finalize();
+    if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(1);
     symm_transport_finalize();
     symm_g.initialized = 0;
     symm_arena_destroy(&symm_g.heap_arena);

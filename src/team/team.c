@@ -149,6 +149,7 @@ void symm_chunk_free(symm_chunk_t *ch)
 void symm_pool_obj_free(symm_pool_obj_t *p)
 {
     if (!p) return;
+    if (p->gpu && symm_gpu_hooks.pool_release) symm_gpu_hooks.pool_release(p);
     symm_chunk_t *ch = p->chunks;
     while (ch) {
         symm_chunk_t *next = ch->next;

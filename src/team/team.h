@@ -71,6 +71,7 @@ typedef struct symm_pool_obj {
     void **retired; /* old tables, freed with the pool */
     size_t nretired;
     char *name; /* registry name, or NULL */
+    void *gpu;  /* GPU state (src/transport/cuda), or NULL */
 } symm_pool_obj_t;
 
 /* ---- handles */

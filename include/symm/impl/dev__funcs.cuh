@@ -175,27 +175,34 @@ SYMM_DEV int round_block(const symm_dev_team_t &t, uint32_t what)
     return __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
 }
 
-/* Copy by a group of threads; 16-byte accesses when everything is aligned. Source
- * reads go to L2 (.cg): the source may be a peer's memory written since our last look. */
+/* Copy by a group of threads; 16-byte accesses when everything is aligned. A source in
+ * a peer's memory (PEER) is read at L2 (.cg): it may have been written since an earlier
+ * round left a stale line in this SM's L1. A local source may be any memory (shared too). */
+template <typename W, bool PEER> SYMM_DEV W load_word(const W *p)
+{
+    if constexpr (PEER) return __ldcg(p);
+    else return *p;
+}
+template <bool PEER>
 SYMM_DEV void copy_part(void *dst, const void *src, size_t n, uint32_t i0, uint32_t step)
 {
     uintptr_t a = (uintptr_t)dst | (uintptr_t)src | (uintptr_t)n;
     if ((a & 15) == 0) {
         uint4 *d = (uint4 *)dst;
         const uint4 *s = (const uint4 *)src;
-        for (size_t i = i0; i < n / 16; i += step) d[i] = __ldcg(s + i);
+        for (size_t i = i0; i < n / 16; i += step) d[i] = load_word<uint4, PEER>(s + i);
     } else if ((a & 7) == 0) {
         uint2 *d = (uint2 *)dst;
         const uint2 *s = (const uint2 *)src;
-        for (size_t i = i0; i < n / 8; i += step) d[i] = __ldcg(s + i);
+        for (size_t i = i0; i < n / 8; i += step) d[i] = load_word<uint2, PEER>(s + i);
     } else if ((a & 3) == 0) {
         unsigned *d = (unsigned *)dst;
         const unsigned *s = (const unsigned *)src;
-        for (size_t i = i0; i < n / 4; i += step) d[i] = __ldcg(s + i);
+        for (size_t i = i0; i < n / 4; i += step) d[i] = load_word<unsigned, PEER>(s + i);
     } else {
         unsigned char *d = (unsigned char *)dst;
         const unsigned char *s = (const unsigned char *)src;
-        for (size_t i = i0; i < n; i += step) d[i] = __ldcg(s + i);
+        for (size_t i = i0; i < n; i += step) d[i] = load_word<unsigned char, PEER>(s + i);
     }
 }
 
@@ -448,7 +455,7 @@ SYMM_DEV int symm_dev_broadcast_block(const symm_dev_team_t &t, void *dest, cons
     rc = round_block(t, W);
     if (!rc) {
         if (!(t.me == root && dest == src))
-            copy_part(dest, peer(t, src, root), nbytes, thread_linear(), block_threads());
+            copy_part<true>(dest, peer(t, src, root), nbytes, thread_linear(), block_threads());
         __syncthreads();
         rc = round_block(t, W); /* root's src was read by everyone */
     }
@@ -483,7 +490,7 @@ SYMM_DEV int symm_dev_fcollect_block(const symm_dev_team_t &t, void *dest, const
     rc = round_block(t, W);
     if (!rc) {
         for (int j = 0; j < t.n; j++)
-            copy_part((char *)dest + (size_t)j * nbytes, peer(t, src, j), nbytes,
+            copy_part<true>((char *)dest + (size_t)j * nbytes, peer(t, src, j), nbytes,
                       thread_linear(), block_threads());
         __syncthreads();
         rc = round_block(t, W);
@@ -503,8 +510,8 @@ SYMM_DEV int symm_dev_alltoall_block(const symm_dev_team_t &t, void *dest, const
     rc = round_block(t, W);
     if (!rc) {
         for (int j = 0; j < t.n; j++)
-            copy_part((char *)dest + (size_t)j * nbytes,
-                      (const char *)peer(t, src, j) + (size_t)t.me * nbytes, nbytes,
+            copy_part<true>((char *)dest + (size_t)j * nbytes,
+                            (const char *)peer(t, src, j) + (size_t)t.me * nbytes, nbytes,
                       thread_linear(), block_threads());
         __syncthreads();
         rc = round_block(t, W);
@@ -516,38 +523,38 @@ SYMM_DEV int symm_dev_alltoall_block(const symm_dev_team_t &t, void *dest, const
 SYMM_DEV void symm_dev_put_block(const symm_dev_team_t &t, void *dest, const void *src,
                                  size_t nbytes, int pe)
 {
-    symm_detail::copy_part(symm_detail::peer(t, dest, pe), src, nbytes,
+    symm_detail::copy_part<false>(symm_detail::peer(t, dest, pe), src, nbytes,
                            symm_detail::thread_linear(), symm_detail::block_threads());
 }
 SYMM_DEV void symm_dev_get_block(const symm_dev_team_t &t, void *dest, const void *src,
                                  size_t nbytes, int pe)
 {
-    symm_detail::copy_part(dest, symm_detail::peer(t, src, pe), nbytes,
+    symm_detail::copy_part<true>(dest, symm_detail::peer(t, src, pe), nbytes,
                            symm_detail::thread_linear(), symm_detail::block_threads());
 }
 SYMM_DEV void symm_dev_put_warp(const symm_dev_team_t &t, void *dest, const void *src,
                                 size_t nbytes, int pe)
 {
-    symm_detail::copy_part(symm_detail::peer(t, dest, pe), src, nbytes,
+    symm_detail::copy_part<false>(symm_detail::peer(t, dest, pe), src, nbytes,
                            symm_detail::lane_id(), 32);
     __syncwarp();
 }
 SYMM_DEV void symm_dev_get_warp(const symm_dev_team_t &t, void *dest, const void *src,
                                 size_t nbytes, int pe)
 {
-    symm_detail::copy_part(dest, symm_detail::peer(t, src, pe), nbytes,
+    symm_detail::copy_part<true>(dest, symm_detail::peer(t, src, pe), nbytes,
                            symm_detail::lane_id(), 32);
     __syncwarp();
 }
 SYMM_DEV void symm_dev_put(const symm_dev_team_t &t, void *dest, const void *src,
                            size_t nbytes, int pe)
 {
-    symm_detail::copy_part(symm_detail::peer(t, dest, pe), src, nbytes, 0, 1);
+    symm_detail::copy_part<false>(symm_detail::peer(t, dest, pe), src, nbytes, 0, 1);
 }
 SYMM_DEV void symm_dev_get(const symm_dev_team_t &t, void *dest, const void *src,
                            size_t nbytes, int pe)
 {
-    symm_detail::copy_part(dest, symm_detail::peer(t, src, pe), nbytes, 0, 1);
+    symm_detail::copy_part<true>(dest, symm_detail::peer(t, src, pe), nbytes, 0, 1);
 }
 
 SYMM_DEV void symm_dev_signal(const symm_dev_team_t &t, uint64_t *sig, uint64_t signal,

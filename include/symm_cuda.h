@@ -1,0 +1,98 @@
+/* symm_cuda.h — the host API of symm's GPU transport (C-callable): the GPU symmetric
+ * heap of the PEs of one node (CUDA IPC), pools of teams on the device, a launch helper
+ * that keeps waiting blocks resident, device error reports, and collectives on GPU
+ * buffers enqueued on a CUDA stream. Device-side calls are in symm_device.cuh. */
+#ifndef SYMM_CUDA_H
+#define SYMM_CUDA_H
+
+#include <cuda_runtime_api.h>
+
+#include "symm.h"
+#include "symm/impl/dev__types.cuh"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- init */
+/* Collective over the world, after symm_init. Picks this PE's GPU (SYMM_GPU_DEVICE if
+ * >= 0, else world rank mod the number of visible GPUs), allocates its GPU heap
+ * (SYMM_GPU_HEAP_SIZE, plus a team region for pool state) and maps every other PE's heap
+ * through CUDA IPC. SYMM_ERR_UNSUPPORTED (message "no CUDA device") where there is no GPU
+ * or SYMM_GPU=off. symm_finalize releases everything (after a device synchronisation). */
+symm_status_t symm_cuda_init(void);
+int symm_cuda_initialized(void);
+/* The CUDA device this PE uses; -1 before symm_cuda_init. */
+int symm_cuda_device(void);
+/* Number of PEs of the node that share this PE's GPU (MPS), >= 1. */
+int symm_cuda_device_sharers(void);
+
+/* ---------------------------------------------------------------- GPU symmetric heap */
+/* Collective over the world (same calls on every PE, like symm_malloc); the object has
+ * the same offset in every PE's GPU heap. Device memory, not zeroed. NULL on error. */
+void *symm_gpu_malloc(size_t size);
+/* Collective; synchronises this PE's device first (no kernel may still use it). */
+symm_status_t symm_gpu_free(void *ptr);
+/* PE pe's copy (as mapped in this process: a device address usable by this PE's
+ * kernels and cudaMemcpy) of the GPU symmetric object at addr; NULL if not symmetric. */
+void *symm_gpu_ptr(const void *addr, int pe);
+
+typedef struct symm_cuda_info {
+    size_t heap_size, heap_used; /* user GPU heap */
+    size_t team_size, team_used; /* GPU state of teams and pools */
+    int device, sharers;
+} symm_cuda_info_t;
+symm_status_t symm_cuda_get_info(symm_cuda_info_t *out);
+
+/* ---------------------------------------------------------------- pools on the device */
+/* symm_pool_create plus the pool's GPU state: collective over team's members, O(1)
+ * rounds whatever n. symm_pool_destroy / symm_pool_release / symm_finalize free the GPU
+ * state too. */
+symm_status_t symm_cuda_pool_create(symm_team_t team, size_t n, symm_pool_t *out);
+/* The pool as a kernel argument (by value). Collective over the members when the pool
+ * has no GPU state yet or has grown (symm_pool_grow / symm_pool_get) since the last call
+ * (one exchange: O(1) rounds); otherwise local and cheap. Values from before a growth
+ * stay valid for the duplicates they cover. */
+symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out);
+/* One team (a pool duplicate, a plain team, WORLD or NODE) as a kernel argument; same
+ * collective rule as symm_cuda_pool_device. */
+symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out);
+
+/* Launches kernel (cudaLaunchKernel arguments) after checking that all grid blocks can
+ * be resident at once on this PE's share of the GPU (blocks waiting on peers would
+ * otherwise wait for ever): SYMM_ERR_INVALID_ARG naming the limit if not. */
+symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void **args,
+                               size_t shared_mem, cudaStream_t stream);
+/* Most blocks of kernel (with block threads and shared_mem) that symm_cuda_launch accepts. */
+int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared_mem);
+
+/* Synchronises the device and reads this PE's device error buffer: SYMM_SUCCESS, or the
+ * first error a device call met since the last check (SYMM_ERR_TEAM_BUSY naming the
+ * pool, duplicate and both blocks; SYMM_ERR_TIMEOUT naming the missing team PE), with
+ * the count in the message. Clears the buffer. Also reports CUDA errors. */
+symm_status_t symm_cuda_check(void);
+
+/* ---------------------------------------------------------------- collectives on a stream */
+/* The device collectives of symm_device.cuh run by one block on the team's duplicate,
+ * enqueued on stream; buffers are in the GPU symmetric heap; every member calls with the
+ * same arguments. The call returns once the work is enqueued (argument errors at once,
+ * device-side errors through symm_cuda_check). The first call on a team may create its
+ * GPU state (collective, see symm_cuda_team_device). */
+symm_status_t symm_barrier_on_stream(symm_team_t team, cudaStream_t stream);
+symm_status_t symm_broadcast_on_stream(symm_team_t team, void *dest, const void *src,
+                                       size_t nbytes, int root, cudaStream_t stream);
+symm_status_t symm_reduce_on_stream(symm_team_t team, void *dest, const void *src,
+                                    size_t count, symm_type_t type, symm_op_t op, int root,
+                                    cudaStream_t stream);
+symm_status_t symm_allreduce_on_stream(symm_team_t team, void *dest, const void *src,
+                                       size_t count, symm_type_t type, symm_op_t op,
+                                       cudaStream_t stream);
+symm_status_t symm_fcollect_on_stream(symm_team_t team, void *dest, const void *src,
+                                      size_t nbytes, cudaStream_t stream);
+symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *src,
+                                      size_t nbytes, cudaStream_t stream);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* SYMM_CUDA_H */

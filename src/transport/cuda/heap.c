@@ -1,0 +1,370 @@
+/* heap.c — the GPU symmetric heap: one cudaMalloc per PE (user heap + team region),
+ * exported by CUDA IPC and mapped by every other PE of the node; collective allocation
+ * with the same offsets everywhere; device error reports; the resident-launch helper;
+ * automatic cleanup at symm_finalize through the core's GPU hooks. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/config.h"
+#include "core/log.h"
+#include "core/runtime.h"
+#include "transport/cuda/cuda_transport.h"
+
+symm_cuda_state_t symm_cuda = {.device = -1};
+
+symm_status_t symm_cuda_error(const char *fn, cudaError_t e)
+{
+    return symm_error_set(SYMM_ERR_CUDA, "%s: CUDA error on PE %d (device %d): %s (%s)", fn,
+                          symm_g.me, symm_cuda.device, cudaGetErrorString(e),
+                          cudaGetErrorName(e));
+}
+
+symm_status_t symm_cuda_require(const char *fn)
+{
+    SYMM_REQUIRE_INIT();
+    if (!symm_cuda.initialized)
+        return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "%s: call symm_cuda_init first", fn);
+    return SYMM_SUCCESS;
+}
+
+#define CUDA_CHECK_GOTO(fn, expr, st, label)                                             \
+    do {                                                                                 \
+        cudaError_t ce_ = (expr);                                                        \
+        if (ce_ != cudaSuccess) {                                                        \
+            (st) = symm_cuda_error(fn, ce_);                                             \
+            goto label;                                                                  \
+        }                                                                                \
+    } while (0)
+
+int symm_cuda_in_heap(const void *p, size_t n)
+{
+    uintptr_t a = (uintptr_t)p, b = (uintptr_t)symm_cuda.base;
+    return symm_cuda.initialized && a >= b && a - b <= symm_cuda.heap_size &&
+           n <= symm_cuda.heap_size - (a - b);
+}
+
+/* What each PE publishes at init, in the CPU symmetric heap. */
+typedef struct gpu_card {
+    cudaIpcMemHandle_t handle;
+    char bus_id[32];
+    uint64_t size;
+    int32_t ok;
+    int32_t device;
+} gpu_card_t;
+
+static void hooks_finalize(int phase);
+
+static void unmap_peers(void)
+{
+    if (!symm_cuda.peer_base) return;
+    for (int j = 0; j < symm_g.npes; j++)
+        if (j != symm_g.me && symm_cuda.peer_base[j]) cudaIpcCloseMemHandle(symm_cuda.peer_base[j]);
+    free(symm_cuda.peer_base);
+    free(symm_cuda.delta);
+    symm_cuda.peer_base = NULL;
+    symm_cuda.delta = NULL;
+}
+
+static void release_all(void)
+{
+    unmap_peers();
+    if (symm_cuda.stream) cudaStreamDestroy(symm_cuda.stream);
+    if (symm_cuda.base) cudaFree(symm_cuda.base);
+    symm_arena_destroy(&symm_cuda.heap_arena);
+    symm_arena_destroy(&symm_cuda.team_arena);
+    pthread_mutex_destroy(&symm_cuda.lock);
+    memset(&symm_cuda, 0, sizeof symm_cuda);
+    symm_cuda.device = -1;
+}
+
+symm_status_t symm_cuda_init(void)
+{
+    static const char fn[] = "symm_cuda_init";
+    SYMM_REQUIRE_INIT();
+    if (symm_cuda.initialized)
+        return symm_error_set(SYMM_ERR_ALREADY_INITIALIZED, "%s called twice", fn);
+    const char *mode = symm_config.gpu ? symm_config.gpu : "auto";
+    if (strcmp(mode, "off") == 0)
+        return symm_error_set(SYMM_ERR_UNSUPPORTED, "%s: SYMM_GPU=off", fn);
+    int ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        cudaGetLastError();
+        return symm_error_set(SYMM_ERR_UNSUPPORTED, "%s: no CUDA device", fn);
+    }
+    symm_status_t st = SYMM_SUCCESS;
+    int dev = symm_config.gpu_device >= 0 ? symm_config.gpu_device : symm_g.me % ndev;
+    size_t heap = (symm_config.gpu_heap_size + 255) & ~(size_t)255;
+    gpu_card_t mine;
+    memset(&mine, 0, sizeof mine);
+    mine.ok = 0;
+    mine.device = dev;
+    mine.size = heap + SYMM_CUDA_TEAM_REGION;
+    symm_cuda.device = dev;
+    symm_cuda.heap_size = heap;
+    symm_cuda.team_size = SYMM_CUDA_TEAM_REGION;
+    pthread_mutex_init(&symm_cuda.lock, NULL);
+    /* Local steps first; the outcome travels in the card, so that a PE that failed does
+     * not leave the others waiting for its handle. */
+    if (dev >= ndev) {
+        st = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: SYMM_GPU_DEVICE=%d but only %d GPUs "
+                            "are visible", fn, dev, ndev);
+    } else {
+        cudaError_t e = cudaSetDevice(dev);
+        if (e == cudaSuccess) e = cudaDeviceGetPCIBusId(mine.bus_id, sizeof mine.bus_id, dev);
+        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&symm_cuda.sm_count, cudaDevAttrMultiProcessorCount, dev);
+        if (e == cudaSuccess) e = cudaMalloc((void **)&symm_cuda.base, mine.size);
+        if (e == cudaSuccess) e = cudaIpcGetMemHandle(&mine.handle, symm_cuda.base);
+        if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&symm_cuda.stream, cudaStreamNonBlocking);
+        if (e != cudaSuccess) st = symm_cuda_error(fn, e);
+        else if (symm_arena_init(&symm_cuda.heap_arena, heap) ||
+                 symm_arena_init(&symm_cuda.team_arena, SYMM_CUDA_TEAM_REGION))
+            st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: GPU heap allocators", fn);
+    }
+    char why[512] = "";
+    if (st) snprintf(why, sizeof why, "%s", symm_last_error());
+    mine.ok = st == SYMM_SUCCESS;
+
+    gpu_card_t *cards = symm_malloc(sizeof(gpu_card_t));
+    if (!cards) {
+        release_all();
+        return symm_last_status();
+    }
+    *cards = mine;
+    symm_status_t bst = symm_barrier_all();
+    int bad = -1;
+    symm_cuda.peer_base = calloc((size_t)symm_g.npes, sizeof(uint8_t *));
+    symm_cuda.delta = calloc((size_t)symm_g.npes, sizeof(int64_t));
+    if (!bst && !st && (!symm_cuda.peer_base || !symm_cuda.delta))
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    symm_cuda.sharers = 0;
+    for (int j = 0; j < symm_g.npes && !bst; j++) {
+        const gpu_card_t *c = symm_ptr(cards, j);
+        if (!c->ok) {
+            if (bad < 0) bad = j;
+            continue;
+        }
+        if (st) continue;
+        if (strcmp(c->bus_id, mine.bus_id) == 0) symm_cuda.sharers++;
+        if (j == symm_g.me) {
+            symm_cuda.peer_base[j] = symm_cuda.base;
+            continue;
+        }
+        void *p = NULL;
+        cudaError_t e = cudaIpcOpenMemHandle(&p, c->handle, cudaIpcMemLazyEnablePeerAccess);
+        if (e != cudaSuccess) {
+            st = symm_cuda_error(fn, e);
+            snprintf(why, sizeof why, "%s (opening PE %d's GPU heap)", symm_last_error(), j);
+            continue;
+        }
+        symm_cuda.peer_base[j] = p;
+        symm_cuda.delta[j] = (int64_t)((uint8_t *)p - symm_cuda.base);
+    }
+    /* Everyone has read the cards (and reports whether it mapped all heaps). */
+    *cards = mine;
+    cards->ok = !st && !bst;
+    symm_status_t bst2 = symm_barrier_all();
+    for (int j = 0; j < symm_g.npes && !bst2 && !bst; j++)
+        if (!((const gpu_card_t *)symm_ptr(cards, j))->ok && bad < 0) bad = j;
+    symm_status_t bst3 = symm_barrier_all();
+    symm_free(cards);
+    if (bst || bst2 || bst3 || st || bad >= 0) {
+        release_all();
+        if (st) return symm_error_set(st, "%s", why);
+        if (bst || bst2 || bst3) return bst ? bst : bst2 ? bst2 : bst3;
+        return symm_error_set(SYMM_ERR_CUDA, "%s: GPU setup failed on PE %d", fn, bad);
+    }
+    uint64_t off = 0;
+    symm_arena_alloc(&symm_cuda.team_arena, sizeof(symm_dev_err_buf_t), 256, &off);
+    symm_cuda.err = (symm_dev_err_buf_t *)symm_cuda_team_ptr(off);
+    cudaMemset(symm_cuda.err, 0, sizeof(symm_dev_err_buf_t));
+    cudaDeviceSynchronize();
+    symm_cuda.timeout_ns = (uint64_t)(symm_config.timeout * 1e9);
+    symm_cuda.initialized = 1;
+    symm_gpu_hooks.pool_quiesce = symm_cuda_pool_quiesce;
+    symm_gpu_hooks.pool_release = symm_cuda_pool_release;
+    symm_gpu_hooks.finalize = hooks_finalize;
+    SYMM_DEBUG("GPU transport: device %d (%s), %d PEs on it, heap %zu bytes", dev, mine.bus_id,
+               symm_cuda.sharers, heap);
+    return SYMM_SUCCESS;
+}
+
+/* Phase 0 (before finalize's barrier): no kernel of this PE touches any heap after it.
+ * Phase 1 (every PE passed phase 0, pools freed): unmap and free. */
+static void hooks_finalize(int phase)
+{
+    if (!symm_cuda.initialized) return;
+    if (phase == 0) {
+        cudaDeviceSynchronize();
+        return;
+    }
+    memset(&symm_gpu_hooks, 0, sizeof symm_gpu_hooks);
+    release_all();
+}
+
+int symm_cuda_initialized(void) { return symm_cuda.initialized; }
+int symm_cuda_device(void) { return symm_cuda.initialized ? symm_cuda.device : -1; }
+int symm_cuda_device_sharers(void) { return symm_cuda.initialized ? symm_cuda.sharers : 1; }
+
+/* ---------------------------------------------------------------- allocation */
+/* One exchange on the internal world team: every PE passes the same arguments and
+ * succeeded locally, or nobody keeps anything. */
+static symm_status_t agree(const char *fn, uint64_t args, int local_ok)
+{
+    symm_coll_t c;
+    CHECK(symm_coll_enter(symm_team_internal, fn, 0, &c));
+    uint64_t word = (args & ~(uint64_t)1) | (local_ok ? 0 : 1);
+    uint64_t *recv = malloc((size_t)c.n * sizeof *recv);
+    symm_status_t st = recv ? symm_coll_exchange(&c, NULL, word, recv)
+                            : symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    symm_coll_leave(&c);
+    for (int j = 0; j < c.n && !st; j++) {
+        if (recv[j] & 1)
+            st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s failed on PE %d; nothing changed", fn, j);
+        else if ((recv[j] & ~(uint64_t)1) != (word & ~(uint64_t)1) && local_ok)
+            st = symm_error_set(SYMM_ERR_MISMATCH, "%s: PE %d passed other arguments than PE %d",
+                                fn, j, symm_g.me);
+    }
+    free(recv);
+    return st;
+}
+
+void *symm_gpu_malloc(size_t size)
+{
+    static const char fn[] = "symm_gpu_malloc";
+    if (symm_cuda_require(fn)) return NULL;
+    uint64_t off = 0;
+    int ok = 1;
+    char why[512] = "";
+    pthread_mutex_lock(&symm_cuda.lock);
+    if (size && symm_arena_alloc(&symm_cuda.heap_arena, size, 256, &off)) {
+        symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu bytes do not fit in the GPU heap (%zu of "
+                       "%zu in use; raise SYMM_GPU_HEAP_SIZE)", fn, size,
+                       (size_t)symm_cuda.heap_arena.used, symm_cuda.heap_size);
+        snprintf(why, sizeof why, "%s", symm_last_error());
+        ok = 0;
+    }
+    symm_status_t st = agree(fn, symm_hash64(SYMM_HASH_INIT, size), ok);
+    if (st && ok && size) symm_arena_free(&symm_cuda.heap_arena, off);
+    pthread_mutex_unlock(&symm_cuda.lock);
+    if (!ok) symm_error_set(SYMM_ERR_NO_MEMORY, "%s", why);
+    if (st || !ok || !size) return NULL;
+    return symm_cuda.base + off;
+}
+
+symm_status_t symm_gpu_free(void *ptr)
+{
+    static const char fn[] = "symm_gpu_free";
+    CHECK(symm_cuda_require(fn));
+    if (!ptr) return SYMM_SUCCESS;
+    int ok = symm_cuda_in_heap(ptr, 1) &&
+             symm_arena_find(&symm_cuda.heap_arena, (uint64_t)((uint8_t *)ptr - symm_cuda.base), 1);
+    cudaDeviceSynchronize(); /* no kernel of this PE still uses it */
+    pthread_mutex_lock(&symm_cuda.lock);
+    symm_status_t st = agree(fn, symm_hash64(SYMM_HASH_INIT, (uint64_t)((uint8_t *)ptr - symm_cuda.base)), ok);
+    if (!st) symm_arena_free(&symm_cuda.heap_arena, (uint64_t)((uint8_t *)ptr - symm_cuda.base));
+    pthread_mutex_unlock(&symm_cuda.lock);
+    if (!ok)
+        return symm_error_set(SYMM_ERR_DOUBLE_FREE, "%s: %p is not a live GPU symmetric object",
+                              fn, ptr);
+    return st;
+}
+
+void *symm_gpu_ptr(const void *addr, int pe)
+{
+    if (!symm_cuda.initialized || pe < 0 || pe >= symm_g.npes || !symm_cuda_in_heap(addr, 1))
+        return NULL;
+    return symm_cuda.peer_base[pe] + ((const uint8_t *)addr - symm_cuda.base);
+}
+
+symm_status_t symm_cuda_get_info(symm_cuda_info_t *out)
+{
+    CHECK(symm_cuda_require(__func__));
+    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", __func__);
+    pthread_mutex_lock(&symm_cuda.lock);
+    out->heap_size = symm_cuda.heap_size;
+    out->heap_used = symm_cuda.heap_arena.used;
+    out->team_size = symm_cuda.team_size;
+    out->team_used = symm_cuda.team_arena.used;
+    pthread_mutex_unlock(&symm_cuda.lock);
+    out->device = symm_cuda.device;
+    out->sharers = symm_cuda.sharers;
+    return SYMM_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- launch and errors */
+int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared_mem)
+{
+    int per_sm = 0;
+    if (!symm_cuda.initialized ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_mem) !=
+            cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    /* The PEs that share the GPU under MPS run their grids at the same time. */
+    return per_sm * symm_cuda.sm_count / (symm_cuda.sharers > 0 ? symm_cuda.sharers : 1);
+}
+
+symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void **args,
+                               size_t shared_mem, cudaStream_t stream)
+{
+    static const char fn[] = "symm_cuda_launch";
+    CHECK(symm_cuda_require(fn));
+    if (!kernel) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: kernel is NULL", fn);
+    uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
+    int threads = (int)(block.x * block.y * block.z);
+    int max = symm_cuda_max_resident_blocks(kernel, threads, shared_mem);
+    if (blocks > (uint64_t)max)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: a grid of %llu blocks of %d threads "
+                              "cannot be resident at once on this PE's share of GPU %d (at "
+                              "most %d: %d SMs, %d PEs on the GPU); blocks that wait on peers "
+                              "would wait for ever", fn, (unsigned long long)blocks, threads,
+                              symm_cuda.device, max, symm_cuda.sm_count, symm_cuda.sharers);
+    cudaError_t e = cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream);
+    return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
+}
+
+static const char *what_name(uint32_t w)
+{
+    static const char *const names[] = {
+#define SYMM_DEV_WHAT_NAME_(e, s) s,
+        SYMM_DEV_FOREACH_WHAT(SYMM_DEV_WHAT_NAME_)
+#undef SYMM_DEV_WHAT_NAME_
+    };
+    return w < SYMM_DEV_WHAT_COUNT ? names[w] : "?";
+}
+
+symm_status_t symm_cuda_check(void)
+{
+    static const char fn[] = "symm_cuda_check";
+    CHECK(symm_cuda_require(fn));
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e != cudaSuccess) return symm_cuda_error(fn, e);
+    symm_dev_err_buf_t buf;
+    e = cudaMemcpy(&buf, symm_cuda.err, sizeof buf, cudaMemcpyDeviceToHost);
+    if (e != cudaSuccess) return symm_cuda_error(fn, e);
+    if (buf.count == 0) return SYMM_SUCCESS;
+    static const uint32_t zero = 0;
+    cudaMemcpy(&symm_cuda.err->count, &zero, sizeof zero, cudaMemcpyHostToDevice);
+    const symm_dev_err_rec_t *r = &buf.rec[0];
+    switch (r->status) {
+    case SYMM_ERR_TEAM_BUSY:
+        return symm_error_set(SYMM_ERR_TEAM_BUSY, "device: block %u called %s on pool %u dup %u "
+                              "while block %u (grid 0x%llx) of PE %d held that duplicate; give "
+                              "each concurrent block its own duplicate "
+                              "(symm_dev_pool_team(pool, blockIdx.x)) [%u device error(s)]",
+                              r->block, what_name(r->what), r->pool_id, r->dup, r->other,
+                              (unsigned long long)(r->holder >> 32), symm_g.me, buf.count);
+    case SYMM_ERR_TIMEOUT:
+        return symm_error_set(SYMM_ERR_TIMEOUT, "device: block %u timed out in %s on pool %u "
+                              "dup %u waiting for team PE %d (SYMM_TIMEOUT=%gs) [%u device "
+                              "error(s)]", r->block, what_name(r->what), r->pool_id, r->dup,
+                              (int)r->other, symm_config.timeout, buf.count);
+    default:
+        return symm_error_set((symm_status_t)r->status, "device: block %u: %s on pool %u dup %u: "
+                              "%s [%u device error(s)]", r->block, what_name(r->what),
+                              r->pool_id, r->dup, symm_strerror((symm_status_t)r->status),
+                              buf.count);
+    }
+}

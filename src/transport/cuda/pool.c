@@ -1,0 +1,291 @@
+/* pool.c — GPU state of teams and pools. A pool object (src/team) gets, on every member,
+ * sync blocks in that member's GPU team region, created or extended in one exchange of
+ * region offsets on the pool's control duplicate: O(1) collective rounds whatever the
+ * number of duplicates. Device tables (chunk of each duplicate, member bases, heap
+ * deltas) live in the team region too, so a pool costs no cudaMalloc. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/log.h"
+#include "core/runtime.h"
+#include "transport/cuda/cuda_coll.h"
+#include "transport/cuda/cuda_transport.h"
+
+static uint32_t gpu_block_size(int n)
+{
+    size_t s = SYMM_DEV_BLOCK_HDR + 8 * (size_t)n;
+    return (uint32_t)((s + SYMM_DEV_BLOCK_ALIGN - 1) & ~(size_t)(SYMM_DEV_BLOCK_ALIGN - 1));
+}
+
+static int region_alloc(size_t size, uint64_t *off)
+{
+    pthread_mutex_lock(&symm_cuda.lock);
+    int rc = symm_arena_alloc(&symm_cuda.team_arena, size ? size : 1, 256, off);
+    pthread_mutex_unlock(&symm_cuda.lock);
+    return rc;
+}
+
+static void region_free(uint64_t off)
+{
+    pthread_mutex_lock(&symm_cuda.lock);
+    symm_arena_free(&symm_cuda.team_arena, off);
+    pthread_mutex_unlock(&symm_cuda.lock);
+}
+
+/* Waits for every kernel of this PE: its peers may free their blocks right after the
+ * destroy exchange, and our kernels must not write into them any more. */
+void symm_cuda_pool_quiesce(symm_pool_obj_t *p)
+{
+    (void)p;
+    cudaDeviceSynchronize();
+}
+
+void symm_cuda_pool_release(symm_pool_obj_t *p)
+{
+    symm_cuda_pool_t *g = p->gpu;
+    if (!g) return;
+    p->gpu = NULL;
+    if (symm_cuda.initialized) {
+        cudaDeviceSynchronize();
+        for (size_t i = 0; i < g->nchunks; i++) {
+            region_free(g->chunks[i].my_off);
+            region_free(g->chunks[i].bases_off);
+        }
+        if (g->nchunks) region_free(g->delta_off);
+        if (g->nchunks) region_free(g->tables_off);
+        for (size_t i = 0; i < g->nretired; i++) region_free(g->retired[i]);
+    }
+    free(g->chunks);
+    free(g->retired);
+    free(g);
+}
+
+/* Adds GPU state for duplicates [g->size, size of p): allocate and zero my blocks, one
+ * exchange of offsets on the control duplicate, then upload new tables. */
+static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
+{
+    static const char fn[] = "GPU pool state";
+    size_t target = atomic_load(&p->size), first = g->size, count = target - first;
+    size_t n = (size_t)p->n;
+    symm_status_t st = SYMM_SUCCESS;
+    uint64_t my_off = UINT64_MAX, bases_off = UINT64_MAX, tables_off = UINT64_MAX;
+    uint64_t delta_off = g->nchunks ? g->delta_off : UINT64_MAX;
+    size_t nch = g->nchunks + 1;
+    size_t tab_bytes = ((target * sizeof(uint32_t) + 15) & ~(size_t)15) + nch * sizeof(symm_dev_chunk_t);
+    uint8_t *host = NULL;
+    symm_cuda_chunk_t *chunks = realloc(g->chunks, nch * sizeof *chunks);
+    if (!chunks) return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    g->chunks = chunks;
+    if (region_alloc(count * g->block_size, &my_off) ||
+        region_alloc(n * sizeof(uint8_t *), &bases_off) ||
+        region_alloc(tab_bytes, &tables_off) ||
+        (!g->nchunks && region_alloc(n * sizeof(int64_t), &delta_off))) {
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu duplicates of %d members do not fit "
+                            "in the GPU team region (%zu bytes)", fn, count, p->n,
+                            symm_cuda.team_size);
+    }
+    if (!st) {
+        cudaError_t e = cudaMemsetAsync(symm_cuda_team_ptr(my_off), 0,
+                                        count * g->block_size, symm_cuda.stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(symm_cuda.stream);
+        if (e != cudaSuccess) st = symm_cuda_error(fn, e);
+    }
+    /* The exchange: my blocks are zeroed before any peer can learn where they are. */
+    uint64_t *recv = malloc(n * sizeof *recv);
+    if (!recv && !st) st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    symm_coll_t c;
+    symm_team_t h = symm_team_handle(p, 0, p->kind == SYMM_KIND_POOL);
+    symm_status_t xst = symm_coll_enter_dup(p, p->ctl, h, "gpu_pool", target, &c);
+    if (!xst) {
+        uint64_t scratch;
+        xst = symm_coll_exchange(&c, NULL, st ? UINT64_MAX : my_off, recv ? recv : &scratch);
+        symm_coll_leave(&c);
+    }
+    if (!st) st = xst;
+    for (size_t j = 0; j < n && !st; j++)
+        if (recv[j] == UINT64_MAX)
+            st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: failed on world PE %d", fn, p->world[j]);
+    /* Device tables, one upload: [member bases of the new chunk][deltas][dup_chunk][chunks]. */
+    size_t host_bytes = n * sizeof(uint8_t *) + n * sizeof(int64_t) + tab_bytes;
+    if (!st && !(host = calloc(1, host_bytes))) st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    if (!st) {
+        uint8_t **bases = (uint8_t **)host;
+        int64_t *delta = (int64_t *)(host + n * sizeof(uint8_t *));
+        uint8_t *tab = host + n * sizeof(uint8_t *) + n * sizeof(int64_t);
+        uint32_t *dup_chunk = (uint32_t *)tab;
+        symm_dev_chunk_t *dch =
+            (symm_dev_chunk_t *)(tab + ((target * sizeof(uint32_t) + 15) & ~(size_t)15));
+        for (size_t j = 0; j < n; j++) {
+            int w = p->world[j];
+            bases[j] = symm_cuda.peer_base[w] + symm_cuda.heap_size + recv[j];
+            delta[j] = symm_cuda.delta[w];
+        }
+        chunks[g->nchunks] = (symm_cuda_chunk_t){my_off, bases_off, first, count};
+        for (size_t k = 0; k < nch; k++) {
+            dch[k].member_base = (uint8_t *const *)symm_cuda_team_ptr(chunks[k].bases_off);
+            dch[k].first = (uint32_t)chunks[k].first;
+            dch[k].count = (uint32_t)chunks[k].count;
+            for (size_t i = chunks[k].first; i < chunks[k].first + chunks[k].count; i++)
+                dup_chunk[i] = (uint32_t)k;
+        }
+        cudaError_t e = cudaMemcpyAsync(symm_cuda_team_ptr(bases_off), bases,
+                                        n * sizeof(uint8_t *), cudaMemcpyHostToDevice,
+                                        symm_cuda.stream);
+        if (e == cudaSuccess && !g->nchunks)
+            e = cudaMemcpyAsync(symm_cuda_team_ptr(delta_off), delta, n * sizeof(int64_t),
+                                cudaMemcpyHostToDevice, symm_cuda.stream);
+        if (e == cudaSuccess)
+            e = cudaMemcpyAsync(symm_cuda_team_ptr(tables_off), tab, tab_bytes,
+                                cudaMemcpyHostToDevice, symm_cuda.stream);
+        if (e == cudaSuccess) e = cudaStreamSynchronize(symm_cuda.stream);
+        if (e != cudaSuccess) st = symm_cuda_error(fn, e);
+    }
+    free(host);
+    free(recv);
+    if (st) {
+        /* Peers that succeeded may hold our offset, but a failed exchange means nobody
+         * attaches: every member sees the same failure. */
+        if (my_off != UINT64_MAX) region_free(my_off);
+        if (bases_off != UINT64_MAX) region_free(bases_off);
+        if (tables_off != UINT64_MAX) region_free(tables_off);
+        if (!g->nchunks && delta_off != UINT64_MAX) region_free(delta_off);
+        return st;
+    }
+    /* Kernels launched with the old tables may still run: retire them with the pool. */
+    if (g->nchunks) {
+        uint64_t *r = realloc(g->retired, (g->nretired + 1) * sizeof *r);
+        if (r) {
+            g->retired = r;
+            g->retired[g->nretired++] = g->tables_off;
+        } /* else the old tables are simply kept (leaked into the region) until finalize */
+    }
+    g->delta_off = delta_off;
+    g->tables_off = tables_off;
+    g->nchunks = nch;
+    g->size = target;
+    symm_dev_pool_t *d = &g->dev;
+    d->dup_chunk = (const uint32_t *)symm_cuda_team_ptr(tables_off);
+    d->chunks = (const symm_dev_chunk_t *)(symm_cuda_team_ptr(tables_off) +
+                                           ((target * sizeof(uint32_t) + 15) & ~(size_t)15));
+    d->heap_delta = (const int64_t *)symm_cuda_team_ptr(delta_off);
+    d->err = symm_cuda.err;
+    d->timeout_ns = symm_cuda.timeout_ns;
+    d->size = (uint32_t)target;
+    d->block_size = g->block_size;
+    d->n = p->n;
+    d->me = p->me;
+    d->pool_id = p->slot;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p)
+{
+    if (p->me < 0)
+        return symm_error_set(SYMM_ERR_NOT_MEMBER, "GPU pool state: PE %d is not a member",
+                              symm_g.me);
+    symm_cuda_pool_t *g = p->gpu;
+    if (g && g->size >= atomic_load(&p->size)) return SYMM_SUCCESS;
+    int fresh = !g;
+    if (fresh) {
+        g = calloc(1, sizeof *g);
+        if (!g) return symm_error_set(SYMM_ERR_NO_MEMORY, "GPU pool state");
+        g->block_size = gpu_block_size(p->n);
+    }
+    symm_status_t st = extend(p, g);
+    if (st) {
+        if (fresh) {
+            free(g->chunks);
+            free(g);
+        }
+        return st;
+    }
+    p->gpu = g;
+    return SYMM_SUCCESS;
+}
+
+void symm_cuda_dev_team(const symm_pool_obj_t *p, size_t i, symm_dev_team_t *out)
+{
+    const symm_cuda_pool_t *g = p->gpu;
+    const symm_cuda_chunk_t *ch = NULL;
+    for (size_t k = 0; k < g->nchunks && !ch; k++)
+        if (i >= g->chunks[k].first && i < g->chunks[k].first + g->chunks[k].count)
+            ch = &g->chunks[k];
+    memset(out, 0, sizeof *out);
+    out->heap_delta = g->dev.heap_delta;
+    out->err = symm_cuda.err;
+    out->timeout_ns = symm_cuda.timeout_ns;
+    out->me = p->me;
+    out->dup = (uint32_t)i;
+    out->pool_id = p->slot;
+    if (!ch) return; /* n == 0: invalid */
+    out->member_base = (uint8_t *const *)symm_cuda_team_ptr(ch->bases_off);
+    out->off = (uint64_t)(i - ch->first) * g->block_size;
+    out->n = p->n;
+}
+
+/* ---------------------------------------------------------------- public */
+symm_status_t symm_cuda_pool_create(symm_team_t team, size_t n, symm_pool_t *out)
+{
+    CHECK(symm_cuda_require(__func__));
+    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", __func__);
+    symm_pool_t pool;
+    CHECK(symm_pool_create(team, n, &pool));
+    symm_pool_obj_t *p = symm_handle_resolve(pool);
+    symm_status_t st = symm_cuda_pool_attach(p);
+    if (st) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", symm_last_error());
+        symm_pool_destroy(pool);
+        return symm_error_set(st, "%s", why);
+    }
+    *out = pool;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out)
+{
+    CHECK(symm_cuda_require(__func__));
+    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", __func__);
+    symm_pool_obj_t *p = (pool & SYMM_H_POOL_BIT) ? symm_handle_resolve(pool) : NULL;
+    if (!p)
+        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool handle 0x%llx is invalid or "
+                              "was destroyed", __func__, (unsigned long long)pool);
+    CHECK(symm_cuda_pool_attach(p));
+    *out = ((symm_cuda_pool_t *)p->gpu)->dev;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out)
+{
+    CHECK(symm_cuda_require(__func__));
+    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", __func__);
+    symm_pool_obj_t *p;
+    symm_dup_t *d;
+    CHECK(symm_team_lookup(__func__, team, &p, &d));
+    CHECK(symm_cuda_pool_attach(p));
+    symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), out);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_team_t *t,
+                                     const void *dest, size_t dest_bytes, const void *src,
+                                     size_t src_bytes)
+{
+    CHECK(symm_cuda_require(fn));
+    symm_pool_obj_t *p;
+    symm_dup_t *d;
+    CHECK(symm_team_lookup(fn, team, &p, &d));
+    if (p->me < 0)
+        return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not a member of the team", fn,
+                              symm_g.me);
+    if (dest_bytes && !symm_cuda_in_heap(dest, dest_bytes))
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: dest %p (+%zu bytes) is not in the "
+                              "GPU symmetric heap (symm_gpu_malloc)", fn, dest, dest_bytes);
+    if (src_bytes && !symm_cuda_in_heap(src, src_bytes))
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: src %p (+%zu bytes) is not in the "
+                              "GPU symmetric heap (symm_gpu_malloc)", fn, src, src_bytes);
+    CHECK(symm_cuda_pool_attach(p));
+    symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), t);
+    return SYMM_SUCCESS;
+}
