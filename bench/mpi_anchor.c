@@ -8,11 +8,13 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "bench_util.h"
 #include "coll_spec.h"
+#include "tile_moe_spec.h"
 
 static bench_opts_t mo;
 static int me, npes;
@@ -69,12 +71,12 @@ static void row(const char *suite, const char *op, int64_t size, bench_stat_t s,
 }
 
 /* ---------------------------------------------------------------- teams */
-static void teams_dups(void)
+static void teams_dups(size_t limit)
 {
     PRINT("# symm-bench-mpi teams: n x MPI_Comm_dup(MPI_COMM_WORLD), %d ranks; median of "
           "the average over ranks\n%8s %5s %14s %14s %10s %14s\n",
           npes, "# dups", "reps", "create(us)", "per-team(us)", "spread(%)", "free(us)");
-    size_t cap = mo.max_pool;
+    size_t cap = mo.max_pool < limit ? mo.max_pool : limit;
     double last_total = 0;
     for (size_t n = 1; n <= cap; n *= 4) {
         /* stay within about a minute: predict from the previous size */
@@ -228,38 +230,44 @@ static void teams_concurrent(int provided)
     }
 }
 
-/* How many communicators MPI_Comm_dup can make: until an error, the time limit or the cap. */
-static void teams_dup_limit(void)
+/* How many communicators MPI_Comm_dup can make: until an error, the time limit or the
+ * cap. Every dup is followed by an agreement on its outcome, so that a rank whose dup
+ * failed does not leave the others waiting in the next one. Returns the largest pool
+ * size the sweep may ask for (SIZE_MAX when no limit was found). */
+static size_t teams_dup_limit(void)
 {
-    if (!mo.dup_limit_max) return;
+    if (!mo.dup_limit_max) return SIZE_MAX;
     MCHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
     size_t cap = mo.dup_limit_max, n = 0;
     MPI_Comm *c = malloc(cap * sizeof *c);
     double t0 = bench_now();
-    int failed = 0;
+    int failed = 0, timed_out = 0;
     while (n < cap) {
-        int rc = MPI_Comm_dup(MPI_COMM_WORLD, &c[n]);
-        int bad = rc != MPI_SUCCESS, anybad = 0;
-        if (!bad) n++;
-        if (bad || n % 256 == 0) {
-            double el = max_all(bench_now() - t0);
-            MPI_Allreduce(&bad, &anybad, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-            if (anybad) {
-                failed = 1;
-                break;
-            }
-            if (el > mo.dup_limit_s) break;
+        MPI_Comm nc = MPI_COMM_NULL;
+        int rc = MPI_Comm_dup(MPI_COMM_WORLD, &nc);
+        int st[2] = {rc != MPI_SUCCESS, bench_now() - t0 > mo.dup_limit_s}, any[2];
+        MPI_Allreduce(st, any, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (!st[0]) c[n++] = nc;
+        if (any[0]) {
+            failed = 1;
+            if (!st[0]) MPI_Comm_free(&c[--n]); /* made here, failed elsewhere */
+            break;
+        }
+        if (any[1]) {
+            timed_out = 1;
+            break;
         }
     }
     double el = bench_now() - t0;
-    PRINT("\n# MPI_Comm_dup count limit: %zu communicators in %.1f s (%s)\n", n, el,
-          failed ? "stopped by an MPI error" : n >= cap ? "stopped at the cap" :
-          "stopped by the time limit");
+    PRINT("# MPI_Comm_dup count limit: %zu communicators alive at once, in %.1f s (%s)\n\n", n,
+          el, failed ? "the next MPI_Comm_dup failed" : timed_out ? "stopped by the time limit"
+          : "stopped at the cap");
     bench_stat_t s = {1e6 * el, 0, failed ? 1 : 0};
     row("teams", "dup_limit", (int64_t)n, s, el);
     for (size_t i = 0; i < n; i++) MPI_Comm_free(&c[i]);
     free(c);
     MCHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    return failed ? n : SIZE_MAX;
 }
 
 /* ---------------------------------------------------------------- coll */
@@ -403,11 +411,235 @@ static int suite_coll(void)
     return total_wrong ? 1 : 0;
 }
 
-/* ---------------------------------------------------------------- tile, moe */
-int mpi_suite_tile(void);
-int mpi_suite_moe(void);
-int mpi_suite_tile(void) { PRINT("# tile: not yet\n"); return 0; }
-int mpi_suite_moe(void) { PRINT("# moe: not yet\n"); return 0; }
+/* ---------------------------------------------------------------- tile */
+/* MPI_Reduce / MPI_Allreduce of one strided tile described by MPI_Type_vector. MPI's
+ * predefined MPI_SUM is not defined on derived datatypes (Open MPI rejects it), so the
+ * sum is a user operation (MPI_Op_create, commutative) that walks the vector's rows. */
+static size_t tile_op_rows;
+static MPI_Op tile_sum_op;
+
+static void tile_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
+{
+    (void)dt;
+    size_t extent = (tile_op_rows - 1) * TILE_LD + TILE_COLS; /* floats */
+    for (int k = 0; k < *len; k++) {
+        const float *a = (const float *)in + (size_t)k * extent;
+        float *b = (float *)inout + (size_t)k * extent;
+        for (size_t r = 0; r < tile_op_rows; r++)
+            for (size_t c = 0; c < TILE_COLS; c++) b[r * TILE_LD + c] += a[r * TILE_LD + c];
+    }
+}
+
+static int tile_run(int allreduce, MPI_Datatype vec, char *in, char *out)
+{
+    if (allreduce) return MPI_Allreduce(in, out, 1, vec, tile_sum_op, MPI_COMM_WORLD);
+    return MPI_Reduce(in, out, 1, vec, tile_sum_op, 0, MPI_COMM_WORLD);
+}
+
+static int mpi_suite_tile(void)
+{
+    size_t lo = mo.quick ? 16 << 10 : 64 << 10, hi = mo.max_size;
+    if (mo.min_size > lo) lo = mo.min_size;
+    size_t slot_max = ((tile_rows_for(hi) * TILE_LD * 4) + 4095) & ~(size_t)4095;
+    size_t foot = slot_max > 2 * mo.rotate ? slot_max : 2 * mo.rotate;
+    char *in_r = region(foot), *out_r = region(foot);
+    MCHECK(MPI_Op_create(tile_sum, 1, &tile_sum_op));
+    PRINT("# symm-bench-mpi tile: %d ranks, MPI_Reduce (root 0) / MPI_Allreduce of "
+          "MPI_Type_vector(rows, %d, %d, MPI_FLOAT) with a user sum (MPI_SUM is not defined "
+          "on derived types)\n", npes, TILE_COLS, TILE_LD);
+    long total_wrong = 0;
+    const char *names[2] = {"tile_reduce", "tile_allreduce"};
+    for (int all = 0; all < 2; all++) {
+        PRINT("\n# MPI %s\n%12s %8s %12s %10s %12s %12s %7s\n", names[all], "# size(B)", "rows",
+              "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+        double f = all ? 2.0 * (npes - 1) / npes : 1.0;
+        for (size_t sz = lo; sz <= hi; sz *= 4) {
+            size_t rows = tile_rows_for(sz), bytes = rows * TILE_COLS * 4;
+            size_t slot = (rows * TILE_LD * 4 + 4095) & ~(size_t)4095;
+            int nrot = (int)(foot / slot);
+            MPI_Datatype vec;
+            MCHECK(MPI_Type_vector((int)rows, TILE_COLS, TILE_LD, MPI_FLOAT, &vec));
+            MCHECK(MPI_Type_commit(&vec));
+            tile_op_rows = rows;
+            /* check on slot 0 */
+            float *in = (float *)in_r, *out = (float *)out_r;
+            for (size_t r = 0; r < rows; r++)
+                for (size_t c = 0; c < TILE_LD; c++) {
+                    in[r * TILE_LD + c] = c < TILE_COLS ? tile_pattern(me, r, c) : -7.0f;
+                    out[r * TILE_LD + c] = -1.0f;
+                }
+            MCHECK(tile_run(all, vec, in_r, out_r));
+            long wrong = 0;
+            float tri = (float)(npes * (npes + 1) / 2);
+            if (all || me == 0)
+                for (size_t r = 0; r < rows; r++)
+                    for (size_t c = 0; c < TILE_LD; c++)
+                        if (out[r * TILE_LD + c] !=
+                            (c < TILE_COLS ? tile_pattern(0, r, c) * tri : -1.0f))
+                            wrong++;
+            wrong = (long)max_all((double)wrong);
+            total_wrong += wrong;
+            int iters = bench_iters_for(bytes, mo.quick), reps = mo.reps, k = 0;
+            double *v = calloc((size_t)reps, sizeof *v);
+            for (int w = 0; w < 2; w++) MCHECK(tile_run(all, vec, in_r, out_r));
+            for (int r = 0; r < reps; r++) {
+                double acc = 0;
+                MCHECK(MPI_Barrier(MPI_COMM_WORLD));
+                for (int i = 0; i < iters; i++) {
+                    double t0 = bench_now();
+                    MCHECK(tile_run(all, vec, in_r + (size_t)k * slot, out_r + (size_t)k * slot));
+                    acc += bench_now() - t0;
+                    k = (k + 1) % nrot;
+                    MCHECK(MPI_Barrier(MPI_COMM_WORLD));
+                }
+                v[r] = avg_all(1e6 * acc / iters);
+            }
+            bench_stat_t s = bench_stats(v, reps);
+            free(v);
+            MPI_Type_free(&vec);
+            double alg = bytes / (s.median * 1e3);
+            PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld\n", bytes, rows, s.median,
+                  bench_spread_pct(s), alg, alg * f, wrong);
+            row("tile", names[all], (int64_t)bytes, s, alg * f);
+        }
+    }
+    MPI_Op_free(&tile_sum_op);
+    free(in_r);
+    free(out_r);
+    return total_wrong ? 1 : 0;
+}
+
+/* ---------------------------------------------------------------- moe */
+/* Dispatch: MPI_Alltoall of the per-expert counts, then MPI_Alltoallv of the rows (the
+ * rows arrive rank-major; no expert-major permutation or alignment is done). Combine:
+ * the same in reverse, counts first too. */
+typedef struct {
+    int *scnt, *sdsp, *rcnt, *rdsp; /* in rows, per rank */
+    int *ecnt_r;                    /* received counts per (rank, expert) */
+} moe_plan_t;
+
+static void moe_exchange(moe_plan_t *p, const int *ecnt_send, MPI_Datatype rowt, const char *in,
+                         char *out)
+{
+    MCHECK(MPI_Alltoall(ecnt_send, MOE_NE, MPI_INT, p->ecnt_r, MOE_NE, MPI_INT, MPI_COMM_WORLD));
+    for (int j = 0, sd = 0, rd = 0; j < npes; j++) {
+        p->scnt[j] = p->rcnt[j] = 0;
+        for (int e = 0; e < MOE_NE; e++) {
+            p->scnt[j] += ecnt_send[j * MOE_NE + e];
+            p->rcnt[j] += p->ecnt_r[j * MOE_NE + e];
+        }
+        p->sdsp[j] = sd;
+        p->rdsp[j] = rd;
+        sd += p->scnt[j];
+        rd += p->rcnt[j];
+    }
+    MCHECK(MPI_Alltoallv(in, p->scnt, p->sdsp, rowt, out, p->rcnt, p->rdsp, rowt,
+                         MPI_COMM_WORLD));
+}
+
+static int mpi_suite_moe(void)
+{
+    int n = npes, ng = n * MOE_NE;
+    size_t lo = mo.quick ? 16 << 10 : 64 << 10, hi = mo.max_size;
+    if (mo.min_size > lo) lo = mo.min_size;
+    size_t max_rows = hi / MOE_ROW_BYTES ? hi / MOE_ROW_BYTES : 1;
+    size_t in_bytes = (max_rows * MOE_ROW_BYTES + 4095) & ~(size_t)4095;
+    size_t mid_bytes = ((size_t)n * max_rows * MOE_ROW_BYTES + 4095) & ~(size_t)4095;
+    size_t foot = mo.rotate > in_bytes ? mo.rotate : in_bytes;
+    size_t mid_foot = foot / in_bytes * mid_bytes;
+    char *in_r = region(foot), *back_r = region(foot), *mid_r = region(mid_foot);
+    MPI_Datatype rowt;
+    MCHECK(MPI_Type_contiguous(MOE_ROW_BYTES, MPI_BYTE, &rowt));
+    MCHECK(MPI_Type_commit(&rowt));
+    moe_plan_t p;
+    int *ints = calloc(4 * (size_t)n + 3 * (size_t)ng, sizeof *ints);
+    p.scnt = ints;
+    p.sdsp = ints + n;
+    p.rcnt = ints + 2 * n;
+    p.rdsp = ints + 3 * n;
+    p.ecnt_r = ints + 4 * n;
+    int *ecnt_mine = p.ecnt_r + ng, *ecnt_back = ecnt_mine + ng;
+    PRINT("# symm-bench-mpi moe: %d ranks x %d experts, rows of %d B: MPI_Alltoall of the "
+          "counts + MPI_Alltoallv of the rows (dispatch and combine)\n", n, MOE_NE, MOE_ROW_BYTES);
+    long total_wrong = 0;
+    const char *names[2] = {"dispatch", "combine"};
+    for (int comb = 0; comb < 2; comb++) {
+        PRINT("\n# MPI %s\n%12s %8s %12s %10s %12s %12s %7s\n", names[comb], "# size(B)", "rows",
+              "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+        for (size_t sz = lo; sz <= hi; sz *= 4) {
+            size_t rows = sz / MOE_ROW_BYTES ? sz / MOE_ROW_BYTES : 1, bytes = rows * MOE_ROW_BYTES;
+            size_t in_stride = (bytes + 4095) & ~(size_t)4095;
+            size_t mid_stride = ((size_t)n * bytes + 4095) & ~(size_t)4095;
+            size_t nrot = bytes >= mo.rotate_min ? foot / in_stride : 1;
+            if (nrot > mid_foot / mid_stride) nrot = mid_foot / mid_stride;
+            if (nrot < 1) nrot = 1;
+            for (int g = 0; g < ng; g++) ecnt_mine[g] = (int)moe_split(me, n, rows, g);
+            /* fill every slot: rows tagged (source, expert, index) */
+            for (size_t k = 0; k < nrot; k++) {
+                char *in = in_r + k * in_stride;
+                size_t r = 0;
+                for (int g = 0; g < ng; g++)
+                    for (int i = 0; i < ecnt_mine[g]; i++, r++) {
+                        uint64_t tag = moe_row_tag(me, g, (size_t)i);
+                        memset(in + r * MOE_ROW_BYTES, (int)(r & 0xff), MOE_ROW_BYTES);
+                        memcpy(in + r * MOE_ROW_BYTES, &tag, 8);
+                    }
+            }
+            /* check: dispatch then combine gives the input back */
+            moe_exchange(&p, ecnt_mine, rowt, in_r, mid_r);
+            long wrong = 0;
+            size_t r = 0;
+            for (int s = 0; s < n; s++)
+                for (int e = 0; e < MOE_NE; e++)
+                    for (int i = 0; i < p.ecnt_r[s * MOE_NE + e]; i++, r++) {
+                        uint64_t tag;
+                        memcpy(&tag, mid_r + r * MOE_ROW_BYTES, 8);
+                        if (tag != moe_row_tag(s, me * MOE_NE + e, (size_t)i)) wrong++;
+                    }
+            memcpy(ecnt_back, p.ecnt_r, (size_t)ng * sizeof *ecnt_back);
+            moe_exchange(&p, ecnt_back, rowt, mid_r, back_r);
+            if (memcmp(back_r, in_r, bytes)) wrong++;
+            wrong = (long)max_all((double)wrong);
+            total_wrong += wrong;
+            /* combine reads what a dispatch left in each slot */
+            if (comb)
+                for (size_t k = 0; k < nrot; k++)
+                    moe_exchange(&p, ecnt_mine, rowt, in_r + k * in_stride, mid_r + k * mid_stride);
+            int iters = bench_iters_for(bytes, mo.quick), reps = mo.reps;
+            size_t k = 0;
+            double *v = calloc((size_t)reps, sizeof *v);
+            for (int r2 = 0; r2 < reps; r2++) {
+                double acc = 0;
+                MCHECK(MPI_Barrier(MPI_COMM_WORLD));
+                for (int i = 0; i < iters; i++) {
+                    double t0 = bench_now();
+                    if (comb)
+                        moe_exchange(&p, ecnt_back, rowt, mid_r + k * mid_stride,
+                                     back_r + k * in_stride);
+                    else
+                        moe_exchange(&p, ecnt_mine, rowt, in_r + k * in_stride,
+                                     mid_r + k * mid_stride);
+                    acc += bench_now() - t0;
+                    k = (k + 1) % nrot;
+                    MCHECK(MPI_Barrier(MPI_COMM_WORLD));
+                }
+                v[r2] = avg_all(1e6 * acc / iters);
+            }
+            bench_stat_t s = bench_stats(v, reps);
+            free(v);
+            double alg = bytes / (s.median * 1e3), f = (double)(n - 1) / n;
+            PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld\n", bytes, rows, s.median,
+                  bench_spread_pct(s), alg, alg * f, wrong);
+            row("moe", names[comb], (int64_t)bytes, s, alg * f);
+        }
+    }
+    MPI_Type_free(&rowt);
+    free(ints);
+    free(in_r);
+    free(back_r);
+    free(mid_r);
+    return total_wrong ? 1 : 0;
+}
 
 int main(int argc, char **argv)
 {
@@ -421,10 +653,9 @@ int main(int argc, char **argv)
     }
     int rc = 0;
     if (!strcmp(mo.suite, "teams")) {
-        teams_dups();
+        teams_dups(teams_dup_limit());
         teams_plain();
         teams_concurrent(provided);
-        teams_dup_limit();
     } else if (!strcmp(mo.suite, "coll")) {
         rc = suite_coll();
     } else if (!strcmp(mo.suite, "tile")) {

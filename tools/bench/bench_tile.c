@@ -1,3 +1,153 @@
-/* bench_tile.c — symm-bench tile: placeholder until the tile suite lands. */
+/* bench_tile.c — symm-bench tile: bandwidth of symm_tile_reduce (root 0) and
+ * symm_tile_allreduce on a strided float tile (TILE_COLS of every TILE_LD floats), plain
+ * and worker-parallel (2 workers per PE, one pool duplicate each). Anchor: MPI_Reduce /
+ * MPI_Allreduce on an MPI_Type_vector of the same tile. */
 #include "symm_bench.h"
-int sb_suite_tile(void) { SB_PRINT("# tile: not yet\n"); return 0; }
+
+#include <string.h>
+
+#include "sb_weak.h"
+#include "tile_moe_spec.h"
+
+enum { T_REDUCE, T_ALLREDUCE, T_REDUCE_PAR, T_ALLREDUCE_PAR, T_COUNT };
+static const char *const t_name[T_COUNT] = {"tile_reduce", "tile_allreduce",
+                                             "tile_reduce_par2", "tile_allreduce_par2"};
+static const char *const t_anchor[T_COUNT] = {"tile_reduce", "tile_allreduce", "tile_reduce",
+                                               "tile_allreduce"};
+#define T_WORKERS 2
+
+static char *in_region, *out_region;
+static size_t region_bytes;
+static symm_pool_t t_pool;
+
+static int t_available(int op)
+{
+    switch (op) {
+    case T_REDUCE: return SB_HAVE(symm_tile_reduce);
+    case T_ALLREDUCE: return SB_HAVE(symm_tile_allreduce);
+    case T_REDUCE_PAR: return SB_HAVE(symm_tile_reduce_parallel);
+    case T_ALLREDUCE_PAR: return SB_HAVE(symm_tile_allreduce_parallel);
+    }
+    return 0;
+}
+
+static size_t slot_bytes(size_t rows) { return (rows * TILE_LD * 4 + 4095) & ~(size_t)4095; }
+
+static symm_status_t t_run(int op, size_t rows, int k)
+{
+    size_t off = (size_t)k * slot_bytes(rows);
+    symm_tile_t in = {in_region + off, rows, TILE_COLS, TILE_LD};
+    symm_tile_t out = {out_region + off, rows, TILE_COLS, TILE_LD};
+    switch (op) {
+    case T_REDUCE: return symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM, 0);
+    case T_ALLREDUCE:
+        return symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM);
+    case T_REDUCE_PAR:
+        return symm_tile_reduce_parallel(t_pool, T_WORKERS, out, in, SYMM_FLOAT, SYMM_OP_SUM, 0);
+    case T_ALLREDUCE_PAR:
+        return symm_tile_allreduce_parallel(t_pool, T_WORKERS, out, in, SYMM_FLOAT,
+                                            SYMM_OP_SUM);
+    }
+    return SYMM_ERR_INVALID_ARG;
+}
+
+/* Patterned tile in slot 0; the gap columns of out hold a sentinel that must survive. */
+static long t_check(int op, size_t rows)
+{
+    float *in = (float *)in_region, *out = (float *)out_region;
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < TILE_LD; c++) {
+            in[r * TILE_LD + c] = c < TILE_COLS ? tile_pattern(sb_me, r, c) : -7.0f;
+            out[r * TILE_LD + c] = -1.0f;
+        }
+    SB_CHECK(symm_barrier_all());
+    SB_CHECK(t_run(op, rows, 0));
+    SB_CHECK(symm_barrier_all());
+    if ((op == T_REDUCE || op == T_REDUCE_PAR) && sb_me != 0) return 0;
+    long wrong = 0;
+    float tri = (float)(sb_npes * (sb_npes + 1) / 2);
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < TILE_LD; c++) {
+            float want = c < TILE_COLS ? tile_pattern(0, r, c) * tri : -1.0f;
+            if (out[r * TILE_LD + c] != want) wrong++;
+        }
+    return wrong;
+}
+
+static bench_stat_t t_time(int op, size_t rows, int iters)
+{
+    int reps = sb_opts.reps, nrot = (int)(region_bytes / slot_bytes(rows));
+    if (nrot < 1) nrot = 1;
+    double *v = calloc((size_t)reps, sizeof *v);
+    for (int w = 0; w < 2; w++) SB_CHECK(t_run(op, rows, w % nrot));
+    int k = 0;
+    for (int r = 0; r < reps; r++) {
+        double acc = 0;
+        SB_CHECK(symm_barrier_all());
+        for (int i = 0; i < iters; i++) {
+            double t0 = bench_now();
+            SB_CHECK(t_run(op, rows, k));
+            acc += bench_now() - t0;
+            k = (k + 1) % nrot;
+            SB_CHECK(symm_barrier_all());
+        }
+        v[r] = sb_avg_all(1e6 * acc / iters);
+    }
+    bench_stat_t s = bench_stats(v, reps);
+    free(v);
+    return s;
+}
+
+int sb_suite_tile(void)
+{
+    size_t lo = sb_opts.quick ? 16 << 10 : 64 << 10;
+    if (sb_opts.min_size > lo) lo = sb_opts.min_size;
+    size_t hi = sb_opts.max_size;
+    region_bytes = slot_bytes(tile_rows_for(hi));
+    if (region_bytes < 2 * sb_opts.rotate) region_bytes = 2 * sb_opts.rotate;
+    in_region = sb_symm_region(region_bytes);
+    out_region = sb_symm_region(region_bytes);
+    SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, T_WORKERS, &t_pool));
+    SB_PRINT("# symm-bench tile: %d PEs, float sum, tile of rows x %d floats with a row "
+             "stride of %d floats (strided, half of each row); root 0\n"
+             "# size = tile bytes per PE; busbw = algbw (reduce), 2(n-1)/n algbw (allreduce);"
+             " _par2: the worker-parallel form, %d workers per PE on a pool\n"
+             "# anchor: MPI_Reduce / MPI_Allreduce of one MPI_Type_vector(rows, %d, %d, "
+             "MPI_FLOAT); ratio(symm/MPI) = MPI time / symm time\n"
+             "# tiles rotate through %zu MiB; median of %d repetitions of the average over "
+             "PEs\n",
+             sb_npes, TILE_COLS, TILE_LD, T_WORKERS, TILE_COLS, TILE_LD, region_bytes >> 20,
+             sb_opts.reps);
+    long total_wrong = 0;
+    for (int op = 0; op < T_COUNT; op++) {
+        if (!bench_op_selected(&sb_opts, t_name[op])) continue;
+        if (!t_available(op)) {
+            SB_PRINT("\n# %s: not in this build of libsymm (skipped)\n", t_name[op]);
+            continue;
+        }
+        SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s\n", t_name[op],
+                 "# size(B)", "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)",
+                 "#wrong", "MPI busbw", "ratio(symm/MPI)");
+        double f = (op == T_ALLREDUCE || op == T_ALLREDUCE_PAR) ? 2.0 * (sb_npes - 1) / sb_npes
+                                                                : 1.0;
+        for (size_t sz = lo; sz <= hi; sz *= 4) {
+            size_t rows = tile_rows_for(sz), bytes = rows * TILE_COLS * 4;
+            long wrong = (long)sb_max_all((double)t_check(op, rows));
+            total_wrong += wrong;
+            bench_stat_t s = t_time(op, rows, bench_iters_for(bytes, sb_opts.quick));
+            double alg = bytes / (s.median * 1e3), bus = alg * f;
+            double m = sb_anchor_us("tile", t_anchor[op], (int64_t)bytes);
+            SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f\n", bytes, rows,
+                     s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
+                     m / s.median);
+            if (sb_me == 0)
+                bench_tsv_row(&sb_opts, "tile", t_name[op], (int64_t)bytes, s, bus, m,
+                              m / s.median);
+        }
+    }
+    SB_PRINT("\n# total wrong elements: %ld\n", total_wrong);
+    SB_CHECK(symm_pool_destroy(t_pool));
+    symm_free(out_region);
+    symm_free(in_region);
+    return total_wrong ? 1 : 0;
+}

@@ -20,6 +20,10 @@
 #pragma weak symm_all_to_all_v
 #pragma weak symm_moe_dispatch
 #pragma weak symm_moe_combine
+#pragma weak symm_tile_reduce_parallel
+#pragma weak symm_tile_allreduce_parallel
+#pragma weak symm_moe_dispatch_parallel
+#pragma weak symm_moe_combine_parallel
 
 /* 1 if the library provides fn. */
 #define SB_HAVE(fn) ((void (*)(void))(fn) != (void (*)(void))0)
