@@ -1,0 +1,414 @@
+/* tile.c — reduction of a strided 2-D tile over a team: to one root, to every member
+ * (each member reduces a band of rows, then copies the others' bands) and multi-root
+ * (several roots, each receiving the reduction of its own tile); plain, or split over
+ * the workers of a pool by bands of rows.
+ *
+ * Every form starts with a one-word exchange that both tells every member that the
+ * inputs are ready and agrees on the validity of everyone's arguments, so a bad argument
+ * on one member fails the call everywhere instead of leaving the others to time out.
+ * Peers' tiles are read in place, row by row, and combined with the type x op kernel
+ * in team order (member 0 first), so every form and worker count gives the same bytes.
+ * (The worker runner the _parallel forms use lives in moe.c.) */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "coll/reduce_ops.h"
+#include "coll/tile_moe.h"
+#include "team/team.h"
+
+typedef enum { TILE_MULTI, TILE_ALL } tile_kind_t;
+
+typedef struct tile_args {
+    tile_kind_t kind;
+    symm_tile_t out;
+    const symm_tile_t *in; /* [nroots] for TILE_MULTI, [1] for TILE_ALL */
+    const int *roots;
+    int nroots;
+    symm_type_t type;
+    symm_op_t op;
+    const char *worker_fn; /* name of the _worker form, for the _parallel forms */
+} tile_args_t;
+
+#define TILE_FAIL ((uint64_t)1 << 63)
+
+static int tile_empty(const symm_tile_t *t) { return t->rows == 0 || t->cols == 0; }
+
+/* Checks one tile and gives the byte range it spans ([*lo, *hi), empty for an empty
+ * tile). need_symm: the tile must lie inside one symmetric object. */
+static symm_status_t tile_check(const char *fn, const char *tn, const char *what,
+                                const symm_tile_t *t, size_t esize, int need_symm,
+                                uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = *hi = 0;
+    if (tile_empty(t)) return SYMM_SUCCESS;
+    if (!t->base)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: %s tile (%zu x %zu) has a "
+                              "NULL base", fn, tn, what, t->rows, t->cols);
+    if (t->ld < t->cols)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: %s tile has ld = %zu < cols = %zu (ld is the row "
+                              "stride in elements)",
+                              fn, tn, what, t->ld, t->cols);
+    size_t elems, bytes;
+    if (__builtin_mul_overflow(t->rows - 1, t->ld, &elems) ||
+        __builtin_add_overflow(elems, t->cols, &elems) ||
+        __builtin_mul_overflow(elems, esize, &bytes) ||
+        (uintptr_t)t->base + bytes < (uintptr_t)t->base)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: %s tile of %zu rows, ld %zu "
+                              "overflows the address space", fn, tn, what, t->rows, t->ld);
+    if (need_symm && !symm_addr_accessible(t->base, bytes))
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s on %s: %s tile [%p, +%zu bytes) (%zu x %zu, ld %zu) is not "
+                              "inside one symmetric object",
+                              fn, tn, what, t->base, bytes, t->rows, t->cols, t->ld);
+    *lo = (uintptr_t)t->base;
+    *hi = *lo + bytes;
+    return SYMM_SUCCESS;
+}
+
+static int ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
+{
+    return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+static int same_tile(const symm_tile_t *a, const symm_tile_t *b)
+{
+    return a->base == b->base && a->ld == b->ld;
+}
+
+/* Validates this PE's arguments; *mine_k gets the tile I am root of (-1: none). */
+static symm_status_t tile_validate(const char *fn, const char *tn, const symm_coll_t *c,
+                                   const tile_args_t *a, int *mine_k)
+{
+    *mine_k = -1;
+    size_t esize = symm_type_size(a->type);
+    if (!esize)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid type %d", fn, tn,
+                              (int)a->type);
+    if ((int)a->op < 0 || a->op >= SYMM_OP_COUNT)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid op %d", fn, tn,
+                              (int)a->op);
+    if (!symm_reduce_kernel(a->type, a->op))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: op %s is not defined on type %s (and, or and xor "
+                              "take integer types only)",
+                              fn, tn, symm_op_name(a->op), symm_type_name(a->type));
+    uintptr_t olo, ohi, ilo, ihi;
+    if (a->kind == TILE_ALL) {
+        const symm_tile_t *in = &a->in[0];
+        CHECK(tile_check(fn, tn, "in", in, esize, 1, &ilo, &ihi));
+        CHECK(tile_check(fn, tn, "out", &a->out, esize, 1, &olo, &ohi));
+        if (a->out.rows != in->rows || a->out.cols != in->cols)
+            return symm_error_set(SYMM_ERR_INVALID_ARG,
+                                  "%s on %s: out tile is %zu x %zu but in is %zu x %zu", fn,
+                                  tn, a->out.rows, a->out.cols, in->rows, in->cols);
+        if (ranges_overlap(olo, ohi, ilo, ihi) && !same_tile(&a->out, in))
+            return symm_error_set(SYMM_ERR_INVALID_ARG,
+                                  "%s on %s: out tile overlaps in without being the same tile "
+                                  "(in place needs the same base and ld)",
+                                  fn, tn);
+        return SYMM_SUCCESS;
+    }
+    int n = c->n;
+    if (a->nroots < 0 || a->nroots > n)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: nroots = %d (must be 0..%d: a PE is root of at most "
+                              "one tile)",
+                              fn, tn, a->nroots, n);
+    if (a->nroots && (!a->in || !a->roots))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: %s is NULL", fn, tn,
+                              a->in ? "roots" : "in");
+    for (int k = 0; k < a->nroots; k++) {
+        int r = a->roots[k];
+        if (r < 0 || r >= n)
+            return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
+                                  "%s on %s: root %d is not a member (team of %d)", fn, tn, r,
+                                  n);
+        for (int j = 0; j < k; j++)
+            if (a->roots[j] == r)
+                return symm_error_set(SYMM_ERR_INVALID_ARG,
+                                      "%s on %s: PE %d is root of tiles %d and %d (a PE may "
+                                      "be root of one tile only)",
+                                      fn, tn, r, j, k);
+        char what[32];
+        snprintf(what, sizeof what, "in[%d]", k);
+        CHECK(tile_check(fn, tn, what, &a->in[k], esize, 1, &ilo, &ihi));
+        if (r == c->me) *mine_k = k;
+    }
+    if (*mine_k < 0) return SYMM_SUCCESS; /* out is not used here */
+    const symm_tile_t *mine = &a->in[*mine_k];
+    if (a->out.rows != mine->rows || a->out.cols != mine->cols)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: out tile of root %d is %zu x %zu but its tile is "
+                              "%zu x %zu",
+                              fn, tn, c->me, a->out.rows, a->out.cols, mine->rows, mine->cols);
+    CHECK(tile_check(fn, tn, "out", &a->out, esize, 0, &olo, &ohi));
+    for (int k = 0; k < a->nroots; k++) {
+        CHECK(tile_check(fn, tn, "in", &a->in[k], esize, 1, &ilo, &ihi));
+        if (!ranges_overlap(olo, ohi, ilo, ihi)) continue;
+        if (k == *mine_k && same_tile(&a->out, &a->in[k])) continue;
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: out tile of root %d overlaps in[%d]%s", fn, tn,
+                              c->me, k,
+                              k == *mine_k ? " without being the same tile (in place needs "
+                                             "the same base and ld)"
+                                           : ", which another root reads");
+    }
+    return SYMM_SUCCESS;
+}
+
+/* out rows [r0, r1) = reduction over members of in's rows, in team order. base[m] is
+ * member m's copy of in. acc (row-sized) is used when out is in (in place). */
+static void tile_reduce_rows(int n, symm_reduce_fn_t kern, symm_op_t op, size_t esize,
+                             const symm_tile_t *out, const symm_tile_t *in,
+                             uint8_t *const *base, size_t r0, size_t r1, uint8_t *acc)
+{
+    size_t cols = in->cols, rb = cols * esize;
+    for (size_t r = r0; r < r1; r++) {
+        uint8_t *orow = (uint8_t *)out->base + r * out->ld * esize;
+        uint8_t *dst = acc ? acc : orow;
+        size_t off = r * in->ld * esize;
+        if (n == 1) {
+            if (dst != base[0] + off) memcpy(dst, base[0] + off, rb);
+        } else {
+            kern(op, dst, base[0] + off, base[1] + off, cols);
+            for (int m = 2; m < n; m++) kern(op, dst, dst, base[m] + off, cols);
+        }
+        if (acc) memcpy(orow, acc, rb);
+    }
+}
+
+/* A symmetric address is hashed by its heap offset (equal on every member); anything
+ * else by a constant, so that validation, not the tag check, reports it. */
+static uint64_t addr_hash(uint64_t h, const void *p)
+{
+    uint64_t off = 1;
+    if (p && symm_in_heap(p, 0)) off = (uint64_t)((const uint8_t *)p - symm_heap_base(symm_g.me));
+    return symm_hash64(h, off);
+}
+
+static uint64_t tile_hash(uint64_t h, const symm_tile_t *t)
+{
+    h = symm_hash64(h, t->rows);
+    h = symm_hash64(h, t->cols);
+    h = symm_hash64(h, t->ld);
+    return addr_hash(h, t->base);
+}
+
+static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int nworkers,
+                              const tile_args_t *a)
+{
+    SYMM_REQUIRE_INIT();
+    uint64_t h = SYMM_HASH_INIT;
+    h = symm_hash64(h, (uint64_t)a->kind);
+    h = symm_hash64(h, ((uint64_t)a->type << 32) | (uint32_t)a->op);
+    h = symm_hash64(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
+    h = symm_hash64(h, (uint64_t)(int64_t)a->nroots);
+    if (a->kind == TILE_ALL) {
+        h = tile_hash(h, &a->in[0]);
+        h = symm_hash64(h, a->out.ld);
+        h = addr_hash(h, a->out.base);
+    } else if (a->in && a->roots && a->nroots <= symm_team_n_pes(team)) {
+        /* (an nroots beyond the team is reported by validation: in[] is not read) */
+        for (int k = 0; k < a->nroots && k < 64; k++) {
+            h = symm_hash64(h, (uint64_t)(int64_t)a->roots[k]);
+            h = tile_hash(h, &a->in[k]);
+        }
+    }
+    symm_coll_t c;
+    CHECK(symm_coll_enter(team, fn, h, &c));
+    int n = c.n, me = c.me;
+    char tb[96];
+    const char *tn = symm_team_describe(team, tb, sizeof tb);
+    symm_status_t st = SYMM_SUCCESS, mine;
+    int k = -1;
+    size_t esize = symm_type_size(a->type);
+    symm_reduce_fn_t kern = NULL;
+    uint8_t **base = malloc(sizeof(uint8_t *) * (size_t)n);
+    uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
+    uint8_t *acc = NULL;
+    if (!base || !words) {
+        free(base);
+        free(words);
+        symm_coll_leave(&c);
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
+                              tn, n);
+    }
+    mine = tile_validate(fn, tn, &c, a, &k);
+    const symm_tile_t *in = a->kind == TILE_ALL ? &a->in[0] : k >= 0 ? &a->in[k] : NULL;
+    if (!mine) {
+        kern = symm_reduce_kernel(a->type, a->op);
+        if (in && !tile_empty(in) && same_tile(&a->out, in) &&
+            !(acc = malloc(in->cols * esize)))
+            mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for a row", fn,
+                                  tn);
+    }
+
+    /* Exchange 1: inputs ready, and everyone's arguments valid. */
+    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? TILE_FAIL | (uint32_t)-mine : 0, words),
+               st, out_free);
+    for (int s = 0; s < n; s++) {
+        if (!(words[s] & TILE_FAIL)) continue;
+        if (mine) {
+            st = mine;
+        } else {
+            symm_status_t theirs = (symm_status_t) - (int)(uint32_t)words[s];
+            st = symm_error_set(theirs, "%s on %s: PE %d (world %d) passed bad arguments "
+                                "(%s); nothing was written",
+                                fn, tn, s, c.world[s], symm_strerror(theirs));
+        }
+        goto out_free;
+    }
+
+    if (in && !tile_empty(in)) {
+        for (int m = 0; m < n; m++) base[m] = symm_coll_ptr(&c, in->base, m);
+        size_t lo, hi;
+        symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
+        if (a->kind == TILE_MULTI) {
+            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo, hi, acc);
+        } else {
+            size_t mlo, mhi;
+            symm_coll_band(hi - lo, (size_t)n, (size_t)me, &mlo, &mhi);
+            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo + mlo, lo + mhi, acc);
+        }
+    }
+    if (a->kind == TILE_ALL) {
+        /* Every band is reduced before anyone copies it. */
+        CHECK_GOTO(symm_coll_sync(&c), st, out_free);
+        if (!tile_empty(in)) {
+            size_t lo, hi, rb = in->cols * esize;
+            symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
+            for (int m = 0; m < n; m++) {
+                if (m == me) continue;
+                size_t mlo, mhi;
+                symm_coll_band(hi - lo, (size_t)n, (size_t)m, &mlo, &mhi);
+                const uint8_t *src = symm_coll_ptr(&c, a->out.base, m);
+                for (size_t r = lo + mlo; r < lo + mhi; r++) {
+                    size_t off = r * a->out.ld * esize;
+                    memcpy((uint8_t *)a->out.base + off, src + off, rb);
+                }
+            }
+        }
+    }
+    /* Peers may still be reading my in (and, for allreduce, my out). */
+    {
+        symm_status_t st2 = symm_coll_sync(&c);
+        if (!st) st = st2;
+    }
+out_free:
+    free(acc);
+    free(words);
+    free(base);
+    symm_coll_leave(&c);
+    return st;
+}
+
+/* ---------------------------------------------------------------- entry points */
+static symm_status_t tile_worker_fn(symm_pool_t pool, int worker, int nworkers, void *arg)
+{
+    const tile_args_t *a = arg;
+    symm_team_t team;
+    CHECK(symm_coll_worker_team(a->worker_fn, pool, worker, nworkers, &team));
+    return tile_run(a->worker_fn, team, worker, nworkers, a);
+}
+
+#define TILE_ROOTED_ARGS                                                                 \
+    (tile_args_t)                                                                        \
+    {                                                                                    \
+        .kind = TILE_MULTI, .out = out, .in = &in, .roots = &root, .nroots = 1,          \
+        .type = type, .op = op                                                           \
+    }
+#define TILE_ALL_ARGS                                                                    \
+    (tile_args_t)                                                                        \
+    {                                                                                    \
+        .kind = TILE_ALL, .out = out, .in = &in, .type = type, .op = op                  \
+    }
+#define TILE_MULTI_ARGS                                                                  \
+    (tile_args_t)                                                                        \
+    {                                                                                    \
+        .kind = TILE_MULTI, .out = out, .in = in, .roots = roots, .nroots = nroots,      \
+        .type = type, .op = op                                                           \
+    }
+
+symm_status_t symm_tile_reduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
+                               symm_type_t type, symm_op_t op, int root)
+{
+    tile_args_t a = TILE_ROOTED_ARGS;
+    return tile_run(__func__, team, 0, 1, &a);
+}
+
+symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
+                                  symm_type_t type, symm_op_t op)
+{
+    tile_args_t a = TILE_ALL_ARGS;
+    return tile_run(__func__, team, 0, 1, &a);
+}
+
+symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out,
+                                     const symm_tile_t *in, const int *roots, int nroots,
+                                     symm_type_t type, symm_op_t op)
+{
+    tile_args_t a = TILE_MULTI_ARGS;
+    return tile_run(__func__, team, 0, 1, &a);
+}
+
+static symm_status_t tile_worker(const char *fn, symm_pool_t pool, int worker,
+                                 int nworkers, const tile_args_t *a)
+{
+    symm_team_t team;
+    CHECK(symm_coll_worker_team(fn, pool, worker, nworkers, &team));
+    return tile_run(fn, team, worker, nworkers, a);
+}
+
+symm_status_t symm_tile_reduce_worker(symm_pool_t pool, int worker, int nworkers,
+                                      symm_tile_t out, symm_tile_t in, symm_type_t type,
+                                      symm_op_t op, int root)
+{
+    tile_args_t a = TILE_ROOTED_ARGS;
+    return tile_worker(__func__, pool, worker, nworkers, &a);
+}
+
+symm_status_t symm_tile_allreduce_worker(symm_pool_t pool, int worker, int nworkers,
+                                         symm_tile_t out, symm_tile_t in, symm_type_t type,
+                                         symm_op_t op)
+{
+    tile_args_t a = TILE_ALL_ARGS;
+    return tile_worker(__func__, pool, worker, nworkers, &a);
+}
+
+symm_status_t symm_tile_reduce_multi_worker(symm_pool_t pool, int worker, int nworkers,
+                                            symm_tile_t out, const symm_tile_t *in,
+                                            const int *roots, int nroots, symm_type_t type,
+                                            symm_op_t op)
+{
+    tile_args_t a = TILE_MULTI_ARGS;
+    return tile_worker(__func__, pool, worker, nworkers, &a);
+}
+
+symm_status_t symm_tile_reduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
+                                        symm_tile_t in, symm_type_t type, symm_op_t op,
+                                        int root)
+{
+    tile_args_t a = TILE_ROOTED_ARGS;
+    a.worker_fn = "symm_tile_reduce_worker";
+    return symm_coll_run_workers(__func__, pool, nworkers, tile_worker_fn, &a);
+}
+
+symm_status_t symm_tile_allreduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
+                                           symm_tile_t in, symm_type_t type, symm_op_t op)
+{
+    tile_args_t a = TILE_ALL_ARGS;
+    a.worker_fn = "symm_tile_allreduce_worker";
+    return symm_coll_run_workers(__func__, pool, nworkers, tile_worker_fn, &a);
+}
+
+symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
+                                              symm_tile_t out, const symm_tile_t *in,
+                                              const int *roots, int nroots,
+                                              symm_type_t type, symm_op_t op)
+{
+    tile_args_t a = TILE_MULTI_ARGS;
+    a.worker_fn = "symm_tile_reduce_multi_worker";
+    return symm_coll_run_workers(__func__, pool, nworkers, tile_worker_fn, &a);
+}

@@ -1,0 +1,529 @@
+/* test_tile.c — tile reduce (rooted, all, multi-root) against a serial reference on
+ * random data: every type x op, tile shapes with ld > cols, single rows and columns,
+ * empty tiles, in place; the worker (own threads) and parallel (internal threads) forms
+ * with 1..8 workers give the same bytes as the plain form; bad arguments fail on every PE
+ * and change nothing. Every PE can compute every other PE's input (seeded by its rank),
+ * so the reference needs no communication. */
+#include <pthread.h>
+
+#include "common/test_util.h"
+
+static int me, npes;
+static uint64_t seed;
+
+#define MAX_ELEMS 2048   /* elements a tile may span (rows-1)*ld + cols */
+#define MAX_TILES 8      /* multi-root tiles */
+#define SENTINEL 0xA5
+
+static uint8_t *inbuf;  /* symmetric: MAX_TILES tiles of MAX_ELEMS doubles */
+static uint8_t *outbuf; /* symmetric: one tile */
+static uint8_t *refbuf; /* local */
+static const size_t TILE_BYTES = MAX_ELEMS * 8;
+
+/* ---------------------------------------------------------------- data */
+static uint64_t mix(uint64_t a, uint64_t b)
+{
+    uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 32);
+}
+
+/* Element i (row-major index r*cols + c, independent of ld) of PE pe's tile tag. */
+static void gen(symm_type_t t, uint64_t tag, int pe, size_t i, void *dst)
+{
+    uint64_t h = mix(mix(seed, tag), ((uint64_t)pe << 32) + i);
+    double d = ((double)(h >> 11) / 9007199254740992.0) * 8.0 - 4.0; /* [-4, 4) */
+    if (d == 0) d = 0.5;
+    switch (t) {
+    case SYMM_FLOAT: {
+        float f = (float)d;
+        memcpy(dst, &f, 4);
+        break;
+    }
+    case SYMM_DOUBLE: memcpy(dst, &d, 8); break;
+    case SYMM_FP16: {
+        uint16_t v = symm_float_to_fp16((float)d);
+        memcpy(dst, &v, 2);
+        break;
+    }
+    case SYMM_BF16: {
+        uint16_t v = symm_float_to_bf16((float)d);
+        memcpy(dst, &v, 2);
+        break;
+    }
+    default: memcpy(dst, &h, symm_type_size(t)); /* little-endian low bytes */
+    }
+}
+
+static int is_int(symm_type_t t) { return t <= SYMM_UINT64; }
+static int is_signed(symm_type_t t) { return t <= SYMM_INT64; }
+
+static int op_valid(symm_type_t t, symm_op_t op)
+{
+    return op <= SYMM_OP_MAX || is_int(t);
+}
+
+/* acc = op(acc, b), one element, as the kernels define it (integers wrap; min keeps acc
+ * on ties: b < a ? b : a). */
+static void ref_op(symm_type_t t, symm_op_t op, void *acc, const void *b)
+{
+    size_t sz = symm_type_size(t);
+    if (is_int(t)) {
+        uint64_t x = 0, y = 0;
+        memcpy(&x, acc, sz);
+        memcpy(&y, b, sz);
+        int bits = (int)sz * 8;
+        uint64_t mask = bits == 64 ? ~0ull : ((1ull << bits) - 1);
+        int64_t sx = 0, sy = 0;
+        if (is_signed(t)) { /* sign-extend */
+            sx = (int64_t)(x << (64 - bits)) >> (64 - bits);
+            sy = (int64_t)(y << (64 - bits)) >> (64 - bits);
+        }
+        uint64_t r = 0;
+        switch (op) {
+        case SYMM_OP_SUM: r = x + y; break;
+        case SYMM_OP_PROD: r = x * y; break;
+        case SYMM_OP_MIN: r = is_signed(t) ? (sy < sx ? y : x) : (y < x ? y : x); break;
+        case SYMM_OP_MAX: r = is_signed(t) ? (sy > sx ? y : x) : (y > x ? y : x); break;
+        case SYMM_OP_AND: r = x & y; break;
+        case SYMM_OP_OR: r = x | y; break;
+        case SYMM_OP_XOR: r = x ^ y; break;
+        default: TEST_FAIL("op %d", (int)op);
+        }
+        r &= mask;
+        memcpy(acc, &r, sz);
+        return;
+    }
+    if (t == SYMM_DOUBLE) {
+        double a, c, r = 0;
+        memcpy(&a, acc, 8);
+        memcpy(&c, b, 8);
+        switch (op) {
+        case SYMM_OP_SUM: r = a + c; break;
+        case SYMM_OP_PROD: r = a * c; break;
+        case SYMM_OP_MIN: r = c < a ? c : a; break;
+        case SYMM_OP_MAX: r = c > a ? c : a; break;
+        default: TEST_FAIL("op %d", (int)op);
+        }
+        memcpy(acc, &r, 8);
+        return;
+    }
+    float a, c, r = 0;
+    uint16_t ha, hb;
+    if (t == SYMM_FLOAT) {
+        memcpy(&a, acc, 4);
+        memcpy(&c, b, 4);
+    } else {
+        memcpy(&ha, acc, 2);
+        memcpy(&hb, b, 2);
+        a = t == SYMM_FP16 ? symm_fp16_to_float(ha) : symm_bf16_to_float(ha);
+        c = t == SYMM_FP16 ? symm_fp16_to_float(hb) : symm_bf16_to_float(hb);
+    }
+    switch (op) {
+    case SYMM_OP_SUM: r = a + c; break;
+    case SYMM_OP_PROD: r = a * c; break;
+    case SYMM_OP_MIN: r = c < a ? c : a; break;
+    case SYMM_OP_MAX: r = c > a ? c : a; break;
+    default: TEST_FAIL("op %d", (int)op);
+    }
+    if (t == SYMM_FLOAT) {
+        memcpy(acc, &r, 4);
+    } else {
+        uint16_t h = t == SYMM_FP16 ? symm_float_to_fp16(r) : symm_float_to_bf16(r);
+        memcpy(acc, &h, 2);
+    }
+}
+
+typedef struct {
+    size_t rows, cols, ld;
+} shape_t;
+
+/* My input tile number k (tag) of the given shape, at inbuf + k*TILE_BYTES. */
+static symm_tile_t fill_in(int k, shape_t s, symm_type_t t, uint64_t tag)
+{
+    size_t sz = symm_type_size(t);
+    uint8_t *base = inbuf + (size_t)k * TILE_BYTES;
+    memset(base, 0x5c, TILE_BYTES); /* gaps: garbage that must not leak into results */
+    for (size_t r = 0; r < s.rows; r++)
+        for (size_t c = 0; c < s.cols; c++)
+            gen(t, tag, me, r * s.cols + c, base + (r * s.ld + c) * sz);
+    return (symm_tile_t){base, s.rows, s.cols, s.ld};
+}
+
+/* Expected out tile (layout of shape o) in refbuf: sentinel everywhere, the reduction of
+ * every PE's tile tag at the tile's elements. */
+static void make_ref(shape_t s, size_t out_ld, symm_type_t t, symm_op_t op, uint64_t tag)
+{
+    size_t sz = symm_type_size(t);
+    memset(refbuf, SENTINEL, TILE_BYTES);
+    uint8_t v[8];
+    for (size_t r = 0; r < s.rows; r++)
+        for (size_t c = 0; c < s.cols; c++) {
+            uint8_t *acc = refbuf + (r * out_ld + c) * sz;
+            gen(t, tag, 0, r * s.cols + c, acc);
+            for (int p = 1; p < npes; p++) {
+                gen(t, tag, p, r * s.cols + c, v);
+                ref_op(t, op, acc, v);
+            }
+        }
+}
+
+static symm_tile_t out_tile(shape_t s, size_t out_ld)
+{
+    memset(outbuf, SENTINEL, TILE_BYTES);
+    return (symm_tile_t){outbuf, s.rows, s.cols, out_ld};
+}
+
+static void check_out(int expect_written, const char *what, symm_type_t t, symm_op_t op,
+                      shape_t s)
+{
+    if (expect_written)
+        CHECK_BYTES(outbuf, refbuf, TILE_BYTES, "%s %s %s %zux%zu ld %zu", what,
+                    symm_type_name(t), symm_op_name(op), s.rows, s.cols, s.ld);
+    else
+        CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "%s: out of a non-root %s %s", what,
+                        symm_type_name(t), symm_op_name(op));
+}
+
+/* ---------------------------------------------------------------- one case of each form */
+static uint64_t tagc = 1;
+
+static void case_rooted(shape_t s, size_t out_ld, symm_type_t t, symm_op_t op, int root)
+{
+    uint64_t tag = tagc++;
+    symm_tile_t in = fill_in(0, s, t, tag), out = out_tile(s, out_ld);
+    make_ref(s, out_ld, t, op, tag);
+    CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, out, in, t, op, root));
+    check_out(me == root && s.rows && s.cols, "rooted", t, op, s);
+}
+
+static void case_all(shape_t s, size_t out_ld, symm_type_t t, symm_op_t op)
+{
+    uint64_t tag = tagc++;
+    symm_tile_t in = fill_in(0, s, t, tag), out = out_tile(s, out_ld);
+    make_ref(s, out_ld, t, op, tag);
+    CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, t, op));
+    check_out(s.rows && s.cols, "all", t, op, s);
+}
+
+/* nroots tiles, tile k of shape s with k%3 more rows, rooted at (k*3 + shift) % npes
+ * (a permutation when npes is not a multiple of 3, else shifted identity). */
+static void case_multi(shape_t s, symm_type_t t, symm_op_t op, int nroots, int shift)
+{
+    uint64_t tag0 = tagc;
+    tagc += (uint64_t)nroots;
+    symm_tile_t in[MAX_TILES];
+    int roots[MAX_TILES], mine = -1;
+    shape_t sk[MAX_TILES];
+    for (int k = 0; k < nroots; k++) {
+        sk[k] = s;
+        if (s.rows) sk[k].rows += (size_t)(k % 3);
+        in[k] = fill_in(k, sk[k], t, tag0 + (uint64_t)k);
+        roots[k] = npes % 3 ? (k * 3 + shift) % npes : (k + shift) % npes;
+        if (roots[k] == me) mine = k;
+    }
+    shape_t os = mine >= 0 ? sk[mine] : s;
+    symm_tile_t out = out_tile(os, os.ld);
+    if (mine >= 0) make_ref(os, os.ld, t, op, tag0 + (uint64_t)mine);
+    CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, in, roots, nroots, t, op));
+    check_out(mine >= 0 && os.rows && os.cols, "multi", t, op, os);
+}
+
+static const symm_op_t all_ops[] = {SYMM_OP_SUM, SYMM_OP_PROD, SYMM_OP_MIN, SYMM_OP_MAX,
+                                    SYMM_OP_AND, SYMM_OP_OR,   SYMM_OP_XOR};
+
+static void test_types_ops(void)
+{
+    shape_t s = {5, 7, 9};
+    int i = 0;
+    for (int t = 0; t < SYMM_TYPE_COUNT; t++)
+        for (int o = 0; o < SYMM_OP_COUNT; o++) {
+            if (!op_valid((symm_type_t)t, all_ops[o])) continue;
+            case_rooted(s, 8, (symm_type_t)t, all_ops[o], i++ % npes);
+            case_all(s, 11, (symm_type_t)t, all_ops[o]);
+            case_multi(s, (symm_type_t)t, all_ops[o], npes < 3 ? npes : 3, i);
+        }
+}
+
+static void test_shapes(void)
+{
+    static const shape_t shapes[] = {
+        {1, 1, 1},   {1, 13, 13}, {1, 13, 50}, {9, 1, 1},   {9, 1, 4},  {7, 3, 3},
+        {17, 33, 40}, {3, 64, 64}, {31, 5, 17}, {0, 5, 5},  {4, 0, 4},  {0, 0, 0},
+    };
+    static const struct {
+        symm_type_t t;
+        symm_op_t op;
+    } tops[] = {{SYMM_INT32, SYMM_OP_SUM}, {SYMM_DOUBLE, SYMM_OP_MAX}, {SYMM_BF16, SYMM_OP_SUM},
+                {SYMM_UINT8, SYMM_OP_XOR}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        for (size_t j = 0; j < sizeof tops / sizeof tops[0]; j++) {
+            shape_t s = shapes[i];
+            case_rooted(s, s.cols + (i % 3), tops[j].t, tops[j].op, (int)(i + j) % npes);
+            case_all(s, s.cols + (j % 2) * 5, tops[j].t, tops[j].op);
+            case_multi(s, tops[j].t, tops[j].op, npes < MAX_TILES ? npes : MAX_TILES, (int)i);
+        }
+    /* empty tiles with NULL bases, and no roots at all */
+    symm_tile_t e = {NULL, 0, 4, 4}, eo = out_tile((shape_t){0, 4, 4}, 4);
+    eo.base = NULL;
+    CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, eo, e, SYMM_INT32, SYMM_OP_SUM, npes - 1));
+    CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, eo, e, SYMM_INT32, SYMM_OP_SUM));
+    CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, eo, NULL, NULL, 0, SYMM_INT32,
+                                    SYMM_OP_SUM));
+    CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "empty tiles wrote");
+}
+
+/* In place: out is the in tile. */
+static void test_in_place(void)
+{
+    shape_t s = {6, 5, 8};
+    for (int root = 0; root < npes; root++) {
+        uint64_t tag = tagc++;
+        symm_tile_t in = fill_in(0, s, SYMM_DOUBLE, tag);
+        make_ref(s, s.ld, SYMM_DOUBLE, SYMM_OP_SUM, tag);
+        CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, in, in, SYMM_DOUBLE, SYMM_OP_SUM, root));
+        if (me == root)
+            for (size_t r = 0; r < s.rows; r++)
+                CHECK_BYTES(inbuf + r * s.ld * 8, refbuf + r * s.ld * 8, s.cols * 8,
+                            "in-place rooted reduce, root %d, row %zu", root, r);
+        CHECK_OK(symm_barrier_all());
+    }
+    uint64_t tag = tagc++;
+    symm_tile_t in = fill_in(0, s, SYMM_INT16, tag);
+    make_ref(s, s.ld, SYMM_INT16, SYMM_OP_PROD, tag);
+    CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, in, in, SYMM_INT16, SYMM_OP_PROD));
+    for (size_t r = 0; r < s.rows; r++)
+        CHECK_BYTES(inbuf + r * s.ld * 2, refbuf + r * s.ld * 2, s.cols * 2,
+                    "in-place allreduce row %zu", r);
+    /* multi in place: each root's out is its own tile */
+    int nroots = npes < 4 ? npes : 4, roots[4], mine = -1;
+    symm_tile_t tiles[4];
+    for (int k = 0; k < nroots; k++) {
+        tiles[k] = fill_in(k, s, SYMM_FLOAT, tag * 10 + (uint64_t)k);
+        roots[k] = npes - 1 - k;
+        if (roots[k] == me) mine = k;
+    }
+    symm_tile_t out = mine >= 0 ? tiles[mine] : (symm_tile_t){NULL, 0, 0, 0};
+    if (mine >= 0) make_ref(s, s.ld, SYMM_FLOAT, SYMM_OP_MIN, tag * 10 + (uint64_t)mine);
+    CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, tiles, roots, nroots, SYMM_FLOAT,
+                                    SYMM_OP_MIN));
+    if (mine >= 0)
+        for (size_t r = 0; r < s.rows; r++)
+            CHECK_BYTES(inbuf + (size_t)mine * TILE_BYTES + r * s.ld * 4, refbuf + r * s.ld * 4,
+                        s.cols * 4, "in-place multi row %zu", r);
+    CHECK_OK(symm_barrier_all());
+}
+
+/* ---------------------------------------------------------------- workers */
+typedef struct {
+    symm_pool_t pool;
+    int worker, nworkers, kind; /* 0 rooted, 1 all, 2 multi */
+    symm_tile_t out;
+    const symm_tile_t *in;
+    const int *roots;
+    int nroots, root;
+    symm_type_t t;
+    symm_op_t op;
+    symm_status_t st;
+} wjob_t;
+
+static void *wjob_main(void *p)
+{
+    wjob_t *j = p;
+    if (j->kind == 0)
+        j->st = symm_tile_reduce_worker(j->pool, j->worker, j->nworkers, j->out, j->in[0],
+                                        j->t, j->op, j->root);
+    else if (j->kind == 1)
+        j->st = symm_tile_allreduce_worker(j->pool, j->worker, j->nworkers, j->out, j->in[0],
+                                           j->t, j->op);
+    else
+        j->st = symm_tile_reduce_multi_worker(j->pool, j->worker, j->nworkers, j->out, j->in,
+                                              j->roots, j->nroots, j->t, j->op);
+    return NULL;
+}
+
+static void run_own_threads(wjob_t proto, int nworkers)
+{
+    pthread_t th[8];
+    wjob_t jobs[8];
+    for (int w = 0; w < nworkers; w++) {
+        jobs[w] = proto;
+        jobs[w].worker = w;
+        jobs[w].nworkers = nworkers;
+        CHECK_TRUE(pthread_create(&th[w], NULL, wjob_main, &jobs[w]) == 0, "pthread_create");
+    }
+    for (int w = 0; w < nworkers; w++) {
+        pthread_join(th[w], NULL);
+        CHECK_TRUE(jobs[w].st == SYMM_SUCCESS, "worker %d of %d: %s", w, nworkers,
+                   symm_strerror(jobs[w].st));
+    }
+}
+
+static void test_workers(void)
+{
+    symm_pool_t pool;
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 8, &pool));
+    uint8_t *plain = malloc(TILE_BYTES);
+    shape_t s = {23, 19, 21};
+    const symm_type_t t = SYMM_FLOAT;
+    const symm_op_t op = SYMM_OP_SUM;
+    for (int kind = 0; kind < 3; kind++) {
+        uint64_t tag = tagc;
+        tagc += MAX_TILES;
+        int nroots = npes < 3 ? npes : 3, roots[3], root = 1 % npes, mine = -1;
+        symm_tile_t in[3];
+        for (int k = 0; k < nroots; k++) {
+            in[k] = fill_in(k, s, t, tag + (uint64_t)k);
+            roots[k] = (k + 1) % npes;
+            if (roots[k] == me) mine = k;
+        }
+        int written = kind == 1 || (kind == 0 && me == root) || (kind == 2 && mine >= 0);
+        make_ref(s, s.ld, t, op, tag + (uint64_t)(kind == 2 ? (mine >= 0 ? mine : 0) : 0));
+        symm_tile_t out = out_tile(s, s.ld);
+        if (kind == 0) CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, out, in[0], t, op, root));
+        if (kind == 1) CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, out, in[0], t, op));
+        if (kind == 2)
+            CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, in, roots, nroots, t, op));
+        if (written) CHECK_BYTES(outbuf, refbuf, TILE_BYTES, "plain kind %d", kind);
+        memcpy(plain, outbuf, TILE_BYTES);
+        for (int nw = 1; nw <= 8; nw++) {
+            out = out_tile(s, s.ld);
+            if (kind == 0) CHECK_OK(symm_tile_reduce_parallel(pool, nw, out, in[0], t, op, root));
+            if (kind == 1) CHECK_OK(symm_tile_allreduce_parallel(pool, nw, out, in[0], t, op));
+            if (kind == 2)
+                CHECK_OK(symm_tile_reduce_multi_parallel(pool, nw, out, in, roots, nroots, t, op));
+            CHECK_BYTES(outbuf, plain, TILE_BYTES, "parallel kind %d, %d workers", kind, nw);
+            if (nw != 1 && nw != 3 && nw != 8) continue;
+            out = out_tile(s, s.ld);
+            wjob_t proto = {.pool = pool, .kind = kind, .out = out, .in = in, .roots = roots,
+                            .nroots = nroots, .root = root, .t = t, .op = op};
+            run_own_threads(proto, nw);
+            CHECK_BYTES(outbuf, plain, TILE_BYTES, "own threads kind %d, %d workers", kind, nw);
+        }
+    }
+    free(plain);
+    CHECK_OK(symm_pool_destroy(pool));
+}
+
+/* ---------------------------------------------------------------- bad input */
+static void test_bad_input(void)
+{
+    shape_t s = {4, 6, 6};
+    symm_tile_t in = fill_in(0, s, SYMM_INT32, tagc++), out = out_tile(s, 6);
+    symm_tile_t bad = in;
+    bad.ld = 5; /* < cols */
+    CHECK_STATUS(symm_tile_reduce(SYMM_TEAM_WORLD, out, bad, SYMM_INT32, SYMM_OP_SUM, 0),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, out, bad, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_XOR),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_TYPE_COUNT, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_INT32, (symm_op_t)99),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_INT32, SYMM_OP_SUM, npes),
+                 SYMM_ERR_PE_OUT_OF_RANGE);
+    CHECK_STATUS(symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_INT32, SYMM_OP_SUM, -1),
+                 SYMM_ERR_PE_OUT_OF_RANGE);
+    /* out shape differs from in */
+    symm_tile_t small = out;
+    small.rows = 3;
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, small, in, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    /* in not symmetric */
+    int32_t *local = malloc(64 * sizeof(int32_t));
+    for (int i = 0; i < 64; i++) local[i] = i + 1;
+    symm_tile_t lin = {local, 4, 6, 6};
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, out, lin, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_NOT_SYMMETRIC);
+    /* allreduce's out must be symmetric too */
+    symm_tile_t lout = {local, 4, 6, 6};
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, lout, in, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_NOT_SYMMETRIC);
+    for (int i = 0; i < 64; i++) CHECK_EQ_I64(local[i], i + 1);
+    /* out overlapping in without being it */
+    symm_tile_t shifted = in;
+    shifted.base = inbuf + 4;
+    CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, shifted, in, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    /* NULL base of a non-empty tile */
+    symm_tile_t nul = in;
+    nul.base = NULL;
+    CHECK_STATUS(symm_tile_reduce(SYMM_TEAM_WORLD, out, nul, SYMM_INT32, SYMM_OP_SUM, 0),
+                 SYMM_ERR_INVALID_ARG);
+    /* multi: duplicate roots, too many roots, NULL arrays */
+    if (npes >= 2) {
+        symm_tile_t two[2] = {in, fill_in(1, s, SYMM_INT32, tagc++)};
+        int dup[2] = {1, 1};
+        CHECK_STATUS(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, two, dup, 2, SYMM_INT32,
+                                            SYMM_OP_SUM),
+                     SYMM_ERR_INVALID_ARG);
+    }
+    int r0 = 0;
+    CHECK_STATUS(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, &in, &r0, npes + 1, SYMM_INT32,
+                                        SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, NULL, &r0, 1, SYMM_INT32,
+                                        SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "a failed call wrote out");
+    /* worker forms */
+    symm_pool_t pool;
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 2, &pool));
+    CHECK_STATUS(symm_tile_allreduce_parallel(pool, 3, out, in, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce_parallel(pool, 0, out, in, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce_worker(pool, 2, 2, out, in, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce_worker(pool, -1, 2, out, in, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_tile_allreduce_parallel((symm_pool_t)12345, 1, out, in, SYMM_INT32,
+                                              SYMM_OP_SUM),
+                 SYMM_ERR_TEAM_INVALID);
+    CHECK_STATUS(symm_tile_allreduce_parallel(pool, 2, out, bad, SYMM_INT32, SYMM_OP_SUM),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "a failed worker call wrote out");
+    CHECK_OK(symm_pool_destroy(pool));
+    /* Only one PE passes a bad argument: every PE fails, nothing is written. */
+    if (npes >= 2) {
+        symm_tile_t mixed = me == npes - 1 ? bad : in;
+        symm_status_t st =
+            symm_tile_reduce(SYMM_TEAM_WORLD, out, mixed, SYMM_INT32, SYMM_OP_SUM, 0);
+        CHECK_TRUE(st == SYMM_ERR_INVALID_ARG || st == SYMM_ERR_COLL_MISMATCH,
+                   "one bad PE: status %d", (int)st);
+        CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "one bad PE: out written");
+        CHECK_OK(symm_barrier_all());
+    }
+    free(local);
+    /* the team still works */
+    case_all(s, 6, SYMM_INT32, SYMM_OP_SUM);
+}
+
+int main(void)
+{
+    TEST_INIT();
+    me = symm_my_pe();
+    npes = symm_n_pes();
+    seed = test_seed();
+    inbuf = symm_malloc(MAX_TILES * TILE_BYTES);
+    outbuf = symm_malloc(TILE_BYTES);
+    refbuf = malloc(TILE_BYTES);
+    CHECK_TRUE(inbuf && outbuf && refbuf, "allocation");
+    test_types_ops();
+    test_shapes();
+    test_in_place();
+    test_workers();
+    test_bad_input();
+    CHECK_OK(symm_free(outbuf));
+    CHECK_OK(symm_free(inbuf));
+    free(refbuf);
+    CHECK_OK(symm_barrier_all());
+    if (me == 0) printf("test_tile: %d PEs OK\n", npes);
+    TEST_FINALIZE();
+    return 0;
+}
