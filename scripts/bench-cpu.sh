@@ -102,8 +102,7 @@ done
 
 echo "# load average at end: $(cut -d' ' -f1-3 /proc/loadavg)" >>"$SUMMARY"
 echo "summary: $SUMMARY"
-if [ -z "$quick" ] && [ -f "$OUT/symm-coll-np$NP.tsv" ] &&
-   python3 -c "import matplotlib" >/dev/null 2>&1; then
+if [ -z "$quick" ] && python3 -c "import matplotlib" >/dev/null 2>&1; then
     python3 "$ROOT/scripts/bench-plot.py" "$OUT" "$PLOTS" "$NP" && echo "plots: $PLOTS"
 fi
 exit $status
