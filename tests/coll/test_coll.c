@@ -410,17 +410,26 @@ static void movers(const team_t *tm, const size_t *sizes, int nsizes)
     }
 }
 
-static void run_matrix(team_t *teams, int nteams)
+/* pass 0: the default threshold; pass 1: SYMM_COLL_SMALL lowered to 64 bytes, which
+ * sends everything over 64 bytes down the large (sliced) path. The full type x op matrix
+ * runs on the world in pass 0; elsewhere a spread of pairs covers every type. */
+static void run_matrix(team_t *teams, int nteams, int pass)
 {
-    static const size_t counts[] = {0, 1, 2, 37, 1001};
+    static const size_t counts[] = {0, 1, 2, 37, 1001}, counts_team[] = {1, 37, 1001},
+                        counts_large[] = {37, 1001};
     static const size_t sizes[] = {0, 1, 7, 8, 9, 37, 1001, 20000};
     for (int i = 0; i < nteams; i++) {
-        reductions(&teams[i], counts, quick ? 4 : 5, i < 2 && !quick);
-        movers(&teams[i], sizes, 8);
+        if (pass)
+            reductions(&teams[i], counts_large, 2, 0);
+        else if (i == 0)
+            reductions(&teams[i], counts, 5, !quick);
+        else
+            reductions(&teams[i], counts_team, 3, 0);
+        movers(&teams[i], pass ? sizes + 5 : sizes, pass ? 3 : 8);
     }
     /* large: many chunks per slice, slices not multiples of anything */
     static const size_t big[] = {300007};
-    reductions(&teams[0], big, 1, 0);
+    if (pass == 0 || !quick) reductions(&teams[0], big, 1, 0);
     static const size_t bigb[] = {600001};
     movers(&teams[0], bigb, 1);
 }
@@ -590,9 +599,9 @@ int main(void)
     double t0 = test_now();
     size_t small0 = symm_config.coll_small;
     /* default threshold, then one that sends everything over 8 bytes down the large path */
-    run_matrix(teams, nt);
+    run_matrix(teams, nt, 0);
     symm_config.coll_small = 64;
-    run_matrix(teams, nt);
+    run_matrix(teams, nt, 1);
     symm_config.coll_small = small0;
     double t1 = test_now();
 
