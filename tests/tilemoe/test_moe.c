@@ -209,6 +209,20 @@ static void test_dispatch_combine(void)
     }
 }
 
+/* Random parameters (the same on every PE): ne 1..16, align 0..9, rows of 1..64 bytes. */
+static void test_random_sweep(void)
+{
+    test_rng_t r;
+    test_rng_seed(&r, mix(seed, 4242));
+    for (int it = 0; it < 40; it++) {
+        cfg_t c = {.ne = 1 + (int)test_rng_below(&r, 16), .align = test_rng_below(&r, 10),
+                   .rb = 1 + test_rng_below(&r, 64), .maxr = 1 + (int)test_rng_below(&r, 5),
+                   .it = 3000 + (uint64_t)it};
+        cfg_team(&c, SYMM_TEAM_WORLD);
+        round_trip(&c, it % 4 == 3);
+    }
+}
+
 /* 1-D: in_splits[j] rows to j, packed in source order at the receiver. */
 static void test_all_to_all_v(void)
 {
@@ -238,6 +252,25 @@ static void test_sub_teams(void)
         cfg_team(&c, mine);
         round_trip(&c, it == 2);
     }
+    /* the same with three workers per PE on a pool of each sub-team */
+    symm_pool_t pool;
+    CHECK_OK(symm_pool_create(mine, 3, &pool));
+    for (int it = 0; it < 2; it++) {
+        cfg_t c = {.ne = me % 2 ? 6 : 1 + it, .align = me % 2 ? 0 : 3, .rb = me % 2 ? 7 : 16,
+                   .maxr = 5, .it = 750 + (uint64_t)it * 10 + (uint64_t)(me % 2)};
+        cfg_team(&c, mine);
+        size_t splits[64 * 16], os[64 * 16], oo[64 * 16], rows, cs[64 * 16], co[64 * 16], crows;
+        size_t in_rows = fill_input(&c, splits);
+        memset(dout, SENTINEL, BUF_BYTES);
+        memset(cout, SENTINEL, BUF_BYTES);
+        CHECK_OK(symm_moe_dispatch_parallel(pool, 3, dout, MAXROWS, inbuf, splits, c.ne, c.rb,
+                                            c.align, os, oo, &rows));
+        check_dispatch(&c, dout, os, oo, rows, "sub-team parallel dispatch");
+        CHECK_OK(symm_moe_combine_parallel(pool, 3, cout, MAXROWS, dout, os, oo, c.ne, c.rb, cs,
+                                           co, &crows));
+        check_combine(&c, splits, in_rows, cs, co, crows, "sub-team parallel combine");
+    }
+    CHECK_OK(symm_pool_destroy(pool));
     CHECK_OK(symm_barrier_all());
     if (even != SYMM_TEAM_INVALID) CHECK_OK(symm_team_destroy(even));
     if (odd != SYMM_TEAM_INVALID) CHECK_OK(symm_team_destroy(odd));
@@ -456,6 +489,7 @@ int main(void)
     plain_out = malloc(BUF_BYTES);
     CHECK_TRUE(inbuf && dout && cout && scram && plain_out, "allocation");
     test_dispatch_combine();
+    test_random_sweep();
     test_all_to_all_v();
     test_sub_teams();
     test_workers();

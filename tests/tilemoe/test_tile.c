@@ -209,10 +209,10 @@ static void case_all(shape_t s, size_t out_ld, symm_type_t t, symm_op_t op)
     check_out(s.rows && s.cols, "all", t, op, s);
 }
 
-/* nroots tiles, tile k of shape s with k%3 more rows, rooted at (k*3 + shift) % npes
- * (a permutation when npes is not a multiple of 3, else shifted identity). */
+/* nroots tiles, tile k of shape s with k%3 more rows, rooted at (k + shift) % npes. */
 static void case_multi(shape_t s, symm_type_t t, symm_op_t op, int nroots, int shift)
 {
+    if (nroots > MAX_TILES) nroots = MAX_TILES;
     uint64_t tag0 = tagc;
     tagc += (uint64_t)nroots;
     symm_tile_t in[MAX_TILES];
@@ -222,7 +222,7 @@ static void case_multi(shape_t s, symm_type_t t, symm_op_t op, int nroots, int s
         sk[k] = s;
         if (s.rows) sk[k].rows += (size_t)(k % 3);
         in[k] = fill_in(k, sk[k], t, tag0 + (uint64_t)k);
-        roots[k] = npes % 3 ? (k * 3 + shift) % npes : (k + shift) % npes;
+        roots[k] = (k + shift) % npes;
         if (roots[k] == me) mine = k;
     }
     shape_t os = mine >= 0 ? sk[mine] : s;
@@ -274,6 +274,28 @@ static void test_shapes(void)
     CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, eo, NULL, NULL, 0, SYMM_INT32,
                                     SYMM_OP_SUM));
     CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "empty tiles wrote");
+}
+
+/* Random shapes, types, ops and roots (drawn alike on every PE). */
+static void test_random(void)
+{
+    test_rng_t r;
+    test_rng_seed(&r, mix(seed, 777));
+    for (int it = 0; it < 60; it++) {
+        symm_type_t t = (symm_type_t)test_rng_below(&r, SYMM_TYPE_COUNT);
+        symm_op_t op = all_ops[test_rng_below(&r, SYMM_OP_COUNT)];
+        if (!op_valid(t, op)) op = SYMM_OP_MAX;
+        shape_t s = {test_rng_below(&r, 41), test_rng_below(&r, 41), 0};
+        s.ld = s.cols + test_rng_below(&r, 8);
+        size_t out_ld = s.cols + test_rng_below(&r, 4);
+        switch (it % 3) {
+        case 0: case_rooted(s, out_ld, t, op, (int)test_rng_below(&r, (uint64_t)npes)); break;
+        case 1: case_all(s, out_ld, t, op); break;
+        default:
+            case_multi(s, t, op, 1 + (int)test_rng_below(&r, (uint64_t)npes),
+                       (int)test_rng_below(&r, 8));
+        }
+    }
 }
 
 /* In place: out is the in tile. */
@@ -516,6 +538,7 @@ int main(void)
     CHECK_TRUE(inbuf && outbuf && refbuf, "allocation");
     test_types_ops();
     test_shapes();
+    test_random();
     test_in_place();
     test_workers();
     test_bad_input();
