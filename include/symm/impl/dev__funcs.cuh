@@ -54,12 +54,14 @@ SYMM_DEV uint32_t thread_linear(void)
 SYMM_DEV uint32_t block_threads(void) { return blockDim.x * blockDim.y * blockDim.z; }
 SYMM_DEV uint32_t lane_id(void) { return thread_linear() & 31u; }
 
-/* Who holds a duplicate: grid id, block, and the scope inside the block
- * (0: the block, 1 + w: warp w, 64 + t: thread t). */
+/* Who holds a duplicate: grid id (bits 33..), a bit that keeps the tag non-zero, the
+ * block (bits 11..31) and the scope inside it (0: the block, 1 + w: warp w, 64 + t:
+ * thread t). */
 enum { SUB_BLOCK = 0, SUB_WARP = 1, SUB_THREAD = 64 };
 SYMM_DEV uint64_t holder_tag(uint32_t sub)
 {
-    return (gridid() << 32) | ((uint64_t)(block_linear() & 0x1fffffu) << 11) | (sub & 0x7ffu);
+    return (gridid() << 33) | (1ull << 32) | ((uint64_t)(block_linear() & 0x1fffffu) << 11) |
+           (sub & 0x7ffu);
 }
 
 SYMM_DEV uint64_t *my_block(const symm_dev_team_t &t)

@@ -355,7 +355,7 @@ symm_status_t symm_cuda_check(void)
                               "each concurrent block its own duplicate "
                               "(symm_dev_pool_team(pool, blockIdx.x)) [%u device error(s)]",
                               r->block, what_name(r->what), r->pool_id, r->dup, r->other,
-                              (unsigned long long)(r->holder >> 32), symm_g.me, buf.count);
+                              (unsigned long long)(r->holder >> 33), symm_g.me, buf.count);
     case SYMM_ERR_TIMEOUT:
         return symm_error_set(SYMM_ERR_TIMEOUT, "device: block %u timed out in %s on pool %u "
                               "dup %u waiting for team PE %d (SYMM_TIMEOUT=%gs) [%u device "
