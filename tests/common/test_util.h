@@ -224,6 +224,24 @@ static inline long test_env_long(const char *name, long def)
     return s && *s ? strtol(s, NULL, 0) : def;
 }
 
+/* 1 when running under valgrind (its preload library is in LD_PRELOAD): stress tests
+ * scale their iteration counts down there. */
+static inline int test_under_valgrind(void)
+{
+    const char *p = getenv("LD_PRELOAD");
+    return p && (strstr(p, "vgpreload") || strstr(p, "valgrind"));
+}
+
+/* Iteration count of a stress test: SYMM_STRESS_ITERS if set, else def, or def/50 (at
+ * least 20) under valgrind. */
+static inline long test_stress_iters(long def)
+{
+    long v = test_env_long("SYMM_STRESS_ITERS", 0);
+    if (v > 0) return v;
+    if (test_under_valgrind()) return def / 50 > 20 ? def / 50 : 20;
+    return def;
+}
+
 /* Resident set size in bytes (from /proc/self/statm), 0 if unknown. */
 static inline size_t test_rss_bytes(void)
 {
