@@ -10,7 +10,8 @@
 static uint32_t make_tag(const char *what, uint64_t args)
 {
     uint64_t h = SYMM_HASH_INIT;
-    for (const char *p = what; *p; p++) h = symm_hash64(h, (uint64_t)(unsigned char)*p);
+    /* one FNV-1a step per character (not symm_hash64, eight): this runs on every entry */
+    for (const char *p = what; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     h = symm_hash64(h, args);
     return (uint32_t)(h ^ (h >> 24) ^ (h >> 48)) & SYMM_TAG_MASK;
 }
