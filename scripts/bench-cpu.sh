@@ -11,7 +11,9 @@
 #   EXTRA="--reps 11 --max 16M" scripts/bench-cpu.sh coll
 # Environment: BUILD (build dir), OUT (results dir), NP (PEs, 2), TEAMS_NP ("2 4"),
 # EXTRA (options passed to both programs), PLOTS (directory for PNG plots; needs
-# python3 with matplotlib, skipped otherwise), MPIRUN (the MPI launcher, mpirun).
+# python3 with matplotlib, skipped otherwise), MPIRUN (the MPI launcher, mpirun),
+# SYMM_GIT_REV (the revision to record where the tree is not a git checkout).
+# scripts/bench-report.py $OUT prints the Markdown tables of docs/PERFORMANCE.md.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -61,7 +63,7 @@ SUMMARY=$OUT/summary.tsv
 {
     echo "# symm CPU benchmarks, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(nproc) CPUs,"\
          "$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p'),"\
-         "git $(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')"
+         "git ${SYMM_GIT_REV:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')}"
     echo "# anchor: $([ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | head -1 || echo none)"
     echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews both sides)"
     printf "np\tsuite\top\tsize\tmedian_us\tmin_us\tmax_us\textra\tanchor_us\tratio\n"

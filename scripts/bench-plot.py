@@ -16,6 +16,9 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
+ROTATE_MIN = 256 << 10  # symm-bench's default --rotate-min
+
+
 def load(path):
     rows = {}
     if not os.path.exists(path):
@@ -67,6 +70,7 @@ def main():
                 ax.plot([p[0] for p in mem], [p[2] for p in mem], ":", color="gray",
                         label="memcpy (1 core)")
             setup_x(ax)
+            ax.axvline(ROTATE_MIN, color="gray", lw=0.8, alpha=0.6)
             ax.set_yscale("log")
             ax.set_title(op)
             ax.set_xlabel("size (B)")
@@ -74,6 +78,9 @@ def main():
         axes.flat[-1].axis("off")
         h, lab = axes.flat[0].get_legend_handles_labels()
         axes.flat[-1].legend(h, lab, loc="center", fontsize=12)
+        axes.flat[-1].text(0.5, 0.15, "vertical line: from 256 KiB up, buffers rotate\n"
+                           "through 256 MiB (cold caches, both libraries)",
+                           ha="center", transform=axes.flat[-1].transAxes)
         fig.suptitle("symm CPU collectives, %s PEs: bus bandwidth vs Open MPI and memcpy "
                      "(same run)" % np_)
         fig.tight_layout()
