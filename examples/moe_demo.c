@@ -201,9 +201,9 @@ int main(int argc, char **argv)
         printf("  MoE step x%d: %.0f tokens dispatched to %d experts, scaled by expert id + 1, "
                "combined back: %s\n",
                ITERS, all_tokens, n * NE, bad ? "MISMATCH" : "every token verified");
-        printf("    dispatch %.3f ms/step  %.2f GB/s  %.3g tokens/s\n", 1e3 * max_disp / ITERS,
+        printf("    dispatch %.3f ms/step  %.2f GB/s  %.3g tokens/s (all PEs together)\n", 1e3 * max_disp / ITERS,
                moved / max_disp * 1e-9, all_tokens * ITERS / max_disp);
-        printf("    combine  %.3f ms/step  %.2f GB/s  %.3g tokens/s\n", 1e3 * max_comb / ITERS,
+        printf("    combine  %.3f ms/step  %.2f GB/s  %.3g tokens/s (all PEs together)\n", 1e3 * max_comb / ITERS,
                moved / max_comb * 1e-9, all_tokens * ITERS / max_comb);
         printf("  tile allreduce x%d: %dx%d floats (ld %d) summed over %d PEs: %s\n",
                tile_iters, TILE_R, TILE_C, TILE_LD, n,

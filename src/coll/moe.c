@@ -4,11 +4,14 @@
  *
  * One engine serves all three. Every member publishes, for each receiver j and index e
  * (j's expert for dispatch, my expert for combine), the count and source offset of the
- * rows it holds for (j, e), in a per-call scratch of its team region whose offset it
- * announces with one exchange. Each member then reads its column of every peer's table,
- * lays out its output, and a second exchange agrees that every output fits before any
- * row moves. Rows move by direct reads of the sources' symmetric input (pull); a final
- * sync keeps the inputs alive until every member has finished reading.
+ * rows it holds for (j, e), with its out_capacity, in a per-call scratch of its team
+ * region whose offset it announces with one exchange. Each member then reads its column
+ * of every peer's table and lays out its output. Before any row moves, all members must
+ * agree that every output fits: for small teams each member computes every member's
+ * need from the tables itself (no extra episode), for large ones (n*n*ne reads too many)
+ * a second exchange carries the needs. Rows move by direct reads of the sources'
+ * symmetric input (pull); a final sync keeps inputs and tables alive until every member
+ * has finished reading. Two episodes in all (three for large teams).
  *
  * Also here: the worker runner of every _parallel form (tile.c's too). */
 #include <pthread.h>
@@ -151,6 +154,64 @@ static size_t a2a_layout(const a2a_args_t *a, int n, const size_t *cnt, size_t *
     return pos;
 }
 
+/* Members' tables are read by everyone: with at most this many reads in all (n*n*ne),
+ * every member computes every member's need itself and the capacity agreement costs no
+ * episode; beyond it a second exchange carries the needs. */
+#define A2A_LOCAL_AGREE_MAX ((size_t)1 << 16)
+/* Words before the table in a member's scratch: its out_capacity, and padding. */
+#define A2A_HDR 2
+
+/* Rows of member m's output layout, read from every member's scratch (tab[s]: its
+ * header, then its table); SIZE_MAX on overflow. The same total as a2a_layout's, without
+ * the offsets: the capacity agreement needs no more. */
+static size_t a2a_need(const a2a_args_t *a, int n, const uint64_t *const *tab, int m)
+{
+    int ne = a->ne;
+    size_t pos = 0, A = a->kind == A2A_DISPATCH ? a->major_align : 0;
+    for (int e = 0; e < ne; e++) {
+        size_t len = 0, alen;
+        for (int s = 0; s < n; s++)
+            if (add_overflows(len, tab[s][A2A_HDR + ((size_t)m * ne + e) * 2], &len))
+                return SIZE_MAX;
+        if (A) {
+            if (add_overflows(len, A - 1, &alen)) return SIZE_MAX;
+            alen = alen / A * A;
+            if (alen < A) alen = A;
+        } else {
+            alen = len;
+        }
+        if (add_overflows(pos, alen, &pos) || pos == SIZE_MAX) return SIZE_MAX;
+    }
+    return pos;
+}
+
+
+static symm_status_t overflow_error(const char *fn, const char *tn, const symm_coll_t *c,
+                                    int s, size_t need, const size_t *cap)
+{
+    if (need == SIZE_MAX)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: the output size of PE %d (world "
+                              "%d) overflows; nothing was written",
+                              fn, tn, s, c->world[s]);
+    if (cap)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: the output of PE %d (world %d) "
+                              "needs %zu rows, more than its out_capacity %zu; nothing was "
+                              "written",
+                              fn, tn, s, c->world[s], need, *cap);
+    return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: the output of PE %d (world %d) needs "
+                          "%zu rows, more than its out_capacity; nothing was written",
+                          fn, tn, s, c->world[s], need);
+}
+
+static symm_status_t peer_failed(const char *fn, const char *tn, const symm_coll_t *c, int s,
+                                 uint64_t word)
+{
+    symm_status_t theirs = (symm_status_t) - (int)(uint32_t)word;
+    return symm_error_set(theirs, "%s on %s: PE %d (world %d) passed bad arguments (%s); "
+                          "nothing was written",
+                          fn, tn, s, c->world[s], symm_strerror(theirs));
+}
+
 static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int nworkers,
                              const a2a_args_t *a)
 {
@@ -167,15 +228,17 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     char tb[96];
     const char *tn = symm_team_describe(team, tb, sizeof tb);
 
-    /* ---- local checks and the publication table; failures are agreed below */
+    /* ---- local checks, memory and the publication table; failures are agreed below */
     symm_status_t st = SYMM_SUCCESS, mine = SYMM_SUCCESS;
     uint64_t pub_off = 0, *pub = NULL;
-    size_t *cnt = NULL;
+    size_t nsplit = 0, *cnt = NULL;
     uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
-    size_t nsplit = 0;
-    if (!words) {
+    const uint64_t **tab = malloc(sizeof(uint64_t *) * (size_t)n);
+    if (!words || !tab) {
+        free(words);
+        free(tab);
         symm_coll_leave(&c);
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d words", fn,
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
                               tn, n);
     }
     if (ne < 1)
@@ -183,86 +246,74 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
                               "(must be >= 1)", fn, tn, ne);
     else if (a->row_bytes == 0)
         mine = symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: row_bytes is 0", fn, tn);
-    else if (mul_overflows((size_t)n, (size_t)ne, &nsplit) || nsplit > SIZE_MAX / 16)
+    else if (mul_overflows((size_t)n, (size_t)ne, &nsplit) || nsplit > SIZE_MAX / 32)
         mine = symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: %d members x %d experts is too "
                               "many", fn, tn, n, ne);
-    else if ((mine = symm_team_region_alloc(nsplit * 2 * sizeof(uint64_t), &pub_off)) ==
-             SYMM_SUCCESS) {
+    else if (!(cnt = malloc(sizeof(size_t) * nsplit * 3)))
+        mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for the layout", fn,
+                              tn);
+    else if ((mine = symm_team_region_alloc((A2A_HDR + nsplit * 2) * sizeof(uint64_t),
+                                            &pub_off)) == SYMM_SUCCESS) {
         pub = symm_team_region_ptr(symm_g.me, pub_off);
-        mine = a2a_prepare(fn, &c, a, pub);
+        pub[0] = a->out_capacity;
+        mine = a2a_prepare(fn, &c, a, pub + A2A_HDR);
     }
 
     /* Exchange 1: the table's offset, or my failure. It also orders every member's
      * table and input before anyone reads them (the notify is a release). */
     CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? A2A_FAIL | (uint32_t)-mine : pub_off,
                                   words),
-               st, out_free_pub);
+               st, out_free);
     for (int s = 0; s < n; s++) {
         if (!(words[s] & A2A_FAIL)) continue;
-        if (mine) {
-            st = mine; /* my own message is the one to keep */
-        } else {
-            symm_status_t theirs = (symm_status_t) - (int)(uint32_t)words[s];
-            st = symm_error_set(theirs, "%s on %s: PE %d (world %d) passed bad arguments "
-                                "(%s); nothing was written",
-                                fn, tn, s, c.world[s], symm_strerror(theirs));
-        }
-        goto out_free_pub;
+        /* Nobody reads a table now: the scratch can go at once. */
+        st = mine ? mine : peer_failed(fn, tn, &c, s, words[s]);
+        goto out_free;
     }
+    for (int s = 0; s < n; s++)
+        tab[s] = s == me ? pub : (const uint64_t *)symm_team_region_ptr(c.world[s], words[s]);
 
     /* ---- my column of every table, and my layout */
-    cnt = malloc(sizeof(size_t) * nsplit * 3);
-    if (!cnt)
-        mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for the layout", fn,
-                              tn);
-    size_t *srcoff = cnt ? cnt + nsplit : NULL, *dstoff = cnt ? cnt + 2 * nsplit : NULL;
-    size_t total = 0;
-    if (cnt) {
-        for (int s = 0; s < n; s++) {
-            const uint64_t *t =
-                s == me ? pub : (const uint64_t *)symm_team_region_ptr(c.world[s], words[s]);
-            t += (size_t)me * ne * 2;
-            for (int e = 0; e < ne; e++) {
-                cnt[(size_t)s * ne + e] = t[2 * e];
-                srcoff[(size_t)s * ne + e] = t[2 * e + 1];
-            }
-        }
-        total = a2a_layout(a, n, cnt, dstoff);
-    }
-
-    /* Exchange 2: every member's need against its capacity. After it, every member has
-     * read my table, so the scratch can go. */
-    uint64_t need = 0;
-    if (mine)
-        need = A2A_FAIL | (uint32_t)-mine;
-    else if (total == SIZE_MAX || total > a->out_capacity)
-        need = A2A_FAIL | A2A_TOO_BIG | (total == SIZE_MAX ? 0 : total);
-    CHECK_GOTO(symm_coll_exchange(&c, NULL, need, words), st, out_free_cnt);
-    symm_team_region_free(pub_off);
-    pub = NULL;
+    size_t *srcoff = cnt + nsplit, *dstoff = cnt + 2 * nsplit;
     for (int s = 0; s < n; s++) {
-        if (!(words[s] & A2A_FAIL)) continue;
-        if (words[s] & A2A_TOO_BIG) {
-            uint64_t rows = words[s] & (A2A_TOO_BIG - 1);
-            if (rows)
-                st = symm_error_set(SYMM_ERR_OVERFLOW,
-                                    "%s on %s: the output of PE %d (world %d) needs %llu rows, "
-                                    "more than its out_capacity%s; nothing was written",
-                                    fn, tn, s, c.world[s], (unsigned long long)rows,
-                                    s == me ? "" : " there");
-            else
-                st = symm_error_set(SYMM_ERR_OVERFLOW,
-                                    "%s on %s: the output size of PE %d (world %d) overflows; "
-                                    "nothing was written",
-                                    fn, tn, s, c.world[s]);
-        } else if (s == me) {
-            st = mine;
-        } else {
-            symm_status_t theirs = (symm_status_t) - (int)(uint32_t)words[s];
-            st = symm_error_set(theirs, "%s on %s: PE %d (world %d) failed (%s); nothing "
-                                "was written", fn, tn, s, c.world[s], symm_strerror(theirs));
+        const uint64_t *t = tab[s] + A2A_HDR + (size_t)me * ne * 2;
+        for (int e = 0; e < ne; e++) {
+            cnt[(size_t)s * ne + e] = t[2 * e];
+            srcoff[(size_t)s * ne + e] = t[2 * e + 1];
         }
-        goto out_free_cnt;
+    }
+    size_t total = a2a_layout(a, n, cnt, dstoff);
+
+    /* ---- does every output fit? Every member must reach the same answer. */
+    int local_agree = nsplit <= A2A_LOCAL_AGREE_MAX / (size_t)n;
+    if (local_agree) {
+        /* Every member evaluates every member's need from the same tables: the same
+         * verdict everywhere, and no episode. The tables stay until the closing sync. */
+        for (int m = 0; m < n && !st; m++) {
+            size_t need = a2a_need(a, n, tab, m), cap = (size_t)tab[m][0];
+            if (need == SIZE_MAX || need > cap) st = overflow_error(fn, tn, &c, m, need, &cap);
+        }
+        if (st) {
+            /* Peers may still be reading my table: sync before it goes. */
+            symm_status_t st2 = symm_coll_sync(&c);
+            (void)st2; /* the overflow is the error to report */
+            goto out_free;
+        }
+    } else {
+        /* Exchange 2: every member's need. After it every member has read my table. */
+        uint64_t need = 0;
+        if (total == SIZE_MAX || total > a->out_capacity)
+            need = A2A_FAIL | A2A_TOO_BIG | (total == SIZE_MAX ? 0 : total);
+        CHECK_GOTO(symm_coll_exchange(&c, NULL, need, words), st, out_free);
+        symm_team_region_free(pub_off);
+        pub = NULL;
+        for (int s = 0; s < n && !st; s++)
+            if (words[s] & A2A_FAIL) {
+                uint64_t rows = words[s] & (A2A_TOO_BIG - 1);
+                st = overflow_error(fn, tn, &c, s, rows ? (size_t)rows : SIZE_MAX,
+                                    s == me ? &a->out_capacity : NULL);
+            }
+        if (st) goto out_free;
     }
 
     /* ---- rows: my share of the moved rows, in output order */
@@ -294,13 +345,14 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
             }
         if (a->out_rows) *a->out_rows = total;
     }
-    /* Peers may still be reading my input: nobody leaves before everyone has read. */
+    /* Peers may still be reading my input (and my table): nobody leaves, and no table
+     * goes, before everyone has read. */
     st = symm_coll_sync(&c);
 
-out_free_cnt:
-out_free_pub:
-    free(cnt);
+out_free:
     if (pub) symm_team_region_free(pub_off);
+    free(cnt);
+    free(tab);
     free(words);
     symm_coll_leave(&c);
     return st;

@@ -223,6 +223,89 @@ static void test_random_sweep(void)
     }
 }
 
+/* So many experts that n*n*ne exceeds what members check locally: the needs then travel
+ * in a second exchange. Sparse splits (a few rows per PE) keep it small. */
+static size_t sparse_split(int p, size_t nsplit, size_t k)
+{
+    for (int j = 0; j < 5; j++)
+        if (k == ((size_t)p * 7919 + (size_t)j * 104729) % nsplit) return 1 + (size_t)(p + j) % 3;
+    return 0;
+}
+
+static void test_large_ne(void)
+{
+    int ne = 65536 / (npes * npes) + 1;
+    size_t nsplit = (size_t)npes * (size_t)ne, rb = 12;
+    size_t *sp = calloc(nsplit, sizeof(size_t)), *os = malloc(nsplit * sizeof(size_t));
+    size_t *oo = malloc(nsplit * sizeof(size_t)), *cs = malloc(nsplit * sizeof(size_t));
+    size_t *co = malloc(nsplit * sizeof(size_t)), rows = 0, crows = 0, in_rows = 0;
+    CHECK_TRUE(sp && os && oo && cs && co, "allocation");
+    for (size_t k = 0; k < nsplit; k++) in_rows += sp[k] = sparse_split(me, nsplit, k);
+    for (size_t i = 0; i < in_rows; i++) test_fill_pattern(inbuf + i * rb, rb, 9000 + (uint64_t)me * 100 + i);
+    /* the model: rows for my expert e from source s, packed expert-major */
+    size_t need = 0;
+    for (int e = 0; e < ne; e++)
+        for (int s = 0; s < npes; s++) need += sparse_split(s, nsplit, (size_t)me * (size_t)ne + (size_t)e);
+    memset(dout, SENTINEL, BUF_BYTES);
+    if (npes > 1 || need > 0) {
+        int short_pe = npes - 1;
+        size_t cap = me == short_pe ? (need ? need - 1 : 0) : MAXROWS;
+        symm_status_t st = symm_moe_dispatch(SYMM_TEAM_WORLD, dout, cap, inbuf, sp, ne, rb, 0,
+                                             os, oo, &rows);
+        /* the last PE may receive nothing (need 0): then every output fits */
+        int short_need = 0;
+        for (int e = 0; e < ne; e++)
+            for (int s = 0; s < npes; s++)
+                short_need += (int)sparse_split(s, nsplit, (size_t)short_pe * (size_t)ne + (size_t)e);
+        if (short_need) {
+            CHECK_STATUS(st, SYMM_ERR_OVERFLOW);
+            CHECK_ALL_BYTES(dout, SENTINEL, BUF_BYTES, "large ne: failed dispatch wrote out");
+        } else {
+            CHECK_OK(st);
+        }
+    }
+    memset(dout, SENTINEL, BUF_BYTES);
+    CHECK_OK(symm_moe_dispatch(SYMM_TEAM_WORLD, dout, MAXROWS, inbuf, sp, ne, rb, 0, os, oo,
+                               &rows));
+    CHECK_EQ_U64(rows, need);
+    /* where source s keeps the rows for my expert e: its packed prefix, [e*n + s] */
+    size_t *srcoff = malloc(nsplit * sizeof(size_t));
+    CHECK_TRUE(srcoff != NULL, "allocation");
+    for (int s = 0; s < npes; s++) {
+        size_t run = 0;
+        for (size_t q = 0; q < nsplit; q++) {
+            if (q / (size_t)ne == (size_t)me) srcoff[(q % (size_t)ne) * (size_t)npes + (size_t)s] = run;
+            run += sparse_split(s, nsplit, q);
+        }
+    }
+    size_t pos = 0;
+    uint8_t want[MAXRB];
+    for (int e = 0; e < ne; e++)
+        for (int s = 0; s < npes; s++) {
+            size_t k = (size_t)e * (size_t)npes + (size_t)s;
+            size_t cnt = sparse_split(s, nsplit, (size_t)me * (size_t)ne + (size_t)e);
+            CHECK_TRUE(os[k] == cnt && oo[k] == pos, "large ne: split/offset %zu", k);
+            size_t src = srcoff[k];
+            for (size_t r = 0; r < cnt; r++) {
+                test_fill_pattern(want, rb, 9000 + (uint64_t)s * 100 + src + r);
+                CHECK_BYTES(dout + (pos + r) * rb, want, rb, "large ne: row of expert %d", e);
+            }
+            pos += cnt;
+        }
+    memset(cout, SENTINEL, BUF_BYTES);
+    CHECK_OK(symm_moe_combine(SYMM_TEAM_WORLD, cout, MAXROWS, dout, os, oo, ne, rb, cs, co,
+                              &crows));
+    CHECK_EQ_U64(crows, in_rows);
+    CHECK_BYTES(cout, inbuf, in_rows * rb, "large ne: combine did not give back the input");
+    CHECK_TRUE(!memcmp(cs, sp, nsplit * sizeof(size_t)), "large ne: combine splits");
+    free(srcoff);
+    free(sp);
+    free(os);
+    free(oo);
+    free(cs);
+    free(co);
+}
+
 /* 1-D: in_splits[j] rows to j, packed in source order at the receiver. */
 static void test_all_to_all_v(void)
 {
@@ -490,6 +573,7 @@ int main(void)
     CHECK_TRUE(inbuf && dout && cout && scram && plain_out, "allocation");
     test_dispatch_combine();
     test_random_sweep();
+    test_large_ne();
     test_all_to_all_v();
     test_sub_teams();
     test_workers();
