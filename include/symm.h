@@ -409,9 +409,11 @@ symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
  *  - `out` is this PE's local memory of out_capacity rows (symmetric or not) that must
  *    not overlap in. Only rows that receive data are written: alignment padding is left
  *    as it was.
- *  - Split counts are exchanged by the library (each member publishes its n*ne split and
- *    offset table in a per-call scratch of its team region, announced with one one-word
- *    exchange; the call costs 3 synchronisation episodes whatever n and ne).
+ *  - Split counts are exchanged by the library: each member publishes its n*ne split and
+ *    offset table (and its out_capacity) in a per-call scratch of its team region,
+ *    announced with one one-word exchange; members read the tables directly. The call
+ *    costs 2 synchronisation episodes whatever n and ne (3 when n*n*ne > 65536: the
+ *    capacity agreement then takes one more exchange).
  *  - The output layout is checked against out_capacity on every member before anything
  *    is written: if any member's output would not fit, every member fails with
  *    SYMM_ERR_OVERFLOW, naming that member, and writes nothing (outputs included).
