@@ -17,7 +17,14 @@ enum symm_boot_msg_type {
     SYMM_BOOT_ERROR = 4, /* symmrun -> PE: rendezvous failed; text says why */
     SYMM_BOOT_BYE = 5,   /* PE -> symmrun: finalized cleanly */
     SYMM_BOOT_ABORT = 6, /* PE -> symmrun: stop the job; code and text say why */
+    SYMM_BOOT_SEGS = 7,  /* symmrun -> PE: SEG for the code PEs rank..rank+code-1 at once;
+                          * carries their memfds in rank order. One fd per message made a
+                          * 1024-PE rendezvous a million messages and ~250k context
+                          * switches on 2 cores; batches of 64 need a few thousand. */
 };
+
+/* Most memfds one SEGS message carries (the kernel allows 253 per message). */
+#define SYMM_BOOT_SEGS_MAX 64
 
 typedef struct symm_boot_msg {
     uint32_t type;
