@@ -73,6 +73,14 @@ template <typename A> static A ref_op(A a, A b, symm_op_t op)
 /* ---------------------------------------------------------------- stream collectives */
 static uint64_t g_seed = 1;
 
+/* cudaMemcpy from pageable memory and cudaMemset run on the legacy stream and may still be
+ * in flight when they return; the collectives run on a non-blocking stream. */
+static void upload(void *dst, const void *src, size_t n)
+{
+    upload(dst, src, n);
+    GT_CUDA(cudaDeviceSynchronize());
+}
+
 template <class TR>
 static void check_reduce(symm_team_t team, const char *tname, void *src, void *dst,
                          size_t count, symm_op_t op, int root, bool inplace)
@@ -83,9 +91,10 @@ static void check_reduce(symm_team_t team, const char *tname, void *src, void *d
     uint64_t seed = ++g_seed;
     std::vector<S> in(count), out(count), ref(count);
     for (size_t i = 0; i < count; i++) in[i] = TR::gen(seed, me, i);
-    GT_CUDA(cudaMemcpy(src, in.data(), count * sizeof(S), cudaMemcpyHostToDevice));
+    upload(src, in.data(), count * sizeof(S));
     const uint16_t canary = 0x5a5a;
     if (!inplace) GT_CUDA(cudaMemset(dst, canary & 0xff, count * sizeof(S)));
+    GT_CUDA(cudaDeviceSynchronize());
     void *d = inplace ? src : dst;
     if (root < 0)
         GT_OK(symm_allreduce_on_stream(team, d, src, count, TR::type, op, g_stream));
@@ -99,10 +108,14 @@ static void check_reduce(symm_team_t team, const char *tname, void *src, void *d
         A a = TR::in(TR::gen(seed, 0, i));
         for (int j = 1; j < n; j++) a = ref_op<A>(a, TR::in(TR::gen(seed, j, i)), op);
         S r = TR::out(a);
-        if (memcmp(&r, &out[i], sizeof(S)) != 0)
-            GT_FAIL("%s %s %s count %zu root %d%s on %d PEs: element %zu differs", tname,
-                    root < 0 ? "allreduce" : "reduce", symm_op_name(op), count, root,
-                    inplace ? " in place" : "", n, i);
+        if (memcmp(&r, &out[i], sizeof(S)) != 0) {
+            unsigned long long got = 0, want = 0;
+            memcpy(&got, &out[i], sizeof(S));
+            memcpy(&want, &r, sizeof(S));
+            GT_FAIL("%s %s %s count %zu root %d%s on %d PEs: element %zu is 0x%llx, want 0x%llx",
+                    tname, root < 0 ? "allreduce" : "reduce", symm_op_name(op), count, root,
+                    inplace ? " in place" : "", n, i, got, want);
+        }
     }
 }
 
@@ -132,7 +145,7 @@ static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)
         /* broadcast from each of two roots */
         for (int root : {0, n - 1}) {
             for (size_t i = 0; i < nb; i++) h[i] = (uint8_t)gt_bits(seed + root, me, i);
-            GT_CUDA(cudaMemcpy(src, h.data(), nb, cudaMemcpyHostToDevice));
+            upload(src, h.data(), nb);
             GT_OK(symm_broadcast_on_stream(team, dst, src, nb, root, g_stream));
             GT_CUDA(cudaStreamSynchronize(g_stream));
             GT_OK(symm_cuda_check());
@@ -143,7 +156,7 @@ static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)
         }
         /* fcollect */
         for (size_t i = 0; i < nb; i++) h[i] = (uint8_t)gt_bits(seed, me, i);
-        GT_CUDA(cudaMemcpy(src, h.data(), nb, cudaMemcpyHostToDevice));
+        upload(src, h.data(), nb);
         GT_OK(symm_fcollect_on_stream(team, dst, src, nb, g_stream));
         GT_CUDA(cudaStreamSynchronize(g_stream));
         GT_OK(symm_cuda_check());
@@ -154,7 +167,7 @@ static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)
                     GT_FAIL("fcollect %zu bytes: block %d byte %zu", nb, j, i);
         /* alltoall: block j of PE p holds bits(seed, p, j*nb + i) */
         for (size_t i = 0; i < nb * (size_t)n; i++) h[i] = (uint8_t)gt_bits(seed + 7, me, i);
-        GT_CUDA(cudaMemcpy(src, h.data(), nb * (size_t)n, cudaMemcpyHostToDevice));
+        upload(src, h.data(), nb * (size_t)n);
         GT_OK(symm_alltoall_on_stream(team, dst, src, nb, g_stream));
         GT_CUDA(cudaStreamSynchronize(g_stream));
         GT_OK(symm_cuda_check());
@@ -273,11 +286,11 @@ static void check_many_blocks(symm_pool_t pool, int blocks)
     for (size_t i = 0; i < fM; i++) hf[i] = (float)gt_unit(seed, me, i);
     std::vector<int> hi(iK * n);
     for (size_t i = 0; i < iK; i++) hi[i] = (int)gt_bits(seed, me, i);
-    GT_CUDA(cudaMemcpy(a.ar_src, hf.data(), fM * 4, cudaMemcpyHostToDevice));
-    GT_CUDA(cudaMemcpy(a.fc_src, hi.data(), iK * 4, cudaMemcpyHostToDevice));
-    GT_CUDA(cudaMemcpy(a.bc, hi.data(), iK * 4, cudaMemcpyHostToDevice));
+    upload(a.ar_src, hf.data(), fM * 4);
+    upload(a.fc_src, hi.data(), iK * 4);
+    upload(a.bc, hi.data(), iK * 4);
     for (size_t i = 0; i < iK * n; i++) hi[i] = (int)gt_bits(seed + 1, me, i);
-    GT_CUDA(cudaMemcpy(a.a2a_src, hi.data(), iK * n * 4, cudaMemcpyHostToDevice));
+    upload(a.a2a_src, hi.data(), iK * n * 4);
     GT_CUDA(cudaMemset(a.sig, 0, (size_t)blocks * 8));
     GT_CUDA(cudaMemset(a.rc, 0xff, (size_t)blocks * 4));
     GT_CUDA(cudaDeviceSynchronize());
@@ -302,7 +315,9 @@ static void check_many_blocks(symm_pool_t pool, int blocks)
         for (int j = 0; j < n; j++)
             for (int k = 0; k < K; k++)
                 if (hi[((size_t)b * n + j) * K + k] != (int)gt_bits(seed, j, (size_t)b * K + k))
-                    GT_FAIL("many-block fcollect: block %d member %d", b, j);
+                    GT_FAIL("many-block fcollect: block %d member %d int %d: got %d, want %d",
+                            b, j, k, hi[((size_t)b * n + j) * K + k],
+                            (int)gt_bits(seed, j, (size_t)b * K + k));
     GT_CUDA(cudaMemcpy(hi.data(), a.a2a_dst, iK * n * 4, cudaMemcpyDeviceToHost));
     for (int b = 0; b < blocks; b++)
         for (int j = 0; j < n; j++)
@@ -408,7 +423,7 @@ static void check_heap(void)
     GT_TRUE(buf != NULL, "symm_gpu_malloc");
     std::vector<uint32_t> h(nb / 4);
     for (size_t i = 0; i < h.size(); i++) h[i] = (uint32_t)gt_bits(99, g_me, i);
-    GT_CUDA(cudaMemcpy(buf, h.data(), nb, cudaMemcpyHostToDevice));
+    upload(buf, h.data(), nb);
     GT_CUDA(cudaDeviceSynchronize());
     GT_OK(symm_barrier_all());
     for (int j = 0; j < g_n; j++) {

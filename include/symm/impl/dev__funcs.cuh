@@ -30,6 +30,21 @@ SYMM_DEV void add_release_sys(uint64_t *p, uint64_t v)
 {
     asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+/* The busy word is only used by this PE's own blocks: GPU scope is enough. */
+SYMM_DEV unsigned long long cas_acquire_gpu(unsigned long long *p, unsigned long long cmp,
+                                            unsigned long long val)
+{
+    unsigned long long old;
+    asm volatile("atom.acquire.gpu.global.cas.b64 %0, [%1], %2, %3;"
+                 : "=l"(old)
+                 : "l"(p), "l"(cmp), "l"(val)
+                 : "memory");
+    return old;
+}
+SYMM_DEV void st_release_gpu(unsigned long long *p, unsigned long long v)
+{
+    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 SYMM_DEV void fence_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 SYMM_DEV uint64_t globaltimer(void)
 {
@@ -103,19 +118,16 @@ SYMM_DEV int claim(const symm_dev_team_t &t, uint32_t what, uint64_t tag)
         return SYMM_ERR_TEAM_INVALID;
     }
     unsigned long long *busy = (unsigned long long *)my_block(t);
-    unsigned long long old = atomicCAS(busy, 0ull, (unsigned long long)tag);
-    if (old == 0) {
-        __threadfence(); /* see the previous holder's episode counter */
-        return 1;
-    }
+    /* acquire: see the episode counter as the previous holder left it */
+    unsigned long long old = cas_acquire_gpu(busy, 0ull, (unsigned long long)tag);
+    if (old == 0) return 1;
     if (old == tag) return 0;
     record(t, SYMM_ERR_TEAM_BUSY, what, (uint32_t)((old >> 11) & 0x1fffffu), old);
     return SYMM_ERR_TEAM_BUSY;
 }
 SYMM_DEV void unclaim(const symm_dev_team_t &t)
 {
-    __threadfence();
-    atomicExch((unsigned long long *)my_block(t), 0ull);
+    st_release_gpu((unsigned long long *)my_block(t), 0ull);
 }
 
 /* Waits until *flag >= ep, bounded by the team's timeout. */
@@ -175,6 +187,28 @@ SYMM_DEV int round_block(const symm_dev_team_t &t, uint32_t what)
     __syncthreads();
     int rc = round_part(t, s_ep, thread_linear(), block_threads(), what);
     return __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+}
+
+/* Claim and one round in one go (barrier, sync): three block synchronisations. */
+SYMM_DEV int claim_round_block(const symm_dev_team_t &t, uint32_t what)
+{
+    __shared__ int s_rc;
+    __shared__ uint64_t s_ep2;
+    __syncthreads(); /* the block's earlier writes are done; nobody reads s_* any more */
+    int owned = 0;
+    if (thread_linear() == 0) {
+        int rc = claim(t, what, holder_tag(SUB_BLOCK));
+        owned = rc == 1;
+        if (rc >= 0) s_ep2 = ++my_block(t)[1];
+        s_rc = rc < 0 ? rc : 0;
+    }
+    __syncthreads();
+    int rc = s_rc;
+    if (rc) return rc;
+    rc = round_part(t, s_ep2, thread_linear(), block_threads(), what);
+    rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+    if (owned) unclaim(t);
+    return rc;
 }
 
 /* Copy by a group of threads; 16-byte accesses when everything is aligned. A source in
@@ -387,24 +421,14 @@ SYMM_DEV void symm_dev_team_release_block(const symm_dev_team_t &t)
 
 SYMM_DEV int symm_dev_sync_block(const symm_dev_team_t &t)
 {
-    int owned = 0;
-    int rc = symm_detail::enter_block(t, SYMM_DEV_WHAT_SYNC, &owned);
-    if (rc) return rc;
-    rc = symm_detail::round_block(t, SYMM_DEV_WHAT_SYNC);
-    if (symm_detail::thread_linear() == 0 && owned) symm_detail::unclaim(t);
-    return rc;
+    return symm_detail::claim_round_block(t, SYMM_DEV_WHAT_SYNC);
 }
 
 /* The release stores of a round are cumulative over everything the block wrote before
  * its __syncthreads, which is what "completes earlier puts" means for load/store peers. */
 SYMM_DEV int symm_dev_barrier_block(const symm_dev_team_t &t)
 {
-    int owned = 0;
-    int rc = symm_detail::enter_block(t, SYMM_DEV_WHAT_BARRIER, &owned);
-    if (rc) return rc;
-    rc = symm_detail::round_block(t, SYMM_DEV_WHAT_BARRIER);
-    if (symm_detail::thread_linear() == 0 && owned) symm_detail::unclaim(t);
-    return rc;
+    return symm_detail::claim_round_block(t, SYMM_DEV_WHAT_BARRIER);
 }
 
 SYMM_DEV int symm_dev_barrier_warp(const symm_dev_team_t &t)
