@@ -336,7 +336,7 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
  * Tiles are read in place: no packing, any ld, odd sizes, single rows or columns.
  * Cost: a one-word exchange (inputs ready, and every member's arguments valid: a bad
  * argument on one member fails the call on all, naming it, and nothing is written), the
- * reads, and a closing sync (allreduce: one more sync between its two phases). */
+ * reads, and a closing sync (a banded allreduce: one more sync between its phases). */
 typedef struct {
     void *base;
     size_t rows;
@@ -356,7 +356,9 @@ symm_status_t symm_tile_reduce(symm_team_t team, symm_tile_t out, symm_tile_t in
                                symm_type_t type, symm_op_t op, int root);
 /* The reduction into every member's `out`, which must be symmetric (the same tile on
  * every member). Each member reduces its own band of rows, then copies the others'
- * bands: every member ends with identical bytes. In place (out == in) is allowed. */
+ * bands (a tile of at most SYMM_COLL_SMALL bytes, not in place, is reduced whole by every
+ * member instead, saving a sync): every member ends with identical bytes. In place
+ * (out == in) is allowed. */
 symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
                                   symm_type_t type, symm_op_t op);
 /* Multi-root (PyTorch's multi_root_tile_reduce): nroots symmetric tiles in[k]; member

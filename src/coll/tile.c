@@ -1,5 +1,6 @@
 /* tile.c — reduction of a strided 2-D tile over a team: to one root, to every member
- * (each member reduces a band of rows, then copies the others' bands) and multi-root
+ * (each member reduces a band of rows, then copies the others' bands; small tiles are
+ * reduced whole by every member) and multi-root
  * (several roots, each receiving the reduction of its own tile); plain, or split over
  * the workers of a pool by bands of rows.
  *
@@ -14,6 +15,7 @@
 #include <string.h>
 
 #include "coll/reduce_ops.h"
+#include "core/config.h"
 #include "coll/tile_moe.h"
 #include "team/team.h"
 
@@ -261,11 +263,16 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         goto out_free;
     }
 
+    /* A small allreduce (not in place) is reduced whole by every member: one sync and the
+     * copy-out phase saved, the same bytes (same order). Every member decides alike: the
+     * shape, type and in-place-ness are part of the tag. */
+    int direct = a->kind == TILE_ALL && !tile_empty(in) && !same_tile(&a->out, in) &&
+                 in->rows * in->cols * esize <= symm_config.coll_small;
     if (in && !tile_empty(in)) {
         for (int m = 0; m < n; m++) base[m] = symm_coll_ptr(&c, in->base, m);
         size_t lo, hi;
         symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
-        if (a->kind == TILE_MULTI) {
+        if (a->kind == TILE_MULTI || direct) {
             tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo, hi, acc);
         } else {
             size_t mlo, mhi;
@@ -273,7 +280,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
             tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo + mlo, lo + mhi, acc);
         }
     }
-    if (a->kind == TILE_ALL) {
+    if (a->kind == TILE_ALL && !direct) {
         /* Every band is reduced before anyone copies it. */
         CHECK_GOTO(symm_coll_sync(&c), st, out_free);
         if (!tile_empty(in)) {

@@ -11,7 +11,7 @@
 static int me, npes;
 static uint64_t seed;
 
-#define MAX_ELEMS 2048   /* elements a tile may span (rows-1)*ld + cols */
+#define MAX_ELEMS 8192   /* elements a tile may span (rows-1)*ld + cols */
 #define MAX_TILES 8      /* multi-root tiles */
 #define SENTINEL 0xA5
 
@@ -253,6 +253,7 @@ static void test_shapes(void)
     static const shape_t shapes[] = {
         {1, 1, 1},   {1, 13, 13}, {1, 13, 50}, {9, 1, 1},   {9, 1, 4},  {7, 3, 3},
         {17, 33, 40}, {3, 64, 64}, {31, 5, 17}, {0, 5, 5},  {4, 0, 4},  {0, 0, 0},
+        {70, 64, 70}, /* over SYMM_COLL_SMALL for 4- and 8-byte types: banded allreduce */
     };
     static const struct {
         symm_type_t t;
@@ -389,7 +390,7 @@ static void test_workers(void)
     symm_pool_t pool;
     CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 8, &pool));
     uint8_t *plain = malloc(TILE_BYTES);
-    shape_t s = {23, 19, 21};
+    shape_t s = {90, 50, 56}; /* 18 KB: the banded allreduce */
     const symm_type_t t = SYMM_FLOAT;
     const symm_op_t op = SYMM_OP_SUM;
     for (int kind = 0; kind < 3; kind++) {
