@@ -28,7 +28,8 @@ static void put_round(uint8_t *dst, int round, int nbi)
 {
     size_t n = sizes[round % NSIZES], o = offsets[(round / NSIZES) % NOFFS];
     if (n == MAXN && o > 1) return; /* the big size at two offsets is enough */
-    memset(dst, 0xEE, (size_t)npes * SLOT);
+    size_t span = GUARD + o + n + GUARD; /* what a put may touch, guards included */
+    for (int s = 0; s < npes; s++) memset(dst + (size_t)s * SLOT, 0xEE, span);
     CHECK_OK(symm_barrier_all());
     for (int k = 0; k < npes; k++) {
         int t = (me + k) % npes;
@@ -44,7 +45,7 @@ static void put_round(uint8_t *dst, int round, int nbi)
                         n, o);
         CHECK_BYTES(slot + GUARD + o, payload(s, me, round), n, "put%s from PE %d, n=%zu off=%zu",
                     nbi ? "_nbi" : "", s, n, o);
-        CHECK_ALL_BYTES(slot + GUARD + o + n, 0xEE, SLOT - GUARD - o - n,
+        CHECK_ALL_BYTES(slot + GUARD + o + n, 0xEE, GUARD,
                         "guard after put from PE %d (n=%zu off=%zu)", s, n, o);
     }
     CHECK_OK(symm_barrier_all());

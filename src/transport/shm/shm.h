@@ -11,12 +11,12 @@ static inline void *symm_shm_ptr(const void *addr, int pe) { return symm_seg_ptr
 
 static inline void symm_shm_put(void *dest, const void *src, size_t n, int pe)
 {
-    memcpy(symm_seg_ptr(dest, pe), src, n);
+    if (n) memcpy(symm_seg_ptr(dest, pe), src, n); /* src may be NULL when n is 0 */
 }
 
 static inline void symm_shm_get(void *dest, const void *src, size_t n, int pe)
 {
-    memcpy(dest, symm_seg_ptr(src, pe), n);
+    if (n) memcpy(dest, symm_seg_ptr(src, pe), n); /* dest may be NULL when n is 0 */
 }
 
 /* Stores by this thread become visible to other PEs in program order (x86: already so;
