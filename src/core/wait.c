@@ -30,7 +30,10 @@ symm_status_t symm_wait_slow(symm_wait_t *w)
     if (waited < (uint64_t)symm_config.yield_us * 1000u) {
         sched_yield();
     } else {
-        struct timespec ts = {0, (long)symm_config.sleep_us * 1000L};
+        /* Long waits back off to 1 ms between polls: with hundreds of PEs on a few cores,
+         * fast pollers would starve the very PEs (and symmrun) they wait for. */
+        long us = waited > 100000000ull ? 1000L : (long)symm_config.sleep_us;
+        struct timespec ts = {0, us * 1000L};
         nanosleep(&ts, NULL);
         w->last_ns = symm_now_ns();
     }
