@@ -41,10 +41,12 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
         for (int j = 0; j < n; j++) memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
     } else {
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
+        int nt = total >= SYMM_COLL_NT_MIN;
         for (int t = 1; t <= n; t++) {
             int j = (me + t) % n;
-            memcpy((uint8_t *)dest + (size_t)j * nbytes,
-                   (const uint8_t *)symm_coll_ptr(&c, src, j) + (size_t)me * nbytes, nbytes);
+            symm_coll_copy((uint8_t *)dest + (size_t)j * nbytes,
+                           (const uint8_t *)symm_coll_ptr(&c, src, j) + (size_t)me * nbytes,
+                           nbytes, nt);
         }
         st = symm_coll_sync(&c);
     }
@@ -141,11 +143,13 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
 
     CHECK_GOTO(symm_coll_exchange(&c, soff, 0, roff), st, out_leave);
     if (!local) {
+        int nt = total >= SYMM_COLL_NT_MIN;
         for (int t = 1; t <= n; t++) {
             int j = (me + t) % n;
             if (rbytes[j])
-                memcpy((uint8_t *)dest + rdisp[j],
-                       (const uint8_t *)symm_coll_ptr(&c, src, j) + roff[j], (size_t)rbytes[j]);
+                symm_coll_copy((uint8_t *)dest + rdisp[j],
+                               (const uint8_t *)symm_coll_ptr(&c, src, j) + roff[j],
+                               (size_t)rbytes[j], nt);
         }
     }
     CHECK_GOTO(symm_coll_sync(&c), st, out_leave);

@@ -83,18 +83,19 @@ static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest,
     int n = c->n, me = c->me;
     size_t lo, hi, step = SYMM_COLL_CHUNK / a->es;
     symm_coll_slice(a->count, a->es, n, me, &lo, &hi);
+    int nt = a->count * a->es >= SYMM_COLL_NT_MIN;
     CHECK(symm_coll_sync(c));
     for (size_t i = lo; i < hi; i += step) {
         size_t len = hi - i < step ? hi - i : step, off = i * a->es, nb = len * a->es;
         red_fold_peers(c, a, tmp, src, off, len);
         if (a->root >= 0) {
-            memcpy((uint8_t *)symm_coll_ptr(c, dest, a->root) + off, tmp, nb);
+            symm_coll_copy((uint8_t *)symm_coll_ptr(c, dest, a->root) + off, tmp, nb, nt);
             continue;
         }
         /* Start with the next member so that the n stores of a chunk do not all queue
          * on member 0's memory at once. */
         for (int t = 1; t <= n; t++)
-            memcpy((uint8_t *)symm_coll_ptr(c, dest, (me + t) % n) + off, tmp, nb);
+            symm_coll_copy((uint8_t *)symm_coll_ptr(c, dest, (me + t) % n) + off, tmp, nb, nt);
     }
     /* Nobody may leave (and reuse a source or read dest) before every slice is stored. */
     return symm_coll_sync(c);
