@@ -349,9 +349,11 @@ typedef struct {
  * ops are those of symm_reduce (and, or, xor on integer types only). Every element is
  * combined in team order, member 0 first, so the result is the same whatever the root,
  * the form (plain, worker, parallel) or the number of workers. `out` must have in's
- * rows and cols (its own ld); it is written on root only and need not be symmetric;
- * elsewhere it is ignored. out may be the very tile in (same base and ld: in place) but
- * may not otherwise overlap it. */
+ * rows and cols (its own ld); only root's out is written. If every member passes the
+ * same symmetric out tile (as PyTorch requires), the members share the work, each
+ * reducing a band of rows straight into root's out; otherwise (out not symmetric, or
+ * non-roots passing anything else: they may) root reduces alone. out may be the very
+ * tile in (same base and ld: in place) but may not otherwise overlap it. */
 symm_status_t symm_tile_reduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
                                symm_type_t type, symm_op_t op, int root);
 /* The reduction into every member's `out`, which must be symmetric (the same tile on
@@ -366,7 +368,8 @@ symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t
  * are distinct (a PE is root of at most one tile), 0 <= nroots <= n_pes; every member
  * takes part, root or not. The tiles may differ in shape; a root's out must have its
  * tile's rows and cols and must not overlap any in[j] but its own (in place allowed);
- * non-roots' out is ignored. */
+ * non-roots' out is not written. Work is shared as for symm_tile_reduce when every
+ * member passes the same symmetric out. */
 symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out,
                                      const symm_tile_t *in, const int *roots, int nroots,
                                      symm_type_t type, symm_op_t op);

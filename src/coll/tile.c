@@ -1,6 +1,7 @@
-/* tile.c — reduction of a strided 2-D tile over a team: to one root, to every member
- * (each member reduces a band of rows, then copies the others' bands; small tiles are
- * reduced whole by every member) and multi-root
+/* tile.c — reduction of a strided 2-D tile over a team: to one root (every member
+ * reducing a band of rows into root's out when all pass the same symmetric out, else the
+ * root alone), to every member (each member reduces a band of rows, then copies the
+ * others' bands; small tiles are reduced whole by every member) and multi-root
  * (several roots, each receiving the reduction of its own tile); plain, or split over
  * the workers of a pool by bands of rows.
  *
@@ -198,6 +199,20 @@ static uint64_t tile_hash(uint64_t h, const symm_tile_t *t)
     return addr_hash(h, t->base);
 }
 
+/* A fingerprint of a symmetric out tile (0 if it is not one), sent in the first exchange
+ * of the rooted forms: when every member passes the same symmetric out, as PyTorch
+ * requires, every member reduces a band of rows straight into the root's out. */
+static uint64_t out_word(const symm_tile_t *o, size_t esize)
+{
+    size_t elems, bytes;
+    if (tile_empty(o) || !o->base || o->ld < o->cols ||
+        __builtin_mul_overflow(o->rows - 1, o->ld, &elems) ||
+        __builtin_add_overflow(elems, o->cols, &elems) ||
+        __builtin_mul_overflow(elems, esize, &bytes) || !symm_addr_accessible(o->base, bytes))
+        return 0;
+    return (tile_hash(SYMM_HASH_INIT, o) | 1) & ~TILE_FAIL;
+}
+
 static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int nworkers,
                               const tile_args_t *a)
 {
@@ -239,16 +254,28 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     }
     mine = tile_validate(fn, tn, &c, a, &k);
     const symm_tile_t *in = a->kind == TILE_ALL ? &a->in[0] : k >= 0 ? &a->in[k] : NULL;
+    uint64_t word = 0;
     if (!mine) {
         kern = symm_reduce_kernel(a->type, a->op);
-        if (in && !tile_empty(in) && same_tile(&a->out, in) &&
-            !(acc = malloc(in->cols * esize)))
+        /* A row buffer when out is an in tile (in place): a row is read whole before it
+         * is written. In the rooted forms any member may reduce into the root's tile. */
+        size_t acc_cols = 0;
+        if (a->kind == TILE_ALL) {
+            if (!tile_empty(in) && same_tile(&a->out, in)) acc_cols = in->cols;
+        } else {
+            for (int t = 0; t < a->nroots; t++)
+                if (!tile_empty(&a->in[t]) && same_tile(&a->out, &a->in[t]))
+                    acc_cols = a->in[t].cols;
+            word = out_word(&a->out, esize);
+        }
+        if (acc_cols && !(acc = malloc(acc_cols * esize)))
             mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for a row", fn,
                                   tn);
     }
 
-    /* Exchange 1: inputs ready, and everyone's arguments valid. */
-    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? TILE_FAIL | (uint32_t)-mine : 0, words),
+    /* Exchange 1: inputs ready, and everyone's arguments valid (and, for the rooted
+     * forms, the fingerprint of everyone's out tile). */
+    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? TILE_FAIL | (uint32_t)-mine : word, words),
                st, out_free);
     for (int s = 0; s < n; s++) {
         if (!(words[s] & TILE_FAIL)) continue;
@@ -268,7 +295,25 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
      * shape, type and in-place-ness are part of the tag. */
     int direct = a->kind == TILE_ALL && !tile_empty(in) && !same_tile(&a->out, in) &&
                  in->rows * in->cols * esize <= symm_config.coll_small;
-    if (in && !tile_empty(in)) {
+    /* Rooted forms: if every member passed the same symmetric out tile, all share the
+     * work, each reducing its band of every tile into that tile's root; else each root
+     * reduces its tile alone. Every member sees the same words: the same choice. */
+    int shared = a->kind == TILE_MULTI && words[0] != 0;
+    for (int s = 1; s < n && shared; s++) shared = words[s] == words[0];
+    if (shared) {
+        for (int t = 0; t < a->nroots; t++) {
+            const symm_tile_t *ti = &a->in[t];
+            if (tile_empty(ti)) continue;
+            for (int m = 0; m < n; m++) base[m] = symm_coll_ptr(&c, ti->base, m);
+            symm_tile_t ro = a->out;
+            ro.base = symm_coll_ptr(&c, a->out.base, a->roots[t]);
+            size_t lo, hi, mlo, mhi;
+            symm_coll_band(ti->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
+            symm_coll_band(hi - lo, (size_t)n, (size_t)me, &mlo, &mhi);
+            tile_reduce_rows(n, kern, a->op, esize, &ro, ti, base, lo + mlo, lo + mhi,
+                             same_tile(&a->out, ti) ? acc : NULL);
+        }
+    } else if (in && !tile_empty(in)) {
         for (int m = 0; m < n; m++) base[m] = symm_coll_ptr(&c, in->base, m);
         size_t lo, hi;
         symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
