@@ -77,7 +77,7 @@ static uint64_t g_seed = 1;
  * in flight when they return; the collectives run on a non-blocking stream. */
 static void upload(void *dst, const void *src, size_t n)
 {
-    upload(dst, src, n);
+    GT_CUDA(cudaMemcpy(dst, src, n, cudaMemcpyHostToDevice));
     GT_CUDA(cudaDeviceSynchronize());
 }
 
