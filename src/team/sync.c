@@ -28,15 +28,18 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
      * that no other duplicate shares. */
     if (SYMM_UNLIKELY(atomic_exchange_explicit(&dup->busy, 1, memory_order_acquire))) {
         char buf[96];
+        /* The holder may be storing its own name right now: this may still be the
+         * previous collective's (every name is a static string, so either is safe). */
+        const char *held = atomic_load_explicit(&dup->busy_what, memory_order_relaxed);
         return symm_error_set(
             SYMM_ERR_TEAM_BUSY,
             "%s on %s: the team is already in a collective (%s) on another thread of this "
             "PE; collectives on one team may not run concurrently: give each concurrent "
             "worker its own duplicate (symm_pool_create, then symm_pool_team(pool, i))",
             what, symm_team_describe(team, buf, sizeof buf),
-            dup->busy_what ? dup->busy_what : "?");
+            held ? held : "?");
     }
-    dup->busy_what = what;
+    atomic_store_explicit(&dup->busy_what, what, memory_order_relaxed);
     c->pool = pool;
     c->dup = dup;
     c->n = pool->n;

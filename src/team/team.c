@@ -30,7 +30,8 @@ symm_team_t symm_team_internal = SYMM_TEAM_INVALID;
 
 static inline symm_pool_obj_t *slot_get(uint32_t slot)
 {
-    _Atomic(symm_pool_obj_t *) *page = slot_dir[slot >> SLOT_PAGE_BITS];
+    _Atomic(symm_pool_obj_t *) *page = __atomic_load_n(&slot_dir[slot >> SLOT_PAGE_BITS],
+                                                       __ATOMIC_ACQUIRE);
     return page ? atomic_load_explicit(&page[slot & (SLOT_PAGE - 1)], memory_order_acquire)
                 : NULL;
 }
@@ -50,18 +51,19 @@ static symm_status_t slot_take(uint32_t *slot_out, uint32_t *gen_out)
         slot = slot_next;
         uint32_t d = slot >> SLOT_PAGE_BITS;
         if (!slot_dir[d]) {
-            slot_dir[d] = calloc(SLOT_PAGE, sizeof(*slot_dir[d]));
+            _Atomic(symm_pool_obj_t *) *page = calloc(SLOT_PAGE, sizeof(*page));
             slot_gen[d] = calloc(SLOT_PAGE, 1);
-            if (!slot_dir[d] || !slot_gen[d]) {
-                free(slot_dir[d]);
+            if (!page || !slot_gen[d]) {
+                free(page);
                 free(slot_gen[d]);
-                slot_dir[d] = NULL;
                 slot_gen[d] = NULL;
                 pthread_mutex_unlock(&slot_lock);
                 return symm_error_set(SYMM_ERR_NO_MEMORY, "team slot table");
             }
+            /* Readers index the directory without the lock: publish the zeroed page. */
+            __atomic_store_n(&slot_dir[d], page, __ATOMIC_RELEASE);
         }
-        slot_next++;
+        __atomic_store_n(&slot_next, slot_next + 1, __ATOMIC_RELEASE);
     }
     *slot_out = slot;
     *gen_out = slot_gen[slot >> SLOT_PAGE_BITS][slot & (SLOT_PAGE - 1)];
@@ -111,7 +113,7 @@ symm_pool_obj_t *symm_handle_resolve(int64_t h)
     if (h < 0 || !symm_g.initialized) return NULL;
     uint32_t slot = (uint32_t)(h >> SYMM_H_SLOT_SHIFT);
     uint32_t gen = (uint32_t)(h >> SYMM_H_GEN_SHIFT) & SYMM_H_GEN_MASK;
-    if (slot >= slot_next) return NULL;
+    if (slot >= __atomic_load_n(&slot_next, __ATOMIC_ACQUIRE)) return NULL;
     symm_pool_obj_t *p = slot_get(slot);
     if (!p || p->gen != gen) return NULL;
     return p;

@@ -40,7 +40,7 @@ typedef struct symm_dup {
     struct symm_chunk *chunk;
     uint64_t block;         /* offset of this dup's block from the chunk's base */
     symm_sync_slot_t *mine; /* my block (local address) */
-    const char *busy_what;  /* collective holding it, for the BUSY message */
+    _Atomic(const char *) busy_what; /* collective holding it, for the BUSY message */
 } __attribute__((aligned(64))) symm_dup_t;
 
 /* Duplicates allocated by one creation or growth: their blocks are contiguous on each
