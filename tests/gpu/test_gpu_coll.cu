@@ -259,9 +259,11 @@ __global__ void k_many(symm_dev_pool_t pool, many_args a)
 
 static void check_many_blocks(symm_pool_t pool, int blocks)
 {
-    const int n = g_n, me = g_me, M = 3000, K = 37, iters = 20;
+    const int M = 3000, K = 37, iters = 20;
     symm_dev_pool_t dp;
     GT_OK(symm_cuda_pool_device(pool, &dp));
+    /* Team numbering throughout (a registry pool may order the world ranks otherwise). */
+    const int n = dp.n, me = dp.me;
     GT_TRUE((int)dp.size >= blocks, "pool of %u < %d blocks", dp.size, blocks);
     size_t fM = (size_t)blocks * M, iK = (size_t)blocks * K;
     many_args a;
