@@ -383,57 +383,6 @@ symm_status_t symm_coll_worker_team(const char *fn_name, symm_pool_t pool, int w
     return SYMM_SUCCESS;
 }
 
-typedef struct worker_slot {
-    symm_pool_t pool;
-    int worker, nworkers;
-    symm_worker_fn_t fn;
-    void *arg;
-    symm_status_t st;
-    char msg[512];
-    pthread_t thread;
-    int started;
-} worker_slot_t;
-
-static void worker_slot_run(worker_slot_t *w)
-{
-    w->st = w->fn(w->pool, w->worker, w->nworkers, w->arg);
-    if (w->st) snprintf(w->msg, sizeof w->msg, "%s", symm_last_error());
-}
-
-static void *worker_main(void *p)
-{
-    worker_slot_run(p);
-    return NULL;
-}
-
-symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
-                                    symm_worker_fn_t fn, void *arg)
-{
-    symm_team_t t;
-    CHECK(symm_coll_worker_team(fn_name, pool, 0, nworkers, &t));
-    worker_slot_t *w = calloc((size_t)nworkers, sizeof *w);
-    if (!w)
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %d workers", fn_name,
-                              nworkers);
-    for (int i = 0; i < nworkers; i++) {
-        w[i] = (worker_slot_t){.pool = pool, .worker = i, .nworkers = nworkers, .fn = fn,
-                               .arg = arg};
-        if (i > 0) w[i].started = pthread_create(&w[i].thread, NULL, worker_main, &w[i]) == 0;
-    }
-    worker_slot_run(&w[0]);
-    /* Duplicates are independent: running a worker late on this thread delays its
-     * peers on that duplicate only, and they wait for it (bounded by SYMM_TIMEOUT). */
-    for (int i = 1; i < nworkers; i++)
-        if (!w[i].started) worker_slot_run(&w[i]);
-    for (int i = 1; i < nworkers; i++)
-        if (w[i].started) pthread_join(w[i].thread, NULL);
-    symm_status_t st = SYMM_SUCCESS;
-    for (int i = 0; i < nworkers && !st; i++)
-        if (w[i].st) st = symm_error_set(w[i].st, "%s (worker %d)", w[i].msg, i);
-    free(w);
-    return st;
-}
-
 /* ---------------------------------------------------------------- entry points */
 static symm_status_t a2a_worker_fn(symm_pool_t pool, int worker, int nworkers, void *arg)
 {

@@ -13,11 +13,14 @@ typedef symm_status_t (*symm_worker_fn_t)(symm_pool_t pool, int worker, int nwor
                                           void *arg);
 
 /* Runs fn for workers 0..nworkers-1: worker 0 on the calling thread, the others on
- * threads started here (a worker whose thread cannot start runs on the caller after
- * worker 0). Returns the first failing worker's status, with its message recorded on
+ * persistent worker threads (workers.c; a worker for which no thread can be had runs on
+ * the caller after worker 0). Returns the first failing worker's status, with its message recorded on
  * the calling thread. */
 symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
                                     symm_worker_fn_t fn, void *arg);
+
+/* Joins the persistent worker threads (symm_finalize). */
+void symm_coll_workers_shutdown(void);
 
 /* Checks pool, worker and nworkers and returns duplicate `worker` as a team. */
 symm_status_t symm_coll_worker_team(const char *fn_name, symm_pool_t pool, int worker,

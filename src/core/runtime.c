@@ -12,6 +12,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/wait.h"
+#include "coll/tile_moe.h"
 #include "team/team.h"
 #include "transport/transport.h"
 
@@ -224,6 +225,7 @@ symm_status_t symm_finalize(void)
     if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(0);
     /* Peers may still read this PE's heap until they too reach finalize. */
     symm_status_t st = symm_barrier_all();
+    symm_coll_workers_shutdown();
     symm_team_layer_finalize();
     if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(1);
     symm_transport_finalize();
