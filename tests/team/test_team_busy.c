@@ -5,6 +5,7 @@
  * (through a symmetric flag) that one of its threads has failed. Checked on WORLD, a
  * split team and a pool duplicate; distinct duplicates of a pool never conflict. */
 #include <pthread.h>
+#include <stdatomic.h>
 
 #include "common/test_util.h"
 
@@ -65,6 +66,52 @@ static void busy_round(symm_team_t team, const char *name_part, int round)
     CHECK_OK(symm_sync(team));
 }
 
+/* Destroying a team while a thread of one member is inside a collective on it must
+ * fail with TEAM_BUSY on every member (nothing freed under the running collective);
+ * once the collective completes the destroy succeeds. */
+static atomic_int lost;
+
+static void *racer2(void *arg)
+{
+    racer_t *r = arg;
+    r->st = symm_barrier(r->team);
+    if (r->st == SYMM_ERR_TEAM_BUSY) atomic_store(&lost, 1);
+    return NULL;
+}
+
+static void busy_destroy(symm_team_t team, uint64_t round)
+{
+    int my = symm_team_my_pe(team), n = symm_team_n_pes(team);
+    if (my < 0) return;
+    pthread_t ta, tb;
+    racer_t a = {team, SYMM_SUCCESS, ""}, b = {team, SYMM_SUCCESS, ""};
+    if (my == 0) {
+        /* one of two threads holds the team (the other one's BUSY proves it) */
+        atomic_store(&lost, 0);
+        CHECK_TRUE(pthread_create(&ta, NULL, racer2, &a) == 0, "thread");
+        CHECK_TRUE(pthread_create(&tb, NULL, racer2, &b) == 0, "thread");
+        while (!atomic_load(&lost)) symm_quiet();
+        for (int j = 1; j < n; j++)
+            CHECK_OK(symm_atomic64(SYMM_AMO_SET, flag, round, 0, symm_team_world_pe(team, j), NULL));
+    } else {
+        CHECK_OK(symm_wait_until_uint64(flag, SYMM_CMP_EQ, round));
+    }
+    CHECK_STATUS(symm_team_destroy(team), SYMM_ERR_TEAM_BUSY);
+    CHECK_TRUE(strstr(symm_last_error(), "world PE") != NULL, "destroy's BUSY message: %s",
+               symm_last_error());
+    CHECK_TRUE(symm_team_n_pes(team) == n, "the team was freed by a failed destroy");
+    if (my == 0) {
+        pthread_join(ta, NULL);
+        pthread_join(tb, NULL);
+        CHECK_TRUE((a.st == SYMM_SUCCESS) + (b.st == SYMM_SUCCESS) == 1, "holder: %d %d",
+                   (int)a.st, (int)b.st);
+    } else {
+        CHECK_OK(symm_barrier(team)); /* releases PE 0's holder */
+    }
+    CHECK_OK(symm_barrier(team));
+    CHECK_OK(symm_team_destroy(team));
+}
+
 typedef struct {
     symm_pool_t pool;
     size_t dup;
@@ -107,7 +154,15 @@ int main(void)
         CHECK_OK(symm_barrier_all());
         busy_round(symm_pool_team(pool, 5), "dup 5", 1);
         CHECK_OK(symm_pool_destroy(pool));
-        CHECK_OK(symm_team_destroy(rev));
+        CHECK_OK(symm_barrier_all());
+        busy_destroy(rev, 1000); /* destroys rev */
+        CHECK_OK(symm_barrier_all());
+        int odd_first[64], k = 0;
+        for (int p = 1; p < npes; p += 2) odd_first[k++] = p;
+        for (int p = 0; p < npes; p += 2) odd_first[k++] = p;
+        symm_team_t shuffled;
+        CHECK_OK(symm_team_create(odd_first, npes, &shuffled));
+        busy_destroy(shuffled, 2000);
     }
     /* distinct duplicates from distinct threads: never BUSY */
     symm_pool_t pool;
