@@ -294,7 +294,12 @@ symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest
 /* Every collective is collective over the team's members, who must pass the same
  * arguments (counts, type, op, root); buffers are symmetric. A second worker of the same
  * PE entering a collective on a team that is in use gets SYMM_ERR_TEAM_BUSY: give each
- * concurrent worker its own duplicate of a pool. */
+ * concurrent worker its own duplicate of a pool.
+ * Reductions fold members in team order, ((m0 op m1) op m2) ..., with one rounding per
+ * step (fp16/bf16: computed in float, rounded to nearest even), so every member gets
+ * bitwise-identical results. dest may equal src for broadcast, reduce and allreduce, and
+ * fcollect runs in place when every member passes its own block of dest as src; any
+ * other overlap of dest and src is SYMM_ERR_INVALID_ARG. */
 
 /* Barrier: completes the caller's earlier puts (quiet) and synchronises. */
 symm_status_t symm_barrier(symm_team_t team);
@@ -323,7 +328,9 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
 /* Counts known only to the sender: send_counts[j] elements of elem_size bytes from
  * src + send_displs[j]*elem_size (send_displs NULL = packed) go to member j. dest receives
  * them packed in team order; recv_counts/recv_displs (may be NULL, n_pes entries) get
- * what arrived. dest_capacity (elements) is checked before anything is written. */
+ * what arrived. dest_capacity (elements) is checked before anything is written: a member
+ * whose capacity is too small gets SYMM_ERR_OVERFLOW and writes nothing (no output
+ * either), while the other members complete. */
 symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                              const void *src, const size_t *send_counts,
                              const size_t *send_displs, size_t elem_size,
@@ -390,8 +397,10 @@ symm_status_t symm_tile_reduce_multi_worker(symm_pool_t pool, int worker, int nw
                                             symm_tile_t out, const symm_tile_t *in,
                                             const int *roots, int nroots, symm_type_t type,
                                             symm_op_t op);
-/* The same with workers made internally: the caller is worker 0 and nworkers-1 threads
- * run the others on duplicates 1..nworkers-1 (if a thread cannot be started, the caller
+/* The same with workers made internally: the caller is worker 0 and nworkers-1
+ * persistent threads run the others on duplicates 1..nworkers-1; nworkers == 0 chooses
+ * automatically (one worker per online CPU, at most the pool's size: the same on every
+ * PE of the node). If a thread cannot be had, the caller
  * runs that worker's share itself, afterwards: duplicates are independent, so this
  * cannot deadlock). The first failing worker's status and message are returned. */
 symm_status_t symm_tile_reduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
