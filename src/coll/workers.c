@@ -122,6 +122,15 @@ static void keep_first(symm_status_t *st, char *msg, size_t len, const worker_th
 symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
                                     symm_worker_fn_t fn, void *arg)
 {
+    if (nworkers == 0) {
+        /* Automatic: one worker per CPU, at most one per duplicate. The choice depends
+         * only on things every PE of the node sees alike, so all PEs split the same way
+         * and meet on the same duplicates. */
+        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+        size_t size = symm_pool_size(pool);
+        nworkers = (int)(cpus < 1 ? 1 : cpus > 64 ? 64 : cpus);
+        if (size && (size_t)nworkers > size) nworkers = (int)size;
+    }
     symm_team_t t;
     CHECK(symm_coll_worker_team(fn_name, pool, 0, nworkers, &t));
     worker_thread_t **w = calloc((size_t)nworkers, sizeof *w);
