@@ -92,6 +92,67 @@ symm_status_t symm_fcollect_on_stream(symm_team_t team, void *dest, const void *
 symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *src,
                                       size_t nbytes, cudaStream_t stream);
 
+/* ---------------------------------------------------------------- tile reduce and MoE on a stream */
+/* (src/transport/cuda/tile_moe.cu; the device calls are in symm/impl/tile_moe__funcs.cuh.)
+ * The CPU calls of symm.h run by a kernel of nblocks blocks on pool's duplicates
+ * 0..nblocks-1 (block b handles band b, on its own duplicate), enqueued on stream; the
+ * results are bytewise those of the CPU calls. nblocks = 0 chooses from the problem and
+ * the GPU (occupancy, SM count, PEs sharing the GPU, pool size): members must reach the
+ * same count, which they do when their GPUs are alike and equally shared; otherwise pass
+ * it. Buffers are in the GPU symmetric heap except where said; every member passes the
+ * same arguments. Argument errors are reported at once (and, where only this member can
+ * see them, its kernel still takes part in the synchronisation so that peers do not wait
+ * for ever); device-side errors through symm_cuda_check(). */
+
+/* Tiles (symm_tile_t of symm.h): in (and out of the allreduce) symmetric and aligned to
+ * the element size; a rooted out may be any memory of the root's GPU. Every type and op
+ * of symm_tile_reduce, any shape and ld, empty tiles (still collective). */
+symm_status_t symm_tile_reduce_on_stream(symm_pool_t pool, symm_tile_t out, symm_tile_t in,
+                                         symm_type_t type, symm_op_t op, int root,
+                                         int nblocks, cudaStream_t stream);
+symm_status_t symm_tile_allreduce_on_stream(symm_pool_t pool, symm_tile_t out, symm_tile_t in,
+                                            symm_type_t type, symm_op_t op, int nblocks,
+                                            cudaStream_t stream);
+symm_status_t symm_tile_reduce_multi_on_stream(symm_pool_t pool, symm_tile_t out,
+                                               const symm_tile_t *in, const int *roots,
+                                               int nroots, symm_type_t type, symm_op_t op,
+                                               int nblocks, cudaStream_t stream);
+
+/* MoE (the symm.h calls, counts and offsets in rows, as size_t). The split tables are
+ * exchanged on the device, never through the host: in_splits / in_offsets and the
+ * outputs out_splits / out_offsets / *out_rows (each may be NULL) are in this GPU's
+ * memory (device, managed or registered host memory), read and written by the kernel.
+ * in (symmetric) holds in_capacity rows: every member checks its own splits against it
+ * on the device. out (out_capacity rows) is this GPU's memory, symmetric or not, and must
+ * not overlap in. workspace is a symmetric buffer of at least
+ * symm_cuda_a2a_workspace_bytes(n, ne) bytes (n = team size), used by one call at a time:
+ * it may be reused by the next call on the same stream. Failures agreed on the device
+ * (a member's splits beyond its in_capacity, an output beyond its out_capacity, members
+ * passing different common arguments) fail every member (SYMM_ERR_OVERFLOW /
+ * SYMM_ERR_MISMATCH from symm_cuda_check) and nothing is written. */
+size_t symm_cuda_a2a_workspace_bytes(int n, int ne);
+symm_status_t symm_all_to_all_v_on_stream(symm_pool_t pool, void *out, size_t out_capacity,
+                                          const void *in, size_t in_capacity,
+                                          const size_t *in_splits, size_t row_bytes,
+                                          size_t *out_splits, size_t *out_offsets,
+                                          size_t *out_rows, void *workspace, int nblocks,
+                                          cudaStream_t stream);
+symm_status_t symm_moe_dispatch_on_stream(symm_pool_t pool, void *out, size_t out_capacity,
+                                          const void *in, size_t in_capacity,
+                                          const size_t *in_splits, int ne, size_t row_bytes,
+                                          size_t major_align, size_t *out_splits,
+                                          size_t *out_offsets, size_t *out_rows,
+                                          void *workspace, int nblocks, cudaStream_t stream);
+symm_status_t symm_moe_combine_on_stream(symm_pool_t pool, void *out, size_t out_capacity,
+                                         const void *in, size_t in_capacity,
+                                         const size_t *in_splits, const size_t *in_offsets,
+                                         int ne, size_t row_bytes, size_t *out_splits,
+                                         size_t *out_offsets, size_t *out_rows,
+                                         void *workspace, int nblocks, cudaStream_t stream);
+/* The block count nblocks = 0 would choose for a tile reduce of `bytes` bytes per member
+ * (kind 0) or for the MoE calls (kind 1), for this PE and pool. */
+int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -30,7 +30,9 @@ extern "C" {
     X(SYMM_DEV_WHAT_ALLREDUCE, "allreduce")                                             \
     X(SYMM_DEV_WHAT_FCOLLECT, "fcollect")                                               \
     X(SYMM_DEV_WHAT_ALLTOALL, "alltoall")                                               \
-    X(SYMM_DEV_WHAT_SIGNAL_WAIT, "signal_wait")
+    X(SYMM_DEV_WHAT_SIGNAL_WAIT, "signal_wait")                                         \
+    X(SYMM_DEV_WHAT_TILE, "tile_reduce")                                                \
+    X(SYMM_DEV_WHAT_MOE, "moe all-to-all-v")
 
 typedef enum {
 #define SYMM_DEV_WHAT_ENUM_(e, s) e,

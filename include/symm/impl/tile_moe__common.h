@@ -1,0 +1,190 @@
+/* tile_moe__common.h — arithmetic shared by the device tile reduce / MoE code
+ * (tile_moe__funcs.cuh) and the host: fp16/bf16 conversions bit-identical to the CPU
+ * reduction kernels (src/coll/reduce_ops.c), band splitting (as src/coll/tile_moe.h),
+ * the tile's work units, MoE segment alignment and the size of the MoE workspace.
+ * Valid C11 and CUDA C++, host and device, so a CPU unit test checks the very code the
+ * kernels run. */
+#ifndef SYMM_IMPL_TILE_MOE__COMMON_H
+#define SYMM_IMPL_TILE_MOE__COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifdef __CUDACC__
+#define SYMM_TM_HD static __host__ __device__ __forceinline__
+#else
+#define SYMM_TM_HD static inline
+#endif
+
+/* A tile is cut into units of about this many bytes: one unit per (row, column range)
+ * for rows at least this wide, else one unit per run of whole rows. A block works
+ * through the units of its band in order. */
+#define SYMM_TM_UNIT_BYTES 16384u
+
+/* The MoE workspace, per member, in the GPU symmetric heap: a header of
+ * SYMM_TM_A2A_HDR words (status, out_capacity, reserved, argument fingerprint), then
+ * (count, source offset) for every (receiver j, index e), receiver-major. */
+#define SYMM_TM_A2A_HDR 4
+/* Bytes of workspace a team of n members with ne experts each needs (0 on overflow). */
+SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
+{
+    if (n < 1 || ne < 1) return 0;
+    size_t k = (size_t)n * (size_t)ne;
+    if (k / (size_t)n != (size_t)ne || k > (SIZE_MAX / 16) - SYMM_TM_A2A_HDR) return 0;
+    return (SYMM_TM_A2A_HDR + 2 * k) * 8;
+}
+
+/* ---------------------------------------------------------------- fp16 / bf16 */
+SYMM_TM_HD uint32_t symm_tm_f2u(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+SYMM_TM_HD float symm_tm_u2f(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+SYMM_TM_HD float symm_tm_bf16_to_float(uint16_t b) { return symm_tm_u2f((uint32_t)b << 16); }
+SYMM_TM_HD uint16_t symm_tm_float_to_bf16(float f)
+{
+    uint32_t u = symm_tm_f2u(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
+    u += 0x7fffu + ((u >> 16) & 1);
+    return (uint16_t)(u >> 16);
+}
+SYMM_TM_HD float symm_tm_fp16_to_float(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
+    if (exp == 0x1f) return symm_tm_u2f(sign | 0x7f800000u | (man << 13));
+    if (exp == 0) {
+        float v = (float)man * 5.9604644775390625e-8f;
+        return sign ? -v : v;
+    }
+    return symm_tm_u2f(sign | ((exp + 112) << 23) | (man << 13));
+}
+SYMM_TM_HD uint16_t symm_tm_float_to_fp16(float f)
+{
+    uint32_t u = symm_tm_f2u(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
+    uint32_t a = u & 0x7fffffffu;
+    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00);
+    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);
+    if (a < 0x38800000u) {
+        if (a < 0x33000000u) return sign;
+        uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000;
+        int shift = 126 - (int)e;
+        uint32_t q = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+        if (rem > half || (rem == half && (q & 1))) q++;
+        return (uint16_t)(sign | (uint16_t)q);
+    }
+    uint32_t r = a - 0x38000000u;
+    r += 0xfffu + ((r >> 13) & 1);
+    return (uint16_t)(sign | (uint16_t)(r >> 13));
+}
+
+/* ---------------------------------------------------------------- bands and units */
+/* [*lo, *hi): part `part` of `total` split into `parts` near-equal contiguous ranges, the
+ * first total % parts one longer (symm_coll_band of the CPU code). */
+SYMM_TM_HD void symm_tm_band(uint64_t total, uint64_t parts, uint64_t part, uint64_t *lo,
+                             uint64_t *hi)
+{
+    uint64_t q = total / parts, r = total % parts;
+    *lo = part * q + (part < r ? part : r);
+    *hi = *lo + q + (part < r ? 1 : 0);
+}
+
+/* Units of a rows x cols tile of esize-byte elements (0 for an empty tile). */
+SYMM_TM_HD uint64_t symm_tm_tile_units(uint64_t rows, uint64_t cols, uint32_t esize)
+{
+    if (!rows || !cols) return 0;
+    uint64_t rb = cols * esize;
+    if (rb >= SYMM_TM_UNIT_BYTES) {
+        uint64_t cw = SYMM_TM_UNIT_BYTES / esize;
+        return rows * ((cols + cw - 1) / cw);
+    }
+    uint64_t rpu = SYMM_TM_UNIT_BYTES / rb;
+    return (rows + rpu - 1) / rpu;
+}
+/* Unit u: rows [*r0, *r1), columns [*c0, *c1). */
+SYMM_TM_HD void symm_tm_tile_unit(uint64_t rows, uint64_t cols, uint32_t esize, uint64_t u,
+                                  uint64_t *r0, uint64_t *r1, uint64_t *c0, uint64_t *c1)
+{
+    uint64_t rb = cols * esize;
+    if (rb >= SYMM_TM_UNIT_BYTES) {
+        uint64_t cw = SYMM_TM_UNIT_BYTES / esize, upr = (cols + cw - 1) / cw;
+        *r0 = u / upr;
+        *r1 = *r0 + 1;
+        *c0 = (u % upr) * cw;
+        *c1 = *c0 + cw < cols ? *c0 + cw : cols;
+    } else {
+        uint64_t rpu = SYMM_TM_UNIT_BYTES / rb;
+        *r0 = u * rpu;
+        *r1 = *r0 + rpu < rows ? *r0 + rpu : rows;
+        *c0 = 0;
+        *c1 = cols;
+    }
+}
+
+/* Work items of a row piece of len elements at address a: scalar elements until a
+ * 16-byte boundary (head), 16-byte vectors, scalar tail. vec = 0: all scalar. */
+SYMM_TM_HD void symm_tm_split16(uintptr_t a, uint64_t len, uint32_t esize, int vec,
+                                uint64_t *head, uint64_t *nvec, uint64_t *tail)
+{
+    *head = len;
+    *nvec = 0;
+    *tail = 0;
+    if (!vec) return;
+    uint64_t h = ((16 - (a & 15)) & 15) / esize;
+    if (h > len) h = len;
+    *head = h;
+    *nvec = (len - h) / (16 / esize);
+    *tail = len - h - *nvec * (16 / esize);
+}
+
+/* ---------------------------------------------------------------- MoE layout */
+/* Rows a dispatch segment of len rows takes with major_align A (A == 0: len; else len
+ * rounded up to a multiple of A, at least A). Returns 1 on overflow. */
+SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
+{
+    if (!A) {
+        *out = len;
+        return 0;
+    }
+    if (len > UINT64_MAX - (A - 1)) return 1;
+    uint64_t a = (len + A - 1) / A * A;
+    *out = a < A ? A : a;
+    return 0;
+}
+
+/* The kinds of the all-to-all-v family. */
+enum { SYMM_TM_A2A_1D = 0, SYMM_TM_A2A_DISPATCH = 1, SYMM_TM_A2A_COMBINE = 2 };
+
+/* Output entry o of a receiver (output order: dispatch o = e*n + s, else o = s*ne + e)
+ * as (source s, index e). */
+SYMM_TM_HD void symm_tm_a2a_entry(int kind, int n, int ne, uint64_t o, int *s, int *e)
+{
+    if (kind == SYMM_TM_A2A_DISPATCH) {
+        *e = (int)(o / (uint64_t)n);
+        *s = (int)(o % (uint64_t)n);
+    } else {
+        *s = (int)(o / (uint64_t)ne);
+        *e = (int)(o % (uint64_t)ne);
+    }
+}
+
+/* A fingerprint of the arguments every member must pass alike. */
+SYMM_TM_HD uint64_t symm_tm_mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+    h ^= h >> 31;
+    h *= 0xbf58476d1ce4e5b9ull;
+    return h ^ (h >> 29);
+}
+
+#endif

@@ -1,0 +1,672 @@
+/* tile_moe__funcs.cuh — device tile reduce (rooted, all, multi-root) and the MoE
+ * all-to-all-v family (1-D, dispatch with major_align, combine) at block scope: each block
+ * of a kernel calls with its own pool duplicate and handles band `part` of `nparts`, as a
+ * CPU worker of symm_tile_reduce_worker / symm_moe_dispatch_worker does. Results are
+ * bytewise those of the CPU calls of symm.h (same combination order, member 0 first; fp16
+ * and bf16 rounded after every step, exactly as the CPU kernels round).
+ *
+ * Usage in a user's kernel (every thread of the block calls; every member passes the same
+ * arguments, part = blockIdx.x, nparts = gridDim.x, the same grid on every member):
+ *
+ *     symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+ *     int rc = symm_dev_tile_allreduce_block<float>(t, out, in, SYMM_OP_SUM,
+ *                                                   blockIdx.x, gridDim.x);
+ *     rc = symm_dev_moe_dispatch_block(t, out, cap, in, in_cap, splits, ne, row_bytes,
+ *                                      align, out_splits, out_offsets, &rows, ws,
+ *                                      blockIdx.x, gridDim.x);
+ *
+ * Tiles: symm_tile_t of symm.h, bases in the GPU symmetric heap (a rooted out may be any
+ * memory of the root's GPU), element-aligned; peers' tiles are read in place with plain
+ * loads through the peer mappings (16-byte vectors where all addresses of a row piece
+ * agree modulo 16), never NVLink multicast. A block's two synchronisation rounds (inputs
+ * ready; band finished) are on its own duplicate. Rooted and multi-root: each root pulls
+ * its tile from every member into its out (out need not be symmetric). Allreduce: member
+ * m of block b reduces its share of band b and stores it into every member's out.
+ * Arguments every member passes alike are checked alike, so every member returns the same
+ * error without communicating; a root whose own out is bad still takes part in both
+ * rounds (nothing is written anywhere) and returns the error.
+ *
+ * MoE: the split tables never go through the host. Every block of every member writes its
+ * (count, source offset) table, its out_capacity, its status (its own in_splits checked
+ * against in_capacity) and a fingerprint of the common arguments into its symmetric
+ * workspace `ws` (symm_tm_a2a_ws_bytes(n, ne) bytes in the GPU symmetric heap; every block
+ * writes the same values), then a round; each block reads every member's header and its
+ * column of every table, agrees on validity and on every member's capacity (the same
+ * verdict everywhere: any failure fails every member and nothing is written), lays out
+ * its output (warp scans, in windows of entries: no limit on n * ne) and copies band
+ * `part` of the moved rows (output order, padding excluded) with 16-byte vectors where
+ * aligned. Part 0 writes out_splits / out_offsets / *out_rows (device memory, each may be
+ * NULL). A closing round keeps inputs and workspaces alive until every member has read.
+ * Two calls in one kernel that follow each other must use different workspaces (a peer's
+ * other block may still be reading the first). */
+#ifndef SYMM_IMPL_TILE_MOE__FUNCS_CUH
+#define SYMM_IMPL_TILE_MOE__FUNCS_CUH
+
+#include "symm_device.cuh"
+#include "symm/impl/tile_moe__common.h"
+
+#ifdef __CUDACC__
+
+namespace symm_tm {
+
+/* ---------------------------------------------------------------- types and ops */
+template <int TY> struct ty;
+#define SYMM_TM_TY_(E, T_, U_, INT_, SIGNED_)                                              \
+    template <> struct ty<E> {                                                             \
+        typedef T_ T;                                                                      \
+        typedef U_ U;                                                                      \
+        static constexpr bool integer = INT_;                                              \
+        static constexpr bool is_signed = SIGNED_;                                         \
+    };
+SYMM_TM_TY_(SYMM_INT8, int8_t, uint8_t, true, true)
+SYMM_TM_TY_(SYMM_INT16, int16_t, uint16_t, true, true)
+SYMM_TM_TY_(SYMM_INT32, int32_t, uint32_t, true, true)
+SYMM_TM_TY_(SYMM_INT64, int64_t, uint64_t, true, true)
+SYMM_TM_TY_(SYMM_UINT8, uint8_t, uint8_t, true, false)
+SYMM_TM_TY_(SYMM_UINT16, uint16_t, uint16_t, true, false)
+SYMM_TM_TY_(SYMM_UINT32, uint32_t, uint32_t, true, false)
+SYMM_TM_TY_(SYMM_UINT64, uint64_t, uint64_t, true, false)
+SYMM_TM_TY_(SYMM_FLOAT, float, uint32_t, false, true)
+SYMM_TM_TY_(SYMM_DOUBLE, double, uint64_t, false, true)
+SYMM_TM_TY_(SYMM_FP16, uint16_t, uint16_t, false, true)
+SYMM_TM_TY_(SYMM_BF16, uint16_t, uint16_t, false, true)
+#undef SYMM_TM_TY_
+
+/* The symm_type_t of a C++ element type (for the typed public calls). */
+template <typename T> struct type_of;
+template <> struct type_of<int8_t> { static constexpr int value = SYMM_INT8; };
+template <> struct type_of<int16_t> { static constexpr int value = SYMM_INT16; };
+template <> struct type_of<int32_t> { static constexpr int value = SYMM_INT32; };
+template <> struct type_of<long> { static constexpr int value = sizeof(long) == 8 ? SYMM_INT64 : SYMM_INT32; };
+template <> struct type_of<long long> { static constexpr int value = SYMM_INT64; };
+template <> struct type_of<uint8_t> { static constexpr int value = SYMM_UINT8; };
+template <> struct type_of<uint16_t> { static constexpr int value = SYMM_UINT16; };
+template <> struct type_of<uint32_t> { static constexpr int value = SYMM_UINT32; };
+template <> struct type_of<unsigned long> { static constexpr int value = sizeof(long) == 8 ? SYMM_UINT64 : SYMM_UINT32; };
+template <> struct type_of<unsigned long long> { static constexpr int value = SYMM_UINT64; };
+template <> struct type_of<float> { static constexpr int value = SYMM_FLOAT; };
+template <> struct type_of<double> { static constexpr int value = SYMM_DOUBLE; };
+template <> struct type_of<__half> { static constexpr int value = SYMM_FP16; };
+template <> struct type_of<__nv_bfloat16> { static constexpr int value = SYMM_BF16; };
+
+/* a op b with a the running result (member 0 first), exactly as src/coll/reduce_ops.c:
+ * integers wrap (computed in uint64_t), float and double in their own type, fp16 / bf16
+ * in float rounded to nearest even on every step; min keeps a on ties (b < a ? b : a). */
+template <int TY, int OP>
+SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b)
+{
+    typedef typename ty<TY>::T T;
+    typedef typename ty<TY>::U U;
+    if constexpr (TY == SYMM_FP16 || TY == SYMM_BF16) {
+        float u, v, r;
+        if constexpr (TY == SYMM_FP16) {
+            u = symm_tm_fp16_to_float(a);
+            v = symm_tm_fp16_to_float(b);
+        } else {
+            u = symm_tm_bf16_to_float(a);
+            v = symm_tm_bf16_to_float(b);
+        }
+        if constexpr (OP == SYMM_OP_SUM) r = u + v;
+        else if constexpr (OP == SYMM_OP_PROD) r = u * v;
+        else if constexpr (OP == SYMM_OP_MIN) r = v < u ? v : u;
+        else r = v > u ? v : u;
+        if constexpr (TY == SYMM_FP16) return symm_tm_float_to_fp16(r);
+        else return symm_tm_float_to_bf16(r);
+    } else if constexpr (!ty<TY>::integer) {
+        if constexpr (OP == SYMM_OP_SUM) return a + b;
+        else if constexpr (OP == SYMM_OP_PROD) return a * b;
+        else if constexpr (OP == SYMM_OP_MIN) return b < a ? b : a;
+        else return b > a ? b : a;
+    } else {
+        uint64_t x = (uint64_t)a, y = (uint64_t)b; /* sign-extended, as the CPU does */
+        if constexpr (OP == SYMM_OP_SUM) return (T)(U)(x + y);
+        else if constexpr (OP == SYMM_OP_PROD) return (T)(U)(x * y);
+        else if constexpr (OP == SYMM_OP_MIN) return b < a ? b : a;
+        else if constexpr (OP == SYMM_OP_MAX) return b > a ? b : a;
+        else if constexpr (OP == SYMM_OP_AND) return (T)(U)(x & y);
+        else if constexpr (OP == SYMM_OP_OR) return (T)(U)(x | y);
+        else return (T)(U)(x ^ y);
+    }
+}
+
+/* 1 if op is defined on type (and, or, xor on integers only). */
+SYMM_TM_HD int op_valid(int type, int op)
+{
+    if (type < 0 || type >= SYMM_TYPE_COUNT || op < 0 || op >= SYMM_OP_COUNT) return 0;
+    int flt = type == SYMM_FLOAT || type == SYMM_DOUBLE || type == SYMM_FP16 || type == SYMM_BF16;
+    return !(flt && op >= SYMM_OP_AND);
+}
+
+/* ---------------------------------------------------------------- tile reduce */
+enum { TILE_MULTI = 0, TILE_ALL = 1 };
+
+template <typename T> SYMM_DEV const T *at(const void *base, int64_t delta, uint64_t byte_off)
+{
+    return (const T *)((const uint8_t *)base + delta + byte_off);
+}
+
+/* One row piece of len elements: src (my address of the in row piece; member m's is
+ * src + delta[m]) reduced in team order into dst (mine only, or every member's when
+ * all_dst). Thread tid takes the items j with (cum + j) % nthr == tid, so consecutive
+ * short rows keep every thread busy; *cum advances by the piece's items. */
+template <int TY, int OP>
+SYMM_DEV void tile_piece(const symm_dev_team_t &t, const uint8_t *src, uint8_t *dst,
+                         bool all_dst, uint64_t len, bool deltas16, uint64_t *cum)
+{
+    typedef typename ty<TY>::T T;
+    constexpr uint32_t ES = sizeof(T), V = 16 / ES;
+    const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
+    const int n = t.n;
+    const int64_t *dl = t.heap_delta;
+    int vec = deltas16 && (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
+    uint64_t head, nvec, tail;
+    symm_tm_split16((uintptr_t)src, len, ES, vec, &head, &nvec, &tail);
+    uint64_t items = head + nvec + tail;
+    uint64_t j = (tid + nthr - (uint32_t)(*cum % nthr)) % nthr;
+    *cum += items;
+    for (; j < items; j += nthr) {
+        if (j >= head && j < head + nvec) {
+            uint64_t off = (head + (j - head) * V) * ES;
+            uint4 q = __ldcg(at<uint4>(src, dl[0], off));
+            T acc[V];
+            memcpy(acc, &q, 16);
+            for (int m = 1; m < n; m += 4) {
+                uint4 r[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (m + k < n) r[k] = __ldcg(at<uint4>(src, dl[m + k], off));
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    if (m + k >= n) break;
+                    T b[V];
+                    memcpy(b, &r[k], 16);
+#pragma unroll
+                    for (uint32_t e = 0; e < V; e++) acc[e] = combine<TY, OP>(acc[e], b[e]);
+                }
+            }
+            memcpy(&q, acc, 16);
+            if (all_dst) {
+                for (int m = 0; m < n; m++) *(uint4 *)(dst + dl[m] + off) = q;
+            } else {
+                *(uint4 *)(dst + off) = q;
+            }
+        } else {
+            uint64_t k = j < head ? j : head + nvec * V + (j - head - nvec);
+            uint64_t off = k * ES;
+            T a = symm_detail::ldcg(at<T>(src, dl[0], off));
+            for (int m = 1; m < n; m++) a = combine<TY, OP>(a, symm_detail::ldcg(at<T>(src, dl[m], off)));
+            if (all_dst) {
+                for (int m = 0; m < n; m++) *(T *)(dst + dl[m] + off) = a;
+            } else {
+                *(T *)(dst + off) = a;
+            }
+        }
+    }
+}
+
+/* Units [u0, u1) of tile in -> out. */
+template <int TY, int OP>
+SYMM_DEV void tile_units(const symm_dev_team_t &t, const symm_tile_t &out, const symm_tile_t &in,
+                         bool all_dst, uint64_t u0, uint64_t u1, bool deltas16)
+{
+    constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    uint64_t cum = 0;
+    for (uint64_t u = u0; u < u1; u++) {
+        uint64_t r0, r1, c0, c1;
+        symm_tm_tile_unit(in.rows, in.cols, ES, u, &r0, &r1, &c0, &c1);
+        for (uint64_t r = r0; r < r1; r++) {
+            const uint8_t *s = (const uint8_t *)in.base + (r * in.ld + c0) * ES;
+            uint8_t *d = (uint8_t *)out.base + (r * out.ld + c0) * ES;
+            tile_piece<TY, OP>(t, s, d, all_dst, c1 - c0, deltas16, &cum);
+        }
+    }
+}
+
+template <int TY>
+SYMM_DEV void tile_units_op(const symm_dev_team_t &t, int op, const symm_tile_t &out,
+                            const symm_tile_t &in, bool all_dst, uint64_t u0, uint64_t u1,
+                            bool d16)
+{
+    switch (op) {
+    case SYMM_OP_SUM: tile_units<TY, SYMM_OP_SUM>(t, out, in, all_dst, u0, u1, d16); return;
+    case SYMM_OP_PROD: tile_units<TY, SYMM_OP_PROD>(t, out, in, all_dst, u0, u1, d16); return;
+    case SYMM_OP_MIN: tile_units<TY, SYMM_OP_MIN>(t, out, in, all_dst, u0, u1, d16); return;
+    case SYMM_OP_MAX: tile_units<TY, SYMM_OP_MAX>(t, out, in, all_dst, u0, u1, d16); return;
+    default: break;
+    }
+    if constexpr (ty<TY>::integer) {
+        switch (op) {
+        case SYMM_OP_AND: tile_units<TY, SYMM_OP_AND>(t, out, in, all_dst, u0, u1, d16); return;
+        case SYMM_OP_OR: tile_units<TY, SYMM_OP_OR>(t, out, in, all_dst, u0, u1, d16); return;
+        case SYMM_OP_XOR: tile_units<TY, SYMM_OP_XOR>(t, out, in, all_dst, u0, u1, d16); return;
+        default: break;
+        }
+    }
+}
+
+SYMM_DEV bool tile_empty(const symm_tile_t &x) { return x.rows == 0 || x.cols == 0; }
+/* Shape and alignment of one tile (empty tiles are always fine). */
+SYMM_DEV bool tile_ok(const symm_tile_t &x, uint32_t es)
+{
+    return tile_empty(x) || (x.base && x.ld >= x.cols && ((uintptr_t)x.base % es) == 0);
+}
+
+/* The body of every tile form. kind TILE_ALL: in[0] -> every member's out. TILE_MULTI:
+ * in[k] -> out of member roots[k]. work == false: take part in the rounds only (the host
+ * wrapper of a root whose out failed its checks). */
+template <int TY>
+SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &out,
+                       const symm_tile_t *in, const int *roots, int nroots, int op,
+                       uint32_t part, uint32_t nparts, bool work)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_TILE;
+    constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    int owned = 0;
+    int rc = enter_block(t, W, &owned);
+    if (rc) return rc;
+    const int n = t.n, me = t.me;
+    /* Arguments every member passes alike: every member gives up alike, without a round. */
+    int bad = 0;
+    if (!op_valid(TY, op) || nparts == 0 || part >= nparts) bad = SYMM_ERR_INVALID_ARG;
+    else if (kind == TILE_ALL) {
+        if (!tile_ok(in[0], ES) || !tile_ok(out, ES)) bad = SYMM_ERR_INVALID_ARG;
+        else if (!tile_empty(in[0]) && (out.rows != in[0].rows || out.cols != in[0].cols))
+            bad = SYMM_ERR_INVALID_ARG;
+    } else if (nroots < 0 || nroots > n || (nroots && (!in || !roots))) {
+        bad = SYMM_ERR_INVALID_ARG;
+    } else {
+        for (int k = 0; k < nroots && !bad; k++) {
+            if (roots[k] < 0 || roots[k] >= n) bad = SYMM_ERR_PE_OUT_OF_RANGE;
+            else if (!tile_ok(in[k], ES)) bad = SYMM_ERR_INVALID_ARG;
+            for (int j = 0; j < k && !bad; j++)
+                if (roots[j] == roots[k]) bad = SYMM_ERR_INVALID_ARG;
+        }
+    }
+    if (bad) {
+        if (part == 0 && thread_linear() == 0) record(t, bad, W, 0, 0);
+        leave_block(t, owned);
+        return bad;
+    }
+    /* A root's own out: checked here, failing on that root only (it still syncs). */
+    int mine = -1, local = 0;
+    if (kind == TILE_MULTI)
+        for (int k = 0; k < nroots; k++)
+            if (roots[k] == me) mine = k;
+    if (mine >= 0 && !tile_empty(in[mine]) &&
+        (!tile_ok(out, ES) || out.rows != in[mine].rows || out.cols != in[mine].cols))
+        local = SYMM_ERR_INVALID_ARG;
+    bool d16 = true;
+    for (int m = 0; m < n; m++) d16 = d16 && (t.heap_delta[m] & 15) == 0;
+
+    rc = round_block(t, W); /* every member's input is ready */
+    if (!rc) {
+        if (work && !local) {
+            if (kind == TILE_ALL) {
+                uint64_t u = symm_tm_tile_units(in[0].rows, in[0].cols, ES), lo, hi, mlo, mhi;
+                symm_tm_band(u, nparts, part, &lo, &hi);
+                symm_tm_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
+                tile_units_op<TY>(t, op, out, in[0], true, lo + mlo, lo + mhi, d16);
+            } else if (mine >= 0) {
+                uint64_t u = symm_tm_tile_units(in[mine].rows, in[mine].cols, ES), lo, hi;
+                symm_tm_band(u, nparts, part, &lo, &hi);
+                tile_units_op<TY>(t, op, out, in[mine], false, lo, hi, d16);
+            }
+        }
+        __syncthreads();
+        /* Every member runs the closing round, whatever happened above. */
+        int rc2 = round_block(t, W); /* band written everywhere; inputs no longer read */
+        rc = rc2;
+    }
+    if (!rc && local) {
+        if (part == 0 && thread_linear() == 0) record(t, local, W, (uint32_t)me, 0);
+        rc = local;
+    }
+    leave_block(t, owned);
+    return rc;
+}
+
+/* ---------------------------------------------------------------- all-to-all-v */
+struct a2a_args {
+    int kind;
+    void *out;
+    size_t out_capacity;
+    const void *in;
+    size_t in_capacity;
+    const size_t *in_splits;
+    const size_t *in_offsets;
+    int ne;
+    size_t row_bytes;
+    size_t major_align;
+    size_t *out_splits, *out_offsets, *out_rows;
+    void *ws;
+    int fail; /* != 0: this member publishes this status instead of its table (the host
+               * wrapper's local argument errors, so that every member fails alike) */
+};
+
+SYMM_DEV uint64_t warp_incl_scan(uint64_t v, uint32_t lane)
+{
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        uint64_t x = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= (uint32_t)d) v += x;
+    }
+    return v;
+}
+SYMM_DEV uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+
+/* Block copy of nbytes from a peer's memory (read at L2) into local memory. */
+SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
+{
+    const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
+    int vec = (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
+    uint64_t head, nvec, tail;
+    symm_tm_split16((uintptr_t)src, nbytes, 1, vec, &head, &nvec, &tail);
+    for (uint64_t i = tid; i < head; i += nthr) dst[i] = __ldcg(src + i);
+    const uint4 *s4 = (const uint4 *)(src + head);
+    uint4 *d4 = (uint4 *)(dst + head);
+    uint64_t i = tid;
+    for (; i + nthr < nvec; i += 2 * (uint64_t)nthr) {
+        uint4 a = __ldcg(s4 + i), b = __ldcg(s4 + i + nthr);
+        d4[i] = a;
+        d4[i + nthr] = b;
+    }
+    if (i < nvec) d4[i] = __ldcg(s4 + i);
+    uint64_t t0 = head + nvec * 16;
+    for (uint64_t k = tid; k < tail; k += nthr) dst[t0 + k] = __ldcg(src + t0 + k);
+}
+
+#define SYMM_TM_WIN 256
+
+SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part,
+                      uint32_t nparts)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_MOE;
+    __shared__ int s_mine, s_rc, s_fail_m;
+    __shared__ uint64_t s_moved_me, s_total;
+    __shared__ uint64_t s_cnt[SYMM_TM_WIN], s_src[SYMM_TM_WIN], s_dst[SYMM_TM_WIN],
+        s_mov[SYMM_TM_WIN];
+    int owned = 0;
+    int rc = enter_block(t, W, &owned);
+    if (rc) return rc;
+    const int n = t.n, me = t.me, ne = a.ne;
+    const uint32_t tid = thread_linear(), nthr = block_threads(), lane = tid & 31u,
+                   warp = tid >> 5, nwarps = (nthr + 31) / 32;
+    /* Arguments every member passes alike. */
+    if (ne < 1 || a.row_bytes == 0 || nparts == 0 || part >= nparts || !a.ws ||
+        !symm_tm_a2a_ws_bytes(n, ne) || nthr < 32 || (nthr & 31) ||
+        (a.kind != SYMM_TM_A2A_DISPATCH && a.major_align) ||
+        (a.kind == SYMM_TM_A2A_1D && ne != 1)) {
+        if (part == 0 && tid == 0) record(t, SYMM_ERR_INVALID_ARG, W, 0, 0);
+        leave_block(t, owned);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    const uint64_t N = (uint64_t)n * (uint64_t)ne;
+    uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
+    fp = symm_tm_mix(fp, (uint64_t)ne);
+    fp = symm_tm_mix(fp, a.row_bytes);
+    fp = symm_tm_mix(fp, a.major_align);
+    fp = symm_tm_mix(fp, nparts);
+    fp = symm_tm_mix(fp, (uint64_t)n);
+
+    /* ---- publish my table (warp 0), checked against in_capacity */
+    uint64_t *ws = (uint64_t *)a.ws;
+    if (warp == 0) {
+        const uint64_t cap = a.in_capacity;
+        int badl = 0;
+        uint64_t run = 0; /* dispatch / 1-D: running source offset (<= cap while valid) */
+        for (uint64_t c0 = 0; c0 < N && !a.fail; c0 += 32) {
+            uint64_t k = c0 + lane; /* receiver-major: j = k / ne, e = k % ne */
+            bool valid = k < N;
+            uint64_t cnt = 0, off = 0;
+            if (valid) {
+                if (a.kind == SYMM_TM_A2A_COMBINE) {
+                    uint64_t j = k / (uint64_t)ne, e = k % (uint64_t)ne, ki = e * (uint64_t)n + j;
+                    cnt = a.in_splits[ki];
+                    off = a.in_offsets[ki];
+                    if (cnt && (cnt > cap || off > cap - cnt)) badl = 1;
+                } else {
+                    cnt = a.in_splits[k];
+                    if (cnt > cap) badl = 1;
+                }
+            }
+            if (a.kind != SYMM_TM_A2A_COMBINE) {
+                uint64_t c = badl ? 0 : cnt; /* sums stay below 33 * cap: no overflow */
+                uint64_t incl = warp_incl_scan(c, lane);
+                off = run + incl - c;
+                if (valid && off + c > cap) badl = 1;
+                run += __shfl_sync(0xffffffffu, incl, 31);
+            }
+            if (valid) {
+                ws[SYMM_TM_A2A_HDR + 2 * k] = cnt;
+                ws[SYMM_TM_A2A_HDR + 2 * k + 1] = off;
+            }
+            badl = __any_sync(0xffffffffu, badl);
+            if (badl) break;
+        }
+        if (lane == 0) {
+            s_mine = a.fail ? a.fail : badl ? SYMM_ERR_OVERFLOW : 0;
+            ws[0] = (uint64_t)(int64_t)s_mine;
+            ws[1] = a.out_capacity;
+            ws[2] = 0;
+            ws[3] = fp;
+        }
+    }
+    __syncthreads();
+    rc = round_block(t, W); /* every member's table and input are ready */
+    if (rc) {
+        leave_block(t, owned);
+        return rc;
+    }
+
+    /* ---- agree: statuses, fingerprints, then every member's capacity */
+    if (tid == 0) {
+        s_rc = s_mine;
+        s_fail_m = n;
+        s_moved_me = 0;
+    }
+    __syncthreads();
+    if (tid == 0 && !s_mine) {
+        for (int s = 0; s < n; s++) {
+            const uint64_t *h = peer(t, (const uint64_t *)a.ws, s);
+            int64_t st = (int64_t)ldcg(h);
+            if (st) {
+                s_rc = (int)st;
+                break;
+            }
+            if (ldcg(h + 3) != fp) {
+                s_rc = SYMM_ERR_MISMATCH;
+                break;
+            }
+        }
+    }
+    __syncthreads();
+    const bool pad_mode = a.kind == SYMM_TM_A2A_DISPATCH && a.major_align > 0;
+    if (!s_rc) {
+        for (int m = (int)warp; m < n; m += (int)nwarps) {
+            uint64_t need = 0, moved = 0;
+            for (int e = (int)lane; e < ne; e += 32) {
+                uint64_t len = 0;
+                for (int s = 0; s < n; s++)
+                    len = sat_add(len, ldcg(peer(t, (const uint64_t *)a.ws, s) + SYMM_TM_A2A_HDR +
+                                            2 * ((uint64_t)m * ne + e)));
+                uint64_t al;
+                if (len == UINT64_MAX || symm_tm_aligned_len(len, pad_mode ? a.major_align : 0, &al))
+                    al = UINT64_MAX;
+                need = sat_add(need, al);
+                moved = sat_add(moved, len);
+            }
+#pragma unroll
+            for (int d = 16; d > 0; d >>= 1) {
+                need = sat_add(need, __shfl_xor_sync(0xffffffffu, need, d));
+                moved = sat_add(moved, __shfl_xor_sync(0xffffffffu, moved, d));
+            }
+            uint64_t cap = ldcg(peer(t, (const uint64_t *)a.ws, m) + 1);
+            if (lane == 0) {
+                if (need == UINT64_MAX || need > cap) atomicMin(&s_fail_m, m);
+                if (m == me) s_moved_me = moved;
+            }
+        }
+        __syncthreads();
+        if (tid == 0 && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
+        __syncthreads();
+    }
+
+    /* ---- layout in windows (warp 0) and copy of my band of the moved rows (all) */
+    if (!s_rc) {
+        const int inner = a.kind == SYMM_TM_A2A_DISPATCH ? n : ne;
+        uint64_t lo, hi;
+        symm_tm_band(s_moved_me, nparts, part, &lo, &hi);
+        uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
+        const uint64_t rb = a.row_bytes;
+        for (uint64_t w0 = 0; w0 < N; w0 += SYMM_TM_WIN) {
+            uint64_t wn = N - w0 < SYMM_TM_WIN ? N - w0 : SYMM_TM_WIN;
+            if (warp == 0) {
+                for (uint64_t c0 = w0; c0 < w0 + wn; c0 += 32) {
+                    uint64_t o = c0 + lane;
+                    bool valid = o < w0 + wn;
+                    int s = 0, e = 0;
+                    uint64_t cnt = 0, soff = 0;
+                    uint32_t j = 0;
+                    if (valid) {
+                        symm_tm_a2a_entry(a.kind, n, ne, o, &s, &e);
+                        j = (uint32_t)(o % (uint64_t)inner);
+                        const uint64_t *tb = peer(t, (const uint64_t *)a.ws, s) + SYMM_TM_A2A_HDR +
+                                             2 * ((uint64_t)me * ne + e);
+                        cnt = ldcg(tb);
+                        soff = ldcg(tb + 1);
+                    }
+                    uint64_t incl = warp_incl_scan(cnt, lane);
+                    uint64_t mov = c_moved + incl - cnt;
+                    /* moved position where this entry's group began */
+                    uint32_t gl = j <= lane ? lane - j : lane;
+                    uint64_t gsm_in = __shfl_sync(0xffffffffu, mov, gl);
+                    uint64_t gsm = j <= lane ? gsm_in : c_gsm;
+                    uint64_t pad = 0;
+                    if (valid && pad_mode && j == (uint32_t)inner - 1) {
+                        uint64_t len = mov + cnt - gsm, al;
+                        symm_tm_aligned_len(len, a.major_align, &al); /* no overflow: agreed */
+                        pad = al - len;
+                    }
+                    uint64_t pincl = warp_incl_scan(pad, lane);
+                    uint64_t dst = mov + c_pad + pincl - pad;
+                    if (valid) {
+                        uint64_t w = o - w0;
+                        s_cnt[w] = cnt;
+                        s_src[w] = soff;
+                        s_dst[w] = dst;
+                        s_mov[w] = mov;
+                        if (part == 0) {
+                            if (a.out_splits) a.out_splits[o] = cnt;
+                            if (a.out_offsets) a.out_offsets[o] = dst;
+                        }
+                    }
+                    uint32_t starts = __ballot_sync(0xffffffffu, valid && j == 0);
+                    if (starts) c_gsm = __shfl_sync(0xffffffffu, mov, 31 - __clz(starts));
+                    c_moved += __shfl_sync(0xffffffffu, incl, 31);
+                    c_pad += __shfl_sync(0xffffffffu, pincl, 31);
+                }
+                if (lane == 0) s_total = c_moved + c_pad;
+            }
+            __syncthreads();
+            for (uint64_t w = 0; w < wn; w++) {
+                uint64_t m0 = s_mov[w], cn = s_cnt[w];
+                uint64_t a0 = m0 > lo ? m0 : lo, a1 = m0 + cn < hi ? m0 + cn : hi;
+                if (a0 >= a1) continue;
+                int s, e;
+                symm_tm_a2a_entry(a.kind, n, ne, w0 + w, &s, &e);
+                uint64_t d0 = s_dst[w] + (a0 - m0), r = a1 - a0;
+                if (d0 > a.out_capacity || r > a.out_capacity - d0) continue; /* cannot happen */
+                const uint8_t *src = (const uint8_t *)peer(t, a.in, s) + (s_src[w] + (a0 - m0)) * rb;
+                copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb);
+            }
+            __syncthreads();
+        }
+        if (part == 0 && tid == 0 && a.out_rows) *a.out_rows = s_total;
+    }
+    if (s_rc && part == 0 && tid == 0)
+        record(t, s_rc, W, s_fail_m < n ? (uint32_t)s_fail_m : 0xffffffffu, 0);
+    int agreed = s_rc;
+    __syncthreads();
+    /* Every member runs the closing round (the verdict above is the same everywhere). */
+    rc = round_block(t, W); /* nobody reads my input or my workspace any more */
+    leave_block(t, owned);
+    return agreed ? agreed : rc;
+}
+
+} // namespace symm_tm
+
+/* ================================================================ public device calls */
+/* T: int8_t .. uint64_t, float, double, __half, __nv_bfloat16. */
+template <typename T>
+SYMM_DEV int symm_dev_tile_reduce_block(const symm_dev_team_t &t, symm_tile_t out,
+                                        symm_tile_t in, symm_op_t op, int root,
+                                        uint32_t part, uint32_t nparts)
+{
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_MULTI, out, &in,
+                                                          &root, 1, op, part, nparts, true);
+}
+template <typename T>
+SYMM_DEV int symm_dev_tile_allreduce_block(const symm_dev_team_t &t, symm_tile_t out,
+                                           symm_tile_t in, symm_op_t op, uint32_t part,
+                                           uint32_t nparts)
+{
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_ALL, out, &in,
+                                                          nullptr, 0, op, part, nparts, true);
+}
+/* in[] and roots[] (nroots each) must be readable by the device (device memory, or a
+ * __grid_constant__ kernel parameter). */
+template <typename T>
+SYMM_DEV int symm_dev_tile_reduce_multi_block(const symm_dev_team_t &t, symm_tile_t out,
+                                              const symm_tile_t *in, const int *roots,
+                                              int nroots, symm_op_t op, uint32_t part,
+                                              uint32_t nparts)
+{
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_MULTI, out, in,
+                                                          roots, nroots, op, part, nparts, true);
+}
+
+/* MoE: the arguments of the CPU calls of symm.h, plus in_capacity (rows of in: every
+ * member checks its own splits against it) and ws (see above). The count arrays are in
+ * this GPU's memory, as size_t. */
+SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
+                                         size_t out_capacity, const void *in,
+                                         size_t in_capacity, const size_t *in_splits,
+                                         size_t row_bytes, size_t *out_splits,
+                                         size_t *out_offsets, size_t *out_rows, void *ws,
+                                         uint32_t part, uint32_t nparts)
+{
+    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
+                           nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws, 0};
+    return symm_tm::a2a_impl(t, a, part, nparts);
+}
+SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
+                                         size_t out_capacity, const void *in,
+                                         size_t in_capacity, const size_t *in_splits, int ne,
+                                         size_t row_bytes, size_t major_align,
+                                         size_t *out_splits, size_t *out_offsets,
+                                         size_t *out_rows, void *ws, uint32_t part,
+                                         uint32_t nparts)
+{
+    symm_tm::a2a_args a = {SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity,
+                           in_splits, nullptr, ne, row_bytes, major_align, out_splits,
+                           out_offsets, out_rows, ws, 0};
+    return symm_tm::a2a_impl(t, a, part, nparts);
+}
+SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
+                                        size_t out_capacity, const void *in,
+                                        size_t in_capacity, const size_t *in_splits,
+                                        const size_t *in_offsets, int ne, size_t row_bytes,
+                                        size_t *out_splits, size_t *out_offsets,
+                                        size_t *out_rows, void *ws, uint32_t part,
+                                        uint32_t nparts)
+{
+    symm_tm::a2a_args a = {SYMM_TM_A2A_COMBINE, out, out_capacity, in, in_capacity,
+                           in_splits, in_offsets, ne, row_bytes, 0, out_splits, out_offsets,
+                           out_rows, ws, 0};
+    return symm_tm::a2a_impl(t, a, part, nparts);
+}
+
+#endif /* __CUDACC__ */
+#endif

@@ -1,0 +1,479 @@
+/* tile_moe.cu — the stream forms of the device tile reduce and MoE all-to-all-v
+ * (symm/impl/tile_moe__funcs.cuh): argument checks mirroring src/coll/tile.c and moe.c,
+ * the automatic block count, and one kernel whose block b runs the block-scoped call on
+ * pool duplicate b. Errors only this member can see still launch a kernel that takes part
+ * in the synchronisation (and, for MoE, publishes the failure so every member fails). */
+#include <cstdio>
+#include <cstring>
+
+#include "symm_device.cuh"
+#include "symm/impl/tile_moe__funcs.cuh"
+
+extern "C" {
+#include "core/log.h"
+}
+#include "transport/cuda/cuda_coll.h"
+
+namespace {
+
+const int kThreads = 512;
+/* Tile bytes per block when choosing the block count: enough to hide the two rounds. */
+const size_t kTileBytesPerBlock = (size_t)256 << 10;
+/* Roots per multi-root kernel (the tiles travel as a kernel parameter). */
+const int kMultiMax = 64;
+
+struct tile_params {
+    int kind, nroots, op, work;
+    symm_tile_t out;
+    symm_tile_t in[kMultiMax];
+    int roots[kMultiMax];
+};
+
+template <int TY>
+__global__ void __launch_bounds__(kThreads) k_tile(symm_dev_pool_t pool, const __grid_constant__ tile_params p)
+{
+    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    symm_tm::tile_impl<TY>(t, p.kind, p.out, p.in, p.roots, p.nroots, p.op, blockIdx.x,
+                           gridDim.x, p.work != 0);
+}
+
+__global__ void __launch_bounds__(kThreads) k_a2a(symm_dev_pool_t pool, symm_tm::a2a_args a)
+{
+    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    symm_tm::a2a_impl(t, a, blockIdx.x, gridDim.x);
+}
+
+const void *tile_kernel(symm_type_t type)
+{
+    switch (type) {
+#define TM_CASE_(e, name, ctype)                                                          \
+    case e: return (const void *)k_tile<e>;
+        SYMM_FOREACH_TYPE(TM_CASE_)
+#undef TM_CASE_
+    default: return nullptr;
+    }
+}
+
+int auto_blocks(const void *kernel, const symm_dev_pool_t &dp, int kind, size_t bytes)
+{
+    int cap = symm_cuda_max_resident_blocks(kernel, kThreads, 0);
+    int sm = 0;
+    if (cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, symm_cuda_device()) !=
+        cudaSuccess) {
+        cudaGetLastError();
+        sm = 1;
+    }
+    int share = symm_cuda_device_sharers();
+    long lim = kind == 0 ? 2L * sm / share : (long)sm / share;
+    if (lim < 1) lim = 1;
+    if (cap > 0 && lim > cap) lim = cap;
+    if (lim > (long)dp.size) lim = (long)dp.size;
+    long want = lim;
+    if (kind == 0) {
+        size_t w = (bytes + kTileBytesPerBlock - 1) / kTileBytesPerBlock;
+        want = w < (size_t)lim ? (long)w : lim;
+    }
+    return want < 1 ? 1 : (int)want;
+}
+
+symm_status_t get_pool(const char *fn, symm_pool_t pool, symm_dev_pool_t *dp)
+{
+    CHECK(symm_cuda_pool_device(pool, dp));
+    if (dp->n < 1 || dp->me < 0 || dp->size < 1)
+        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool %lld has no usable GPU state",
+                              fn, (long long)pool);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t pick_blocks(const char *fn, const void *kernel, const symm_dev_pool_t &dp,
+                          int kind, size_t bytes, int nblocks, int *out)
+{
+    if (nblocks < 0)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: nblocks = %d (0: automatic)", fn,
+                              nblocks);
+    if ((uint64_t)nblocks > dp.size)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: nblocks = %d but the pool has %u duplicates (one per block; "
+                              "grow it with symm_pool_grow)",
+                              fn, nblocks, dp.size);
+    *out = nblocks ? nblocks : auto_blocks(kernel, dp, kind, bytes);
+    return SYMM_SUCCESS;
+}
+
+/* [p, p + bytes) inside this PE's GPU heap (bytes > 0). */
+int in_gpu_heap(const void *p, size_t bytes)
+{
+    int me = symm_my_pe();
+    return p && symm_gpu_ptr(p, me) && symm_gpu_ptr((const uint8_t *)p + (bytes - 1), me) &&
+           (uintptr_t)p + bytes > (uintptr_t)p;
+}
+
+/* Readable by this GPU's kernels (device, managed or registered host memory). */
+int dev_accessible(const void *p)
+{
+    cudaPointerAttributes at;
+    if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return at.type == cudaMemoryTypeDevice || at.type == cudaMemoryTypeManaged ||
+           (at.type == cudaMemoryTypeHost && at.devicePointer);
+}
+
+int ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
+{
+    return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
+}
+
+int tile_empty(const symm_tile_t &t) { return t.rows == 0 || t.cols == 0; }
+int same_tile(const symm_tile_t &a, const symm_tile_t &b)
+{
+    return a.base == b.base && a.ld == b.ld;
+}
+
+/* One tile's checks (tile.c's tile_check, plus the element alignment loads need on a GPU);
+ * [*lo, *hi) is the byte range it spans. need_symm: in the GPU symmetric heap. */
+symm_status_t tile_check(const char *fn, const char *what, const symm_tile_t &t, size_t es,
+                         int need_symm, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = *hi = 0;
+    if (tile_empty(t)) return SYMM_SUCCESS;
+    if (!t.base)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s tile (%zu x %zu) has a NULL base",
+                              fn, what, t.rows, t.cols);
+    if (t.ld < t.cols)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: %s tile has ld = %zu < cols = %zu (ld is the row stride in "
+                              "elements)",
+                              fn, what, t.ld, t.cols);
+    size_t elems, bytes;
+    if (__builtin_mul_overflow(t.rows - 1, t.ld, &elems) ||
+        __builtin_add_overflow(elems, t.cols, &elems) ||
+        __builtin_mul_overflow(elems, es, &bytes) || (uintptr_t)t.base + bytes < (uintptr_t)t.base)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %s tile of %zu rows, ld %zu overflows",
+                              fn, what, t.rows, t.ld);
+    if ((uintptr_t)t.base % es)
+        return symm_error_set(SYMM_ERR_ALIGNMENT,
+                              "%s: %s tile base %p is not aligned to its %zu-byte elements", fn,
+                              what, t.base, es);
+    if (need_symm && !in_gpu_heap(t.base, bytes))
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: %s tile [%p, +%zu bytes) is not in the GPU symmetric heap "
+                              "(symm_gpu_malloc)",
+                              fn, what, t.base, bytes);
+    *lo = (uintptr_t)t.base;
+    *hi = *lo + bytes;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t launched(const char *fn, symm_status_t st)
+{
+    if (st) return st;
+    cudaError_t e = cudaGetLastError();
+    return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
+}
+
+/* kind TILE_ALL: in[0] -> every out; TILE_MULTI: in[k] -> roots[k]'s out. */
+symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t out,
+                       const symm_tile_t *in, const int *roots, int nroots, symm_type_t type,
+                       symm_op_t op, int nblocks, cudaStream_t stream)
+{
+    size_t es = symm_type_size(type);
+    if (!es) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid type %d", fn, (int)type);
+    if (!symm_tm::op_valid(type, op))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: op %d (%s) is not defined on type %s (and, or and xor take "
+                              "integer types only)",
+                              fn, (int)op, symm_op_name(op), symm_type_name(type));
+    symm_dev_pool_t dp;
+    CHECK(get_pool(fn, pool, &dp));
+    const int n = dp.n, me = dp.me;
+    uintptr_t olo, ohi, ilo, ihi;
+    size_t bytes = 0; /* per member, for the block count */
+    symm_status_t local = SYMM_SUCCESS;
+    if (kind == symm_tm::TILE_ALL) {
+        CHECK(tile_check(fn, "in", in[0], es, 1, &ilo, &ihi));
+        CHECK(tile_check(fn, "out", out, es, 1, &olo, &ohi));
+        if (out.rows != in[0].rows || out.cols != in[0].cols)
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out tile is %zu x %zu but in is "
+                                  "%zu x %zu", fn, out.rows, out.cols, in[0].rows, in[0].cols);
+        if (ranges_overlap(olo, ohi, ilo, ihi) && !same_tile(out, in[0]))
+            return symm_error_set(SYMM_ERR_INVALID_ARG,
+                                  "%s: out tile overlaps in without being the same tile (in "
+                                  "place needs the same base and ld)",
+                                  fn);
+        bytes = in[0].rows * in[0].cols * es;
+    } else {
+        if (nroots < 0 || nroots > n)
+            return symm_error_set(SYMM_ERR_INVALID_ARG,
+                                  "%s: nroots = %d (must be 0..%d: a PE is root of at most one "
+                                  "tile)", fn, nroots, n);
+        if (nroots && (!in || !roots))
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s is NULL", fn,
+                                  in ? "roots" : "in");
+        int mine = -1;
+        for (int k = 0; k < nroots; k++) {
+            int r = roots[k];
+            if (r < 0 || r >= n)
+                return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
+                                      "%s: root %d is not a member (team of %d)", fn, r, n);
+            for (int j = 0; j < k; j++)
+                if (roots[j] == r)
+                    return symm_error_set(SYMM_ERR_INVALID_ARG,
+                                          "%s: PE %d is root of tiles %d and %d (a PE may be "
+                                          "root of one tile only)", fn, r, j, k);
+            char what[32];
+            snprintf(what, sizeof what, "in[%d]", k);
+            CHECK(tile_check(fn, what, in[k], es, 1, &ilo, &ihi));
+            if (r == me) mine = k;
+            size_t b = in[k].rows * in[k].cols * es;
+            if (b > bytes) bytes = b;
+        }
+        if (mine >= 0 && !tile_empty(in[mine])) {
+            /* Only this root sees these: it fails, but still takes part in the rounds. */
+            if (out.rows != in[mine].rows || out.cols != in[mine].cols)
+                local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                                       "%s: out tile of root %d is %zu x %zu but its tile is "
+                                       "%zu x %zu", fn, me, out.rows, out.cols, in[mine].rows,
+                                       in[mine].cols);
+            else
+                local = tile_check(fn, "out", out, es, 0, &olo, &ohi);
+            for (int k = 0; k < nroots && !local; k++) {
+                tile_check(fn, "in", in[k], es, 1, &ilo, &ihi);
+                if (!ranges_overlap(olo, ohi, ilo, ihi)) continue;
+                if (k == mine && same_tile(out, in[k])) continue;
+                local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out tile of root %d overlaps "
+                                       "in[%d]%s", fn, me, k,
+                                       k == mine ? " without being the same tile (in place "
+                                                   "needs the same base and ld)"
+                                                 : ", which another root reads");
+            }
+            if (!local && out.base && !dev_accessible(out.base))
+                local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p of root %d is not "
+                                       "memory this GPU can write", fn, out.base, me);
+        }
+    }
+    const void *kern = tile_kernel(type);
+    int nb;
+    CHECK(pick_blocks(fn, kern, dp, 0, bytes, nblocks, &nb));
+    char why[512] = "";
+    if (local) snprintf(why, sizeof why, "%s", symm_last_error());
+
+    tile_params p;
+    memset(&p, 0, sizeof p);
+    p.kind = kind;
+    p.op = op;
+    p.work = !local;
+    p.out = out;
+    void *args[] = {&dp, &p};
+    symm_status_t st = SYMM_SUCCESS;
+    if (kind == symm_tm::TILE_ALL) {
+        p.in[0] = in[0];
+        st = symm_cuda_launch(kern, dim3(nb), dim3(kThreads), args, 0, stream);
+    } else {
+        /* Chunks of roots, one kernel each (every member launches the same ones). */
+        int k0 = 0;
+        do {
+            int cnt = nroots - k0 < kMultiMax ? nroots - k0 : kMultiMax;
+            p.nroots = cnt;
+            for (int k = 0; k < cnt; k++) {
+                p.in[k] = in[k0 + k];
+                p.roots[k] = roots[k0 + k];
+            }
+            st = launched(fn, symm_cuda_launch(kern, dim3(nb), dim3(kThreads), args, 0, stream));
+            k0 += cnt;
+        } while (!st && k0 < nroots);
+    }
+    st = launched(fn, st);
+    if (st) return st;
+    if (local) return symm_error_set(local, "%s", why);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int nblocks,
+                      cudaStream_t stream)
+{
+    if (a.ne < 1)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: ne = %d experts per member (must be "
+                              ">= 1)", fn, a.ne);
+    if (a.row_bytes == 0) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: row_bytes is 0", fn);
+    symm_dev_pool_t dp;
+    CHECK(get_pool(fn, pool, &dp));
+    size_t wsb = symm_tm_a2a_ws_bytes(dp.n, a.ne);
+    if (!wsb)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %d members x %d experts is too many", fn,
+                              dp.n, a.ne);
+    if (!in_gpu_heap(a.ws, wsb) || (uintptr_t)a.ws % 8)
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: workspace %p (+%zu bytes, symm_cuda_a2a_workspace_bytes) is "
+                              "not an 8-byte aligned range of the GPU symmetric heap",
+                              fn, a.ws, wsb);
+    /* Local arguments: a failure is published on the device, so every member fails. */
+    symm_status_t local = SYMM_SUCCESS;
+    size_t in_bytes = 0, out_bytes = 0;
+    uintptr_t wlo = (uintptr_t)a.ws, whi = wlo + wsb;
+    if (__builtin_mul_overflow(a.in_capacity, a.row_bytes, &in_bytes))
+        local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: in_capacity %zu rows of %zu bytes "
+                               "overflows", fn, a.in_capacity, a.row_bytes);
+    else if (in_bytes && !in_gpu_heap(a.in, in_bytes))
+        local = symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                               "%s: in %p + %zu bytes (%zu rows of %zu bytes) is not in the GPU "
+                               "symmetric heap", fn, a.in, in_bytes, a.in_capacity, a.row_bytes);
+    else if (__builtin_mul_overflow(a.out_capacity, a.row_bytes, &out_bytes))
+        local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: out_capacity %zu rows of %zu bytes "
+                               "overflows", fn, a.out_capacity, a.row_bytes);
+    else if (out_bytes && (!a.out || !dev_accessible(a.out)))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p (out_capacity %zu) is not "
+                               "memory this GPU can write", fn, a.out, a.out_capacity);
+    else if (ranges_overlap((uintptr_t)a.in, (uintptr_t)a.in + in_bytes, (uintptr_t)a.out,
+                            (uintptr_t)a.out + out_bytes))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out [%p, +%zu) overlaps in [%p, +%zu): "
+                               "peers read in while out is written", fn, a.out, out_bytes,
+                               a.in, in_bytes);
+    else if (ranges_overlap(wlo, whi, (uintptr_t)a.in, (uintptr_t)a.in + in_bytes) ||
+             ranges_overlap(wlo, whi, (uintptr_t)a.out, (uintptr_t)a.out + out_bytes))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: the workspace overlaps in or out", fn);
+    else if (!a.in_splits || !dev_accessible(a.in_splits))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: in_splits %p is not memory this GPU "
+                               "can read", fn, (const void *)a.in_splits);
+    else if (a.kind == SYMM_TM_A2A_COMBINE && (!a.in_offsets || !dev_accessible(a.in_offsets)))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: in_offsets %p is not memory this GPU "
+                               "can read", fn, (const void *)a.in_offsets);
+    else if ((a.out_splits && !dev_accessible(a.out_splits)) ||
+             (a.out_offsets && !dev_accessible(a.out_offsets)) ||
+             (a.out_rows && !dev_accessible(a.out_rows)))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out_splits, out_offsets or out_rows "
+                               "is not memory this GPU can write", fn);
+    int nb;
+    CHECK(pick_blocks(fn, (const void *)k_a2a, dp, 1, 0, nblocks, &nb));
+    char why[512] = "";
+    if (local) {
+        snprintf(why, sizeof why, "%s", symm_last_error());
+        a.fail = local;
+        a.out = nullptr;
+        a.out_capacity = 0;
+        a.out_splits = a.out_offsets = a.out_rows = nullptr;
+    }
+    void *args[] = {&dp, &a};
+    symm_status_t st =
+        launched(fn, symm_cuda_launch((const void *)k_a2a, dim3(nb), dim3(kThreads), args, 0,
+                                      stream));
+    if (st) return st;
+    if (local) return symm_error_set(local, "%s", why);
+    return SYMM_SUCCESS;
+}
+
+symm_tm::a2a_args a2a_make(int kind, void *out, size_t out_capacity, const void *in,
+                           size_t in_capacity, const size_t *in_splits,
+                           const size_t *in_offsets, int ne, size_t row_bytes,
+                           size_t major_align, size_t *out_splits, size_t *out_offsets,
+                           size_t *out_rows, void *ws)
+{
+    symm_tm::a2a_args a;
+    memset(&a, 0, sizeof a);
+    a.kind = kind;
+    a.out = out;
+    a.out_capacity = out_capacity;
+    a.in = in;
+    a.in_capacity = in_capacity;
+    a.in_splits = in_splits;
+    a.in_offsets = in_offsets;
+    a.ne = ne;
+    a.row_bytes = row_bytes;
+    a.major_align = major_align;
+    a.out_splits = out_splits;
+    a.out_offsets = out_offsets;
+    a.out_rows = out_rows;
+    a.ws = ws;
+    return a;
+}
+
+} // namespace
+
+extern "C" symm_status_t symm_tile_reduce_on_stream(symm_pool_t pool, symm_tile_t out,
+                                                    symm_tile_t in, symm_type_t type,
+                                                    symm_op_t op, int root, int nblocks,
+                                                    cudaStream_t stream)
+{
+    return tile_run(__func__, pool, symm_tm::TILE_MULTI, out, &in, &root, 1, type, op, nblocks,
+                    stream);
+}
+
+extern "C" symm_status_t symm_tile_allreduce_on_stream(symm_pool_t pool, symm_tile_t out,
+                                                       symm_tile_t in, symm_type_t type,
+                                                       symm_op_t op, int nblocks,
+                                                       cudaStream_t stream)
+{
+    return tile_run(__func__, pool, symm_tm::TILE_ALL, out, &in, nullptr, 0, type, op, nblocks,
+                    stream);
+}
+
+extern "C" symm_status_t symm_tile_reduce_multi_on_stream(symm_pool_t pool, symm_tile_t out,
+                                                          const symm_tile_t *in,
+                                                          const int *roots, int nroots,
+                                                          symm_type_t type, symm_op_t op,
+                                                          int nblocks, cudaStream_t stream)
+{
+    return tile_run(__func__, pool, symm_tm::TILE_MULTI, out, in, roots, nroots, type, op,
+                    nblocks, stream);
+}
+
+extern "C" size_t symm_cuda_a2a_workspace_bytes(int n, int ne)
+{
+    return symm_tm_a2a_ws_bytes(n, ne);
+}
+
+extern "C" symm_status_t symm_all_to_all_v_on_stream(symm_pool_t pool, void *out,
+                                                     size_t out_capacity, const void *in,
+                                                     size_t in_capacity,
+                                                     const size_t *in_splits, size_t row_bytes,
+                                                     size_t *out_splits, size_t *out_offsets,
+                                                     size_t *out_rows, void *workspace,
+                                                     int nblocks, cudaStream_t stream)
+{
+    return a2a_run(__func__, pool,
+                   a2a_make(SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
+                            nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows,
+                            workspace),
+                   nblocks, stream);
+}
+
+extern "C" symm_status_t symm_moe_dispatch_on_stream(symm_pool_t pool, void *out,
+                                                     size_t out_capacity, const void *in,
+                                                     size_t in_capacity,
+                                                     const size_t *in_splits, int ne,
+                                                     size_t row_bytes, size_t major_align,
+                                                     size_t *out_splits, size_t *out_offsets,
+                                                     size_t *out_rows, void *workspace,
+                                                     int nblocks, cudaStream_t stream)
+{
+    return a2a_run(__func__, pool,
+                   a2a_make(SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity,
+                            in_splits, nullptr, ne, row_bytes, major_align, out_splits,
+                            out_offsets, out_rows, workspace),
+                   nblocks, stream);
+}
+
+extern "C" symm_status_t symm_moe_combine_on_stream(symm_pool_t pool, void *out,
+                                                    size_t out_capacity, const void *in,
+                                                    size_t in_capacity, const size_t *in_splits,
+                                                    const size_t *in_offsets, int ne,
+                                                    size_t row_bytes, size_t *out_splits,
+                                                    size_t *out_offsets, size_t *out_rows,
+                                                    void *workspace, int nblocks,
+                                                    cudaStream_t stream)
+{
+    return a2a_run(__func__, pool,
+                   a2a_make(SYMM_TM_A2A_COMBINE, out, out_capacity, in, in_capacity, in_splits,
+                            in_offsets, ne, row_bytes, 0, out_splits, out_offsets, out_rows,
+                            workspace),
+                   nblocks, stream);
+}
+
+extern "C" int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t bytes)
+{
+    symm_dev_pool_t dp;
+    if (symm_cuda_pool_device(pool, &dp) || dp.size < 1) return 0;
+    const void *k = kind == 0 ? tile_kernel(SYMM_FLOAT) : (const void *)k_a2a;
+    return auto_blocks(k, dp, kind, bytes);
+}
