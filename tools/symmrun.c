@@ -74,6 +74,7 @@ typedef struct {
     int npes;
     double timeout_s; /* 0: none */
     bool verbose;
+    const char *gpu_map; /* --gpus or SYMM_GPU_MAP; NULL: the library chooses */
     char **prog_argv;
 
     symmrun_pe_t *pe;
@@ -133,11 +134,16 @@ static const char *pes_word(int n)
 static void usage(FILE *f)
 {
     fprintf(f,
-            "usage: symmrun -n N [--timeout SECONDS] [-v] [--] program [args...]\n"
+            "usage: symmrun -n N [--timeout SECONDS] [--gpus MAP] [-v] [--] program [args...]\n"
             "Runs N copies (PEs) of program on this host as one symm job.\n"
             "\n"
             "  -n N, -np N, --npes N  number of PEs (1 to %d)\n"
             "  --timeout SECONDS      stop the job (exit status 124) if it runs longer\n"
+            "  --gpus MAP             GPU of each PE (sets SYMM_GPU_DEVICE; default: the\n"
+            "                         SYMM_GPU_MAP variable, else PE rank mod GPU count):\n"
+            "                         'rr:G' PE r uses GPU r mod G; 'block:G' consecutive\n"
+            "                         PEs share a GPU; '0,0,1,1' an explicit list, PE r\n"
+            "                         takes entry r mod its length\n"
             "  -v, --verbose          report the rendezvous and every PE's exit\n"
             "  -h, --help             show this help\n"
             "\n"
@@ -158,6 +164,43 @@ static bool parse_npes(const char *s, int *out)
         return false;
     }
     *out = (int)v;
+    return true;
+}
+
+/* GPU of PE r under map (validated by parse_gpu_map), or -1 when map is malformed. */
+static int gpu_of_pe(const char *map, int r, int npes)
+{
+    char *end;
+    if (strncmp(map, "rr:", 3) == 0 || strncmp(map, "block:", 6) == 0) {
+        int block = map[0] == 'b';
+        long g = strtol(map + (block ? 6 : 3), &end, 10);
+        if (*end != '\0' || g < 1 || g > 4096) return -1;
+        if (!block) return (int)(r % g);
+        long per = (npes + g - 1) / g;
+        return (int)(r / per);
+    }
+    /* explicit list */
+    int count = 1;
+    for (const char *p = map; *p; p++) count += *p == ',';
+    int want = r % count, k = 0;
+    const char *p = map;
+    for (;;) {
+        long v = strtol(p, &end, 10);
+        if (end == p || v < 0 || v > 4096 || (*end != ',' && *end != '\0')) return -1;
+        if (k++ == want) return (int)v;
+        if (*end == '\0') return -1;
+        p = end + 1;
+    }
+}
+
+static bool parse_gpu_map(const char *s, int npes)
+{
+    for (int r = 0; r < (npes > 0 ? npes : 1); r++)
+        if (gpu_of_pe(s, r, npes > 0 ? npes : 1) < 0) {
+            fprintf(stderr, "symmrun: bad GPU map '%s' (expected rr:G, block:G or a list "
+                            "like 0,0,1,1)\n", s);
+            return false;
+        }
     return true;
 }
 
@@ -217,6 +260,7 @@ static int parse_args(int argc, char **argv, symmrun_t *job)
                           : strncmp(arg, "--npes", 6) == 0    ? "--npes"
                           : strncmp(arg, "-n", 2) == 0        ? "-n"
                           : strncmp(arg, "--timeout", 9) == 0 ? "--timeout"
+                          : strncmp(arg, "--gpus", 6) == 0    ? "--gpus"
                                                               : NULL;
         if (opt != NULL && opt[1] == '-' && arg[strlen(opt)] != '\0' && arg[strlen(opt)] != '=')
             opt = NULL; /* "--npesx" is not "--npes" */
@@ -225,6 +269,10 @@ static int parse_args(int argc, char **argv, symmrun_t *job)
             return SYMMRUN_EXIT_USAGE;
         }
         if ((v = option_value(argc, argv, &i, opt)) == NULL) return SYMMRUN_EXIT_USAGE;
+        if (strcmp(opt, "--gpus") == 0) {
+            job->gpu_map = v;
+            continue;
+        }
         if (strcmp(opt, "--timeout") == 0 ? !parse_timeout(v, &job->timeout_s)
                                           : !parse_npes(v, &job->npes))
             return SYMMRUN_EXIT_USAGE;
@@ -233,6 +281,9 @@ static int parse_args(int argc, char **argv, symmrun_t *job)
         fprintf(stderr, "symmrun: missing -n N, the number of PEs (see symmrun --help)\n");
         return SYMMRUN_EXIT_USAGE;
     }
+    if (!job->gpu_map && getenv("SYMM_GPU_MAP") && *getenv("SYMM_GPU_MAP"))
+        job->gpu_map = getenv("SYMM_GPU_MAP");
+    if (job->gpu_map && !parse_gpu_map(job->gpu_map, job->npes)) return SYMMRUN_EXIT_USAGE;
     if (i >= argc) {
         fprintf(stderr, "symmrun: no program to run (usage: symmrun -n N [--timeout S] "
                         "[--] program [args...])\n");
@@ -421,6 +472,10 @@ static _Noreturn void pe_exec(const symmrun_t *job, int r, int sock, pid_t symmr
     setenv(SYMM_BOOT_ENV_RANK, buf, 1);
     snprintf(buf, sizeof buf, "%d", job->npes);
     setenv(SYMM_BOOT_ENV_NPES, buf, 1);
+    if (job->gpu_map) {
+        snprintf(buf, sizeof buf, "%d", gpu_of_pe(job->gpu_map, r, job->npes));
+        setenv("SYMM_GPU_DEVICE", buf, 1);
+    }
     sigprocmask(SIG_SETMASK, &job->saved_mask, NULL);
 
     execvp(job->prog_argv[0], job->prog_argv);

@@ -147,6 +147,17 @@ t0=$(now_ms)
 RC=$? MS=$(($(now_ms) - t0)) ERR=$WORK/err
 expect "a hard limit too low for -n 1024" nonzero 2000 "hard limit"
 
+# --gpus / SYMM_GPU_MAP: the GPU of each PE reaches it as SYMM_GPU_DEVICE.
+gpu_map() { "$SYMMRUN" -n 4 "$@" sh -c 'echo "$SYMM_RANK:$SYMM_GPU_DEVICE"' | sort | tr '\n' ' '; }
+for case in "rr:2|0:0 1:1 2:0 3:1 " "block:2|0:0 1:0 2:1 3:1 " "0,3|0:0 1:3 2:0 3:3 "; do
+    map=${case%%|*} want=${case#*|}
+    got=$(gpu_map --gpus "$map")
+    if [ "$got" = "$want" ]; then pass "--gpus $map"; else fail "--gpus $map gave '$got', want '$want'"; fi
+done
+got=$(SYMM_GPU_MAP=rr:3 gpu_map)
+if [ "$got" = "0:0 1:1 2:2 3:0 " ]; then pass "SYMM_GPU_MAP"; else fail "SYMM_GPU_MAP=rr:3 gave '$got'"; fi
+if "$SYMMRUN" -n 2 --gpus nonsense true 2>/dev/null; then fail "--gpus nonsense accepted"; else pass "--gpus nonsense refused"; fi
+
 if [ "$failures" -ne 0 ]; then
     echo "$failures check(s) failed"
     exit 1
