@@ -1,0 +1,519 @@
+/* test_gpu_tile_moe.cu — the device tile reduce and MoE all-to-all-v (stream forms, one
+ * pool duplicate per block) at any PE count, against serial references computed on the
+ * host from every PE's deterministic input:
+ *  - tiles: every type x op, odd shapes and strides, empty tiles, misaligned row starts
+ *    (scalar heads/tails), 1..7 blocks and the automatic count; allreduce (separate out
+ *    and in place), rooted (non-symmetric out), multi-root (every PE a root of a tile of
+ *    its own shape); reference = the CPU library's own reduction kernels, bitwise; bytes
+ *    between rows and on non-roots untouched;
+ *  - MoE: 1-D, dispatch (major_align 0, 1, 3, 8) and combine of the dispatch output with
+ *    its own out_splits / out_offsets (device arrays, never copied to the host in
+ *    between), empty splits, odd row widths; rows, padding (untouched), out_splits,
+ *    out_offsets and out_rows checked; combine gives back every input exactly;
+ *  - agreement: a too-small out_capacity or in_capacity on one PE fails every PE
+ *    (symm_cuda_check) and writes nothing; a local argument error on one PE likewise.
+ * "--quick": fewer cases (for compute-sanitizer). */
+#include <vector>
+
+#include "gpu_test.h"
+#include "symm_device.cuh"
+#include "symm/impl/tile_moe__funcs.cuh"
+
+extern "C" {
+#include "coll/reduce_ops.h"
+}
+
+static int g_me, g_n;
+static bool g_quick;
+static cudaStream_t g_stream;
+static symm_pool_t g_pool;
+static const int kBlocks[] = {0, 1, 3, 7};
+
+/* ---------------------------------------------------------------- tiles */
+struct shape {
+    size_t rows, cols, ld;
+};
+static const shape kShapes[] = {{0, 4, 4},   {3, 0, 1},    {1, 1, 1},     {3, 7, 9},
+                                {17, 33, 40}, {5, 301, 307}, {2, 9000, 9001}, {40, 5, 5}};
+static const int kNShapes = sizeof kShapes / sizeof kShapes[0];
+
+static size_t span_elems(const shape &s)
+{
+    return (s.rows && s.cols) ? (s.rows - 1) * s.ld + s.cols : 0;
+}
+
+template <int TY> static typename symm_tm::ty<TY>::T gen(uint64_t seed, int pe, size_t i)
+{
+    typedef typename symm_tm::ty<TY>::T T;
+    if constexpr (TY == SYMM_FP16) return symm_float_to_fp16((float)gt_unit(seed, pe, i));
+    else if constexpr (TY == SYMM_BF16) return symm_float_to_bf16((float)gt_unit(seed, pe, i));
+    else if constexpr (symm_tm::ty<TY>::integer) return (T)gt_bits(seed, pe, i);
+    else return (T)gt_unit(seed, pe, i);
+}
+
+/* Reference of element i of a tile of every PE: the CPU kernels, member 0 first. */
+template <int TY>
+static typename symm_tm::ty<TY>::T ref_elem(symm_reduce_fn_t kern, symm_op_t op, uint64_t seed,
+                                            size_t i)
+{
+    typedef typename symm_tm::ty<TY>::T T;
+    T acc = gen<TY>(seed, 0, i);
+    for (int m = 1; m < g_n; m++) {
+        T v = gen<TY>(seed, m, i);
+        kern(op, &acc, &acc, &v, 1);
+    }
+    return acc;
+}
+
+static uint8_t *g_A, *g_B; /* symmetric: inputs, allreduce outputs */
+static uint8_t *g_L;       /* local: rooted outputs */
+static size_t g_tile_bytes;
+
+/* Uploads my input of tile (in elements at elem offset eoff of g_A; values by index of the
+ * tile span, gaps included). */
+template <int TY> static void upload(uint64_t seed, size_t eoff, size_t nspan)
+{
+    typedef typename symm_tm::ty<TY>::T T;
+    std::vector<T> h(nspan);
+    for (size_t i = 0; i < nspan; i++) h[i] = gen<TY>(seed, g_me, i);
+    if (nspan) GT_CUDA(cudaMemcpy((T *)g_A + eoff, h.data(), nspan * sizeof(T), cudaMemcpyHostToDevice));
+}
+
+template <int TY>
+static void check_tile(const char *what, const uint8_t *dev, const shape &s, size_t ld_out,
+                       size_t nspan_out, symm_op_t op, uint64_t seed, bool expect_written,
+                       uint8_t sentinel, bool gaps_are_input, int nb)
+{
+    typedef typename symm_tm::ty<TY>::T T;
+    if (!nspan_out) return;
+    std::vector<T> h(nspan_out);
+    GT_CUDA(cudaMemcpy(h.data(), dev, nspan_out * sizeof(T), cudaMemcpyDeviceToHost));
+    symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, op);
+    GT_TRUE(kern, "no CPU kernel for %s %s", symm_type_name((symm_type_t)TY), symm_op_name(op));
+    for (size_t i = 0; i < nspan_out; i++) {
+        size_t r = i / ld_out, c = i % ld_out;
+        bool elem = r < s.rows && c < s.cols;
+        T want;
+        if (elem && expect_written) {
+            want = ref_elem<TY>(kern, op, seed, r * s.ld + c);
+        } else if (gaps_are_input) {
+            want = gen<TY>(seed, g_me, i);
+        } else {
+            memset(&want, sentinel, sizeof want);
+        }
+        if (memcmp(&want, &h[i], sizeof(T)) != 0) {
+            unsigned long long w = 0, g = 0;
+            memcpy(&w, &want, sizeof(T));
+            memcpy(&g, &h[i], sizeof(T));
+            GT_FAIL("%s %s %s %zux%zu ld %zu (out ld %zu) nblocks %d: element (%zu,%zu) %s = "
+                    "0x%llx, want 0x%llx", what, symm_type_name((symm_type_t)TY),
+                    symm_op_name(op), s.rows, s.cols, s.ld, ld_out, nb, r, c,
+                    elem ? "value" : "gap", g, w);
+        }
+    }
+}
+
+template <int TY> static void test_tile_type()
+{
+    typedef typename symm_tm::ty<TY>::T T;
+    const size_t es = sizeof(T);
+    int cases = 0;
+    for (int op = 0; op < SYMM_OP_COUNT; op++) {
+        if (!symm_tm::op_valid(TY, op)) continue;
+        for (int si = 0; si < kNShapes; si++) {
+            if (g_quick && si % 3) continue;
+            const shape &s = kShapes[si];
+            const size_t nspan = span_elems(s);
+            const uint64_t seed = 1000u * TY + 17u * op + si;
+            const int nb = kBlocks[(si + op) % 4];
+            const symm_op_t o = (symm_op_t)op;
+            /* misaligned starts on some shapes: scalar heads and tails */
+            const size_t ioff = (size_t)(si % 3), ooff = (size_t)((si + op) % 2);
+
+            /* allreduce into a separate symmetric out */
+            upload<TY>(seed, ioff, nspan);
+            if (nspan) GT_CUDA(cudaMemset(g_B, 0xA5, (nspan + 2) * es));
+            symm_tile_t in = {(T *)g_A + ioff, s.rows, s.cols, s.ld};
+            symm_tile_t out = {(T *)g_B + ooff, s.rows, s.cols, s.ld};
+            GT_OK(symm_tile_allreduce_on_stream(g_pool, out, in, (symm_type_t)TY, o, nb, g_stream));
+            GT_CUDA(cudaStreamSynchronize(g_stream));
+            GT_OK(symm_cuda_check());
+            check_tile<TY>("allreduce", (const uint8_t *)out.base, s, s.ld, nspan, o, seed, true,
+                           0xA5, false, nb);
+
+            /* in place */
+            GT_OK(symm_tile_allreduce_on_stream(g_pool, in, in, (symm_type_t)TY, o, nb, g_stream));
+            GT_CUDA(cudaStreamSynchronize(g_stream));
+            GT_OK(symm_cuda_check());
+            check_tile<TY>("allreduce in place", (const uint8_t *)in.base, s, s.ld, nspan, o, seed,
+                           true, 0, true, nb);
+            cases += 2;
+
+            if (si % 2 && g_quick) continue;
+            /* rooted, into a local out with its own ld */
+            upload<TY>(seed, ioff, nspan);
+            int root = (si + op) % g_n;
+            size_t lld = s.cols + 3, lspan = (s.rows && s.cols) ? (s.rows - 1) * lld + s.cols : 0;
+            if (lspan) GT_CUDA(cudaMemset(g_L, 0x5A, (lspan + 2) * es));
+            symm_tile_t lout = {(T *)g_L + ooff, s.rows, s.cols, lld};
+            GT_OK(symm_tile_reduce_on_stream(g_pool, lout, in, (symm_type_t)TY, o, root, nb,
+                                             g_stream));
+            GT_CUDA(cudaStreamSynchronize(g_stream));
+            GT_OK(symm_cuda_check());
+            shape ls = s;
+            check_tile<TY>("reduce", (const uint8_t *)lout.base, ls, lld, lspan, o, seed,
+                           g_me == root, 0x5A, false, nb);
+            cases++;
+        }
+        /* multi-root: PE k's tile has shape kShapes[(k + op) % kNShapes], roots reversed */
+        {
+            std::vector<symm_tile_t> tin(g_n);
+            std::vector<int> roots(g_n);
+            size_t eoff = 0;
+            const uint64_t seed = 77000u + 100u * TY + op;
+            size_t total = 0;
+            for (int k = 0; k < g_n; k++) total += span_elems(kShapes[(k + op) % kNShapes]) + 1;
+            upload<TY>(seed, 0, total);
+            int mine = -1;
+            for (int k = 0; k < g_n; k++) {
+                const shape &s = kShapes[(k + op) % kNShapes];
+                tin[k] = {(T *)g_A + eoff, s.rows, s.cols, s.ld};
+                roots[k] = g_n - 1 - k;
+                if (roots[k] == g_me) mine = k;
+                eoff += span_elems(s) + 1;
+            }
+            const shape &ms = kShapes[(mine + op) % kNShapes];
+            size_t lld = ms.cols + 1, lspan = (ms.rows && ms.cols) ? (ms.rows - 1) * lld + ms.cols : 0;
+            if (lspan) GT_CUDA(cudaMemset(g_L, 0x3C, lspan * es));
+            symm_tile_t lout = {(T *)g_L, ms.rows, ms.cols, lld};
+            int nb = kBlocks[op % 4];
+            GT_OK(symm_tile_reduce_multi_on_stream(g_pool, lout, tin.data(), roots.data(), g_n,
+                                                   (symm_type_t)TY, (symm_op_t)op, nb, g_stream));
+            GT_CUDA(cudaStreamSynchronize(g_stream));
+            GT_OK(symm_cuda_check());
+            /* my tile's elements are numbered from its own offset in the upload */
+            size_t moff = (size_t)((T *)tin[mine].base - (T *)g_A);
+            std::vector<T> h(lspan);
+            if (lspan) GT_CUDA(cudaMemcpy(h.data(), g_L, lspan * es, cudaMemcpyDeviceToHost));
+            symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, (symm_op_t)op);
+            for (size_t i = 0; i < lspan; i++) {
+                size_t r = i / lld, c = i % lld;
+                T want;
+                if (c < ms.cols) want = ref_elem<TY>(kern, (symm_op_t)op, seed, moff + r * ms.ld + c);
+                else memset(&want, 0x3C, sizeof want);
+                GT_TRUE(!memcmp(&want, &h[i], sizeof(T)), "multi %s %s: root %d element (%zu,%zu) wrong",
+                        symm_type_name((symm_type_t)TY), symm_op_name((symm_op_t)op), g_me, r, c);
+            }
+            cases++;
+        }
+    }
+    if (g_me == 0) printf("  tile %-7s %d cases ok\n", symm_type_name((symm_type_t)TY), cases);
+}
+
+static void test_tiles(void)
+{
+    size_t maxspan = 0;
+    for (int i = 0; i < kNShapes; i++)
+        maxspan = std::max(maxspan, span_elems(kShapes[i]) + 4);
+    size_t multi = 0;
+    for (int i = 0; i < kNShapes; i++) multi += span_elems(kShapes[i]) + 1;
+    maxspan = std::max(maxspan, multi * (size_t)(g_n / kNShapes + 1) + 4);
+    g_tile_bytes = maxspan * 8 + 64;
+    g_A = (uint8_t *)symm_gpu_malloc(g_tile_bytes);
+    g_B = (uint8_t *)symm_gpu_malloc(g_tile_bytes);
+    GT_TRUE(g_A && g_B, "symm_gpu_malloc of %zu bytes", g_tile_bytes);
+    GT_CUDA(cudaMalloc(&g_L, g_tile_bytes + 64));
+#define TT_(e, name, ctype) test_tile_type<e>();
+    SYMM_FOREACH_TYPE(TT_)
+#undef TT_
+
+    /* argument errors: the same verdict on every PE, no launch */
+    symm_tile_t t = {g_A, 2, 2, 2};
+    GT_TRUE(symm_tile_allreduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_XOR, 0, g_stream) ==
+                SYMM_ERR_INVALID_ARG, "xor on float accepted");
+    symm_tile_t mis = {g_A + 1, 2, 2, 2};
+    GT_TRUE(symm_tile_allreduce_on_stream(g_pool, mis, mis, SYMM_INT32, SYMM_OP_SUM, 0, g_stream) ==
+                SYMM_ERR_ALIGNMENT, "misaligned int32 tile accepted");
+    GT_TRUE(symm_tile_reduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_SUM, g_n, 0, g_stream) ==
+                SYMM_ERR_PE_OUT_OF_RANGE, "root out of range accepted");
+    /* a root whose own out is bad fails alone; the others finish */
+    symm_tile_t in = {g_A, 3, 5, 5}, bad = {g_L, 3, 4, 4};
+    symm_status_t st = symm_tile_reduce_on_stream(g_pool, bad, in, SYMM_FLOAT, SYMM_OP_SUM, 0, 2,
+                                                  g_stream);
+    GT_TRUE(st == (g_me == 0 ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "bad root out: status %d", st);
+    st = symm_cuda_check();
+    GT_TRUE(st == (g_me == 0 ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "bad root out: device %d", st);
+    GT_OK(symm_barrier_all());
+    if (g_me == 0) printf("tiles ok\n");
+}
+
+/* ---------------------------------------------------------------- MoE */
+struct moe_case {
+    int ne;
+    size_t row_bytes, align;
+    uint64_t seed;
+    bool all_empty;
+};
+
+/* rows PE src sends to expert e of PE dst */
+static size_t cnt_of(const moe_case &c, int src, int dst, int e)
+{
+    if (c.all_empty) return 0;
+    uint64_t b = gt_bits(c.seed, src, (size_t)dst * 4096 + (size_t)e);
+    return (b & 3) == 0 ? 0 : (size_t)((b >> 8) % 9);
+}
+static size_t in_rows_of(const moe_case &c, int pe)
+{
+    size_t r = 0;
+    for (int j = 0; j < g_n; j++)
+        for (int e = 0; e < c.ne; e++) r += cnt_of(c, pe, j, e);
+    return r;
+}
+/* rank-major offset of (dst, e) in src's input */
+static size_t src_off_of(const moe_case &c, int src, int dst, int e)
+{
+    size_t r = 0;
+    for (int j = 0; j < g_n; j++)
+        for (int k = 0; k < c.ne; k++) {
+            if (j == dst && k == e) return r;
+            r += cnt_of(c, src, j, k);
+        }
+    return r;
+}
+static uint8_t row_byte(const moe_case &c, int pe, size_t row, size_t b)
+{
+    return (uint8_t)gt_bits(c.seed ^ 0xabcdef, pe, row * c.row_bytes + b);
+}
+/* Dispatch layout of PE m (symm.h): splits/offsets in e*n + s order, total rows. */
+static size_t dispatch_layout(const moe_case &c, int m, std::vector<size_t> *sp,
+                              std::vector<size_t> *of)
+{
+    size_t pos = 0;
+    sp->assign((size_t)c.ne * g_n, 0);
+    of->assign((size_t)c.ne * g_n, 0);
+    for (int e = 0; e < c.ne; e++) {
+        size_t start = pos;
+        for (int s = 0; s < g_n; s++) {
+            (*sp)[(size_t)e * g_n + s] = cnt_of(c, s, m, e);
+            (*of)[(size_t)e * g_n + s] = pos;
+            pos += cnt_of(c, s, m, e);
+        }
+        if (c.align) {
+            size_t len = pos - start, al = (len + c.align - 1) / c.align * c.align;
+            if (al < c.align) al = c.align;
+            pos = start + al;
+        }
+    }
+    return pos;
+}
+
+static std::vector<size_t> d2h(const size_t *d, size_t n)
+{
+    std::vector<size_t> h(n);
+    if (n) GT_CUDA(cudaMemcpy(h.data(), d, n * sizeof(size_t), cudaMemcpyDeviceToHost));
+    return h;
+}
+
+static void run_moe_case(const moe_case &c, int nb, bool one_d)
+{
+    const int n = g_n, ne = c.ne;
+    const size_t rb = c.row_bytes, N = (size_t)n * ne;
+    size_t max_in = 0, max_need = 0;
+    std::vector<size_t> sp, of;
+    for (int p = 0; p < n; p++) {
+        max_in = std::max(max_in, in_rows_of(c, p));
+        max_need = std::max(max_need, dispatch_layout(c, p, &sp, &of));
+    }
+    const size_t in_cap = max_in + 2, out_cap = max_need + 3;
+    uint8_t *in = (uint8_t *)symm_gpu_malloc(in_cap * rb);
+    uint8_t *mid = (uint8_t *)symm_gpu_malloc(out_cap * rb);
+    void *ws = symm_gpu_malloc(symm_cuda_a2a_workspace_bytes(n, ne));
+    GT_TRUE(in && mid && ws, "symm_gpu_malloc for MoE");
+    uint8_t *back;
+    size_t *d_sp, *d_osp, *d_oof, *d_rows, *d_bsp, *d_bof;
+    GT_CUDA(cudaMalloc(&back, in_cap * rb));
+    GT_CUDA(cudaMalloc(&d_sp, N * 8));
+    GT_CUDA(cudaMalloc(&d_osp, N * 8));
+    GT_CUDA(cudaMalloc(&d_oof, N * 8));
+    GT_CUDA(cudaMalloc(&d_bsp, N * 8));
+    GT_CUDA(cudaMalloc(&d_bof, N * 8));
+    GT_CUDA(cudaMalloc(&d_rows, 16));
+
+    /* my input and splits */
+    const size_t my_in = in_rows_of(c, g_me);
+    std::vector<uint8_t> hin(in_cap * rb, 0);
+    for (size_t r = 0; r < my_in; r++)
+        for (size_t b = 0; b < rb; b++) hin[r * rb + b] = row_byte(c, g_me, r, b);
+    GT_CUDA(cudaMemcpy(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+    std::vector<size_t> hsp(N);
+    for (int j = 0; j < n; j++)
+        for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = cnt_of(c, g_me, j, e);
+    GT_CUDA(cudaMemcpy(d_sp, hsp.data(), N * 8, cudaMemcpyHostToDevice));
+    GT_CUDA(cudaMemset(mid, 0xEE, out_cap * rb));
+    GT_CUDA(cudaMemset(back, 0x11, in_cap * rb));
+
+    /* ---- dispatch (or 1-D) */
+    if (one_d)
+        GT_OK(symm_all_to_all_v_on_stream(g_pool, mid, out_cap, in, in_cap, d_sp, rb, d_osp, d_oof,
+                                          d_rows, ws, nb, g_stream));
+    else
+        GT_OK(symm_moe_dispatch_on_stream(g_pool, mid, out_cap, in, in_cap, d_sp, ne, rb, c.align,
+                                          d_osp, d_oof, d_rows, ws, nb, g_stream));
+    /* ---- combine straight from the device outputs */
+    GT_OK(symm_moe_combine_on_stream(g_pool, back, in_cap, mid, out_cap, d_osp, d_oof,
+                                     one_d ? 1 : ne, rb, d_bsp, d_bof, d_rows + 1, ws, nb,
+                                     g_stream));
+    GT_CUDA(cudaStreamSynchronize(g_stream));
+    GT_OK(symm_cuda_check());
+
+    /* dispatch / 1-D outputs (1-D: the dispatch layout with ne = 1, align 0) */
+    std::vector<size_t> rsp, rof;
+    size_t total = dispatch_layout(c, g_me, &rsp, &rof);
+    std::vector<size_t> osp = d2h(d_osp, N), oof = d2h(d_oof, N), rows = d2h(d_rows, 2);
+    const char *k = one_d ? "all_to_all_v" : "dispatch";
+    for (size_t i = 0; i < N; i++)
+        GT_TRUE(osp[i] == rsp[i] && oof[i] == rof[i],
+                "%s ne %d align %zu rb %zu nb %d: entry %zu split %zu offset %zu, want %zu %zu", k,
+                ne, c.align, rb, nb, i, osp[i], oof[i], rsp[i], rof[i]);
+    GT_TRUE(rows[0] == total, "%s: out_rows %zu, want %zu", k, rows[0], total);
+    std::vector<uint8_t> hmid(out_cap * rb);
+    GT_CUDA(cudaMemcpy(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
+    std::vector<char> covered(out_cap, 0);
+    for (int e = 0; e < ne; e++)
+        for (int s = 0; s < n; s++) {
+            size_t i = (size_t)e * n + s, so = src_off_of(c, s, g_me, e);
+            for (size_t r = 0; r < rsp[i]; r++) {
+                covered[rof[i] + r] = 1;
+                for (size_t b = 0; b < rb; b++)
+                    if (hmid[(rof[i] + r) * rb + b] != row_byte(c, s, so + r, b))
+                        GT_FAIL("%s ne %d align %zu rb %zu nb %d: row %zu of (e %d, s %d) byte %zu "
+                                "wrong", k, ne, c.align, rb, nb, r, e, s, b);
+            }
+        }
+    for (size_t r = 0; r < out_cap; r++)
+        if (!covered[r])
+            for (size_t b = 0; b < rb; b++)
+                GT_TRUE(hmid[r * rb + b] == 0xEE, "%s: padding row %zu written", k, r);
+
+    /* combine gave back my input, rows and splits */
+    std::vector<size_t> bsp = d2h(d_bsp, N), bof = d2h(d_bof, N);
+    size_t run = 0;
+    for (size_t i = 0; i < N; i++) {
+        GT_TRUE(bsp[i] == hsp[i] && bof[i] == run, "combine entry %zu: split %zu offset %zu, want "
+                "%zu %zu", i, bsp[i], bof[i], hsp[i], run);
+        run += hsp[i];
+    }
+    GT_TRUE(rows[1] == my_in, "combine out_rows %zu, want %zu", rows[1], my_in);
+    std::vector<uint8_t> hback(in_cap * rb);
+    GT_CUDA(cudaMemcpy(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < in_cap * rb; i++) {
+        uint8_t want = i < my_in * rb ? hin[i] : 0x11;
+        GT_TRUE(hback[i] == want, "combine ne %d align %zu rb %zu nb %d: byte %zu (row %zu) = %02x, "
+                "want %02x", ne, c.align, rb, nb, i, i / rb, hback[i], want);
+    }
+
+    /* ---- agreement: one PE's output too small -> every PE fails, nothing written */
+    if (!c.all_empty && !one_d) {
+        int victim = (int)(c.seed % (uint64_t)n);
+        std::vector<size_t> vsp, vof;
+        size_t vtotal = dispatch_layout(c, victim, &vsp, &vof); /* the same on every PE */
+        GT_CUDA(cudaMemset(back, 0x22, in_cap * rb));
+        GT_CUDA(cudaMemset(d_rows, 0x33, 16));
+        size_t cap = g_me == victim ? vtotal - 1 : out_cap;
+        if (vtotal > 0) {
+            GT_OK(symm_moe_dispatch_on_stream(g_pool, back, cap > in_cap ? in_cap : cap, in, in_cap,
+                                              d_sp, ne, rb, c.align, d_osp, d_oof, d_rows, ws, nb,
+                                              g_stream));
+            symm_status_t st = symm_cuda_check();
+            /* back holds in_cap rows: the victim's cap is one short of its need; others' need
+             * may not fit in_cap either: any failure must be OVERFLOW and agreed */
+            GT_TRUE(st == SYMM_ERR_OVERFLOW, "capacity agreement: status %d (%s)", st,
+                    symm_last_error());
+            std::vector<uint8_t> hb(in_cap * rb);
+            GT_CUDA(cudaMemcpy(hb.data(), back, hb.size(), cudaMemcpyDeviceToHost));
+            for (size_t i = 0; i < hb.size(); i++)
+                GT_TRUE(hb[i] == 0x22, "failed dispatch wrote byte %zu", i);
+            std::vector<size_t> r2 = d2h(d_rows, 1);
+            GT_TRUE(r2[0] == 0x3333333333333333ull, "failed dispatch wrote out_rows");
+        }
+        /* a local argument error on one PE (out NULL) fails every PE */
+        symm_status_t st = symm_moe_dispatch_on_stream(
+            g_pool, g_me == victim ? nullptr : mid, out_cap, in, in_cap, d_sp, ne, rb, c.align,
+            d_osp, d_oof, d_rows, ws, nb, g_stream);
+        GT_TRUE(st == (g_me == victim ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "local error: %d", st);
+        st = symm_cuda_check();
+        GT_TRUE(st == SYMM_ERR_INVALID_ARG, "local error agreed: status %d (%s)", st,
+                symm_last_error());
+        /* splits beyond in_capacity on one PE */
+        st = symm_moe_dispatch_on_stream(g_pool, mid, out_cap, in,
+                                         g_me == victim && my_in ? my_in - 1 : in_cap, d_sp, ne,
+                                         rb, c.align, d_osp, d_oof, d_rows, ws, nb, g_stream);
+        GT_OK(st);
+        st = symm_cuda_check();
+        bool victim_sends = in_rows_of(c, victim) > 0;
+        GT_TRUE(st == (victim_sends ? SYMM_ERR_OVERFLOW : SYMM_SUCCESS),
+                "in_capacity agreement: status %d (%s)", st, symm_last_error());
+    }
+
+    GT_CUDA(cudaFree(back));
+    GT_CUDA(cudaFree(d_sp));
+    GT_CUDA(cudaFree(d_osp));
+    GT_CUDA(cudaFree(d_oof));
+    GT_CUDA(cudaFree(d_bsp));
+    GT_CUDA(cudaFree(d_bof));
+    GT_CUDA(cudaFree(d_rows));
+    GT_OK(symm_gpu_free(ws));
+    GT_OK(symm_gpu_free(mid));
+    GT_OK(symm_gpu_free(in));
+}
+
+static void test_moe(void)
+{
+    static const size_t rbs[] = {16, 13, 1000};
+    static const size_t aligns[] = {0, 1, 3, 8};
+    int cases = 0;
+    for (int ne = 1; ne <= 3; ne += 2)
+        for (int ri = 0; ri < 3; ri++)
+            for (int ai = 0; ai < 4; ai++) {
+                if (g_quick && (ri + ai) % 3) continue;
+                moe_case c = {ne, rbs[ri], aligns[ai], 500u + 31u * ne + 7u * ri + ai, false};
+                run_moe_case(c, kBlocks[(ri + ai + ne) % 4], false);
+                cases++;
+            }
+    /* 1-D (ne = 1, packed) */
+    for (int ri = 0; ri < 3; ri++) {
+        moe_case c = {1, rbs[ri], 0, 900u + ri, false};
+        run_moe_case(c, kBlocks[ri % 4], true);
+        cases++;
+    }
+    /* every split empty; many experts (more entries than one layout window) */
+    moe_case e0 = {3, 24, 4, 1234, true};
+    run_moe_case(e0, 0, false);
+    moe_case big = {g_quick ? 40 : 300, 8, 2, 4321, false};
+    run_moe_case(big, 3, false);
+    cases += 2;
+    if (g_me == 0) printf("moe: %d cases ok\n", cases);
+}
+
+int main(int argc, char **argv)
+{
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--quick")) g_quick = true;
+    if (!gt_init()) return 0;
+    g_me = symm_my_pe();
+    g_n = symm_n_pes();
+    GT_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+    GT_OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 64, &g_pool));
+    test_tiles();
+    test_moe();
+    GT_OK(symm_cuda_check());
+    GT_OK(symm_pool_destroy(g_pool));
+    GT_CUDA(cudaFree(g_L));
+    GT_OK(symm_gpu_free(g_B));
+    GT_OK(symm_gpu_free(g_A));
+    GT_CUDA(cudaStreamDestroy(g_stream));
+    GT_OK(symm_barrier_all());
+    if (g_me == 0) printf("PASS test_gpu_tile_moe (%d PEs)\n", g_n);
+    GT_OK(symm_finalize());
+    return 0;
+}
