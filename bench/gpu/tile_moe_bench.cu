@@ -1,0 +1,210 @@
+/* tile_moe_bench.cu — bandwidth of the device tile reduce and MoE dispatch/combine
+ * (stream forms, one pool duplicate per block), against a device-to-device copy of the
+ * same bytes measured in the same run, and their scaling with the block count.
+ * Run under symmrun (several PEs may share a GPU under MPS). Every PE times its own stream
+ * (CUDA events, after a host barrier); the slowest PE's time is reported. Output: Markdown
+ * tables printed by PE 0, to paste into docs/PERFORMANCE.md ("GPU tile reduce and MoE").
+ *   bytes   per member: the tile (float sum), or rows moved by dispatch (= by combine)
+ *   GB/s    bytes / time  (allreduce: each member reads and writes the tile's bytes once,
+ *           as a copy of the same bytes does)
+ *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
+ * Usage: symm-gpu-tile-moe-bench [--quick] */
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "symm_cuda.h"
+
+#define OK(x)                                                                              \
+    do {                                                                                   \
+        symm_status_t s_ = (x);                                                            \
+        if (s_) {                                                                          \
+            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, symm_last_error());      \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+#define CU(x)                                                                              \
+    do {                                                                                   \
+        cudaError_t e_ = (x);                                                              \
+        if (e_ != cudaSuccess) {                                                           \
+            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, cudaGetErrorString(e_)); \
+            exit(1);                                                                       \
+        }                                                                                  \
+    } while (0)
+
+static int g_me, g_n, g_iters = 20;
+static cudaStream_t g_s;
+static symm_pool_t g_pool;
+
+/* Seconds per call of fn (after warm-up), the slowest PE's; < 0 if a call failed. */
+template <typename F> static double timed(F fn)
+{
+    for (int i = 0; i < 3; i++)
+        if (fn()) {
+            cudaStreamSynchronize(g_s);
+            symm_cuda_check();
+            return -1;
+        }
+    CU(cudaStreamSynchronize(g_s));
+    OK(symm_barrier_all());
+    cudaEvent_t a, b;
+    CU(cudaEventCreate(&a));
+    CU(cudaEventCreate(&b));
+    CU(cudaEventRecord(a, g_s));
+    int bad = 0;
+    for (int i = 0; i < g_iters && !bad; i++) bad = fn() != SYMM_SUCCESS;
+    CU(cudaEventRecord(b, g_s));
+    CU(cudaEventSynchronize(b));
+    float ms = 0;
+    CU(cudaEventElapsedTime(&ms, a, b));
+    CU(cudaEventDestroy(a));
+    CU(cudaEventDestroy(b));
+    if (symm_cuda_check() != SYMM_SUCCESS) bad = 1;
+    double t = bad ? 1e30 : ms * 1e-3 / g_iters, worst;
+    OK(symm_allreduce(SYMM_TEAM_WORLD, &worst, &t, 1, SYMM_DOUBLE, SYMM_OP_MAX));
+    return worst >= 1e29 ? -1 : worst;
+}
+
+static double copy_time(void *dst, const void *src, size_t bytes)
+{
+    return timed([&] {
+        return cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, g_s) == cudaSuccess
+                   ? SYMM_SUCCESS
+                   : SYMM_ERR_CUDA;
+    });
+}
+
+static void row(const char *op, size_t bytes, int nb, double t, double tc)
+{
+    if (g_me) return;
+    if (t < 0) {
+        printf("| %-22s | %10zu | %6d | %9s | %8s | %8.1f | %6s |\n", op, bytes, nb, "n/a", "n/a",
+               bytes / tc * 1e-9, "n/a");
+        return;
+    }
+    printf("| %-22s | %10zu | %6d | %9.1f | %8.1f | %8.1f | %5.0f%% |\n", op, bytes, nb, t * 1e6,
+           bytes / t * 1e-9, bytes / tc * 1e-9, 100.0 * tc / t);
+    fflush(stdout);
+}
+
+static void header(const char *title)
+{
+    if (g_me) return;
+    printf("\n### %s (%d PEs)\n\n", title, g_n);
+    printf("| %-22s | %10s | %6s | %9s | %8s | %8s | %6s |\n", "operation", "bytes/PE", "blocks",
+           "time_us", "GB/s", "copyGB/s", "%copy");
+    printf("|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------", "------------", "--------",
+           "-----------", "----------", "----------", "--------");
+}
+
+int main(int argc, char **argv)
+{
+    bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    OK(symm_init());
+    symm_status_t st = symm_cuda_init();
+    if (st == SYMM_ERR_UNSUPPORTED) {
+        if (symm_my_pe() == 0) printf("SKIP: no CUDA device\n");
+        symm_finalize();
+        return 0;
+    }
+    OK(st);
+    g_me = symm_my_pe();
+    g_n = symm_n_pes();
+    if (quick) g_iters = 5;
+    CU(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
+    OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 132, &g_pool));
+
+    const size_t cols = 4096;
+    std::vector<size_t> sizes = {(size_t)1 << 20, (size_t)16 << 20, (size_t)64 << 20};
+    if (quick) sizes = {(size_t)1 << 20};
+    size_t maxb = sizes.back();
+    float *A = (float *)symm_gpu_malloc(maxb), *B = (float *)symm_gpu_malloc(maxb);
+    if (!A || !B) OK(symm_last_status());
+    CU(cudaMemset(A, 0, maxb));
+    CU(cudaMemset(B, 0, maxb));
+
+    /* ---- tiles: float sum, automatic block count, vs copy */
+    header("Tile reduce, float sum, 4096 columns");
+    for (size_t bytes : sizes) {
+        symm_tile_t t = {A, bytes / 4 / cols, cols, cols}, o = {B, t.rows, cols, cols};
+        double tc = copy_time(B, A, bytes);
+        int nb = symm_cuda_tile_moe_auto_blocks(g_pool, 0, bytes);
+        row("tile_allreduce", bytes, nb, timed([&] {
+                return symm_tile_allreduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, 0, g_s);
+            }), tc);
+        row("tile_allreduce in place", bytes, nb, timed([&] {
+                return symm_tile_allreduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_SUM, 0, g_s);
+            }), tc);
+        row("tile_reduce (root 0)", bytes, nb, timed([&] {
+                return symm_tile_reduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, 0, 0, g_s);
+            }), tc);
+    }
+
+    /* ---- MoE: 4096 tokens of 7168 bytes per PE, 8 experts per PE, near-even splits */
+    const int ne = 8;
+    const size_t rb = 7168, tokens = quick ? 512 : 4096, N = (size_t)g_n * ne;
+    std::vector<size_t> hs(N);
+    for (size_t k = 0; k < N; k++) hs[k] = tokens / N + (k < tokens % N ? 1 : 0);
+    const size_t align = 16, cap = tokens + N * align + 64;
+    uint8_t *in = (uint8_t *)symm_gpu_malloc(cap * rb), *mid = (uint8_t *)symm_gpu_malloc(cap * rb);
+    void *ws = symm_gpu_malloc(symm_cuda_a2a_workspace_bytes(g_n, ne));
+    if (!in || !mid || !ws) OK(symm_last_status());
+    uint8_t *back;
+    size_t *d_sp, *d_osp, *d_oof, *d_bsp, *d_bof;
+    CU(cudaMalloc(&back, cap * rb));
+    CU(cudaMalloc(&d_sp, N * 8));
+    CU(cudaMalloc(&d_osp, N * 8));
+    CU(cudaMalloc(&d_oof, N * 8));
+    CU(cudaMalloc(&d_bsp, N * 8));
+    CU(cudaMalloc(&d_bof, N * 8));
+    CU(cudaMemcpy(d_sp, hs.data(), N * 8, cudaMemcpyHostToDevice));
+    CU(cudaMemset(in, 1, cap * rb));
+    const size_t mb = tokens * rb;
+    double tc = copy_time(back, in, mb);
+    auto dispatch = [&](int nb) {
+        return symm_moe_dispatch_on_stream(g_pool, mid, cap, in, cap, d_sp, ne, rb, align, d_osp,
+                                           d_oof, nullptr, ws, nb, g_s);
+    };
+    auto combine = [&](int nb) {
+        return symm_moe_combine_on_stream(g_pool, back, cap, mid, cap, d_osp, d_oof, ne, rb, d_bsp,
+                                          d_bof, nullptr, ws, nb, g_s);
+    };
+    int nauto = symm_cuda_tile_moe_auto_blocks(g_pool, 1, mb);
+    header("MoE, 7168-byte rows, 8 experts per PE, major_align 16");
+    row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
+    row("combine", mb, nauto, timed([&] { return combine(0); }), tc);
+    row("dispatch + combine", 2 * mb, nauto, timed([&] {
+            symm_status_t s = dispatch(0);
+            return s ? s : combine(0);
+        }), tc * 2);
+
+    /* ---- block scaling: 16 MiB tile allreduce and the dispatch above */
+    static const int nbs[] = {1, 2, 4, 8, 16, 32, 64, 132};
+    size_t tb = quick ? sizes[0] : sizes[1];
+    symm_tile_t t = {A, tb / 4 / cols, cols, cols}, o = {B, t.rows, cols, cols};
+    double tct = copy_time(B, A, tb);
+    header("Block scaling (n/a: more blocks than can be resident on this PE's share)");
+    for (int nb : nbs) {
+        row("tile_allreduce", tb, nb, timed([&] {
+                return symm_tile_allreduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, nb, g_s);
+            }), tct);
+    }
+    for (int nb : nbs) row("dispatch", mb, nb, timed([&] { return dispatch(nb); }), tc);
+
+    CU(cudaFree(back));
+    CU(cudaFree(d_sp));
+    CU(cudaFree(d_osp));
+    CU(cudaFree(d_oof));
+    CU(cudaFree(d_bsp));
+    CU(cudaFree(d_bof));
+    OK(symm_gpu_free(ws));
+    OK(symm_gpu_free(mid));
+    OK(symm_gpu_free(in));
+    OK(symm_gpu_free(B));
+    OK(symm_gpu_free(A));
+    OK(symm_pool_destroy(g_pool));
+    OK(symm_finalize());
+    return 0;
+}
