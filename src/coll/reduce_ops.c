@@ -32,12 +32,12 @@ static inline float red_u2f(uint32_t u)
 
 static inline float red_bf16_to_float(uint16_t b) { return red_u2f((uint32_t)b << 16); }
 
+/* Branch-free (a select for NaN), so that the bf16 loops vectorise. */
 static inline uint16_t red_float_to_bf16(float f)
 {
     uint32_t u = red_f2u(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
+    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16, q = (u >> 16) | 0x40;
+    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
 }
 
 static inline float red_fp16_to_float(uint16_t h)
@@ -130,6 +130,109 @@ static inline uint16_t red_float_to_fp16(float f)
 SYMM_FOREACH_TYPE(RED_KERNEL_)
 #undef RED_KERNEL_
 
+/* fp16 with the F16C conversions where the CPU has them: the portable conversion above
+ * is a branchy function of the bits (~0.7 GB/s), vcvtph2ps/vcvtps2ph convert 8 lanes
+ * per instruction with the same rounding (nearest even; only a NaN's payload may
+ * differ). Each op keeps the scalar kernel's operand order, so min/max ties agree too:
+ * _mm256_min_ps(v, u) is v < u ? v : u. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
+#include <immintrin.h>
+#define RED_HAVE_F16C 1
+
+static int red_ymm_enabled(void)
+{
+    unsigned lo, hi;
+    __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 6) == 6; /* XMM and YMM state */
+}
+#define RED_F16C_LOOP_(EXPR)                                                             \
+    for (; i + 8 <= n; i += 8) {                                                         \
+        __m256 u = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i)));           \
+        __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i)));           \
+        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(EXPR, _MM_FROUND_TO_NEAREST_INT)); \
+    }                                                                                    \
+    break;
+
+__attribute__((target("avx,f16c"))) static void red_fp16_f16c(symm_op_t op, void *dst,
+                                                              const void *a, const void *b,
+                                                              size_t n)
+{
+    uint16_t *d = dst;
+    const uint16_t *x = a, *y = b;
+    size_t i = 0;
+    switch (op) {
+    case SYMM_OP_SUM:
+        RED_F16C_LOOP_(_mm256_add_ps(u, v))
+    case SYMM_OP_PROD:
+        RED_F16C_LOOP_(_mm256_mul_ps(u, v))
+    case SYMM_OP_MIN:
+        RED_F16C_LOOP_(_mm256_min_ps(v, u))
+    case SYMM_OP_MAX:
+        RED_F16C_LOOP_(_mm256_max_ps(v, u))
+    default:
+        break;
+    }
+    if (i < n) red_fp16(op, d + i, x + i, y + i, n - i);
+}
+#undef RED_F16C_LOOP_
+
+/* bf16 with AVX2: GCC does not vectorise the portable loops (the float <-> bits
+ * punning), and they run at ~3 GB/s; these do 8 lanes with the same rounding as
+ * red_float_to_bf16 (nearest even; a NaN keeps its top bits and is made quiet). */
+__attribute__((target("avx2"))) static inline __m256 red_bf16x8_load(const uint16_t *p)
+{
+    __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
+    return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
+}
+
+__attribute__((target("avx2"))) static inline void red_bf16x8_store(uint16_t *p, __m256 f)
+{
+    __m256i u = _mm256_castps_si256(f);
+    __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+    __m256i r = _mm256_srli_epi32(
+        _mm256_add_epi32(_mm256_add_epi32(u, _mm256_set1_epi32(0x7fff)), lsb), 16);
+    __m256i q = _mm256_or_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(0x40));
+    __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff)),
+                                     _mm256_set1_epi32(0x7f800000));
+    __m256i v = _mm256_blendv_epi8(r, q, nan);
+    /* 32 -> 16 bits: packus works within 128-bit lanes, the permute joins them */
+    __m256i pk = _mm256_permute4x64_epi64(_mm256_packus_epi32(v, v), 0xd8);
+    _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(pk));
+}
+
+#define RED_BF16_LOOP_(EXPR)                                                             \
+    for (; i + 8 <= n; i += 8) {                                                         \
+        __m256 u = red_bf16x8_load(x + i), v = red_bf16x8_load(y + i);                   \
+        red_bf16x8_store(d + i, EXPR);                                                   \
+    }                                                                                    \
+    break;
+
+__attribute__((target("avx2"))) static void red_bf16_avx2(symm_op_t op, void *dst,
+                                                           const void *a, const void *b,
+                                                           size_t n)
+{
+    uint16_t *d = dst;
+    const uint16_t *x = a, *y = b;
+    size_t i = 0;
+    switch (op) {
+    case SYMM_OP_SUM:
+        RED_BF16_LOOP_(_mm256_add_ps(u, v))
+    case SYMM_OP_PROD:
+        RED_BF16_LOOP_(_mm256_mul_ps(u, v))
+    case SYMM_OP_MIN:
+        RED_BF16_LOOP_(_mm256_min_ps(v, u))
+    case SYMM_OP_MAX:
+        RED_BF16_LOOP_(_mm256_max_ps(v, u))
+    default:
+        break;
+    }
+    if (i < n) red_bf16(op, d + i, x + i, y + i, n - i);
+}
+#undef RED_BF16_LOOP_
+#endif
+
 static const symm_reduce_fn_t red_table[SYMM_TYPE_COUNT] = {
 #define RED_ENTRY_(e, name, ctype) [e] = red_##name,
     SYMM_FOREACH_TYPE(RED_ENTRY_)
@@ -143,9 +246,34 @@ static int red_valid(symm_type_t type, symm_op_t op)
     return !(bitwise && RED_IS_FLOAT(type));
 }
 
+static symm_reduce_fn_t red_pick(symm_type_t type)
+{
+#ifdef RED_HAVE_F16C
+    if (type == SYMM_FP16 || type == SYMM_BF16) {
+        /* decided once per process: bit 0 F16C usable, bit 1 AVX2 usable, bit 2 known */
+        static int have = 0;
+        int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+        if (!h) {
+            /* CPUID.1:ECX: OSXSAVE (27), AVX (28), F16C (29); CPUID.7:EBX: AVX2 (5); and
+             * the OS must save the YMM registers */
+            unsigned ea, eb, ec, ed;
+            int ymm = __get_cpuid(1, &ea, &eb, &ec, &ed) && (ec >> 27 & 3) == 3 &&
+                      red_ymm_enabled();
+            int f16c = ymm && (ec >> 29 & 1);
+            int avx2 = ymm && __get_cpuid_count(7, 0, &ea, &eb, &ec, &ed) && (eb >> 5 & 1);
+            h = 4 | f16c | avx2 << 1;
+            __atomic_store_n(&have, h, __ATOMIC_RELAXED);
+        }
+        if (type == SYMM_FP16 && (h & 1)) return red_fp16_f16c;
+        if (type == SYMM_BF16 && (h & 2)) return red_bf16_avx2;
+    }
+#endif
+    return red_table[type];
+}
+
 symm_reduce_fn_t symm_reduce_kernel(symm_type_t type, symm_op_t op)
 {
-    return red_valid(type, op) ? red_table[type] : NULL;
+    return red_valid(type, op) ? red_pick(type) : NULL;
 }
 
 symm_status_t symm_reduce_lookup(const char *fn, symm_type_t type, symm_op_t op,
@@ -159,7 +287,7 @@ symm_status_t symm_reduce_lookup(const char *fn, symm_type_t type, symm_op_t op,
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: op %s is defined on integer types only, not on %s", fn,
                               symm_op_name(op), symm_type_name(type));
-    *fn_out = red_table[type];
+    *fn_out = red_pick(type);
     *size_out = symm_type_size(type);
     return SYMM_SUCCESS;
 }
