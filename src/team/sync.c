@@ -162,11 +162,22 @@ symm_status_t symm_coll_sync(symm_coll_t *c)
     }
     /* Dissemination: log2(n) rounds; in round r member i signals i + 2^r. The partners
      * of one member differ in every round, so one slot per source suffices. */
+    symm_status_t st = SYMM_SUCCESS;
     for (int d = 1; d < n; d <<= 1) {
         symm_coll_notify(c, (me + d) % n, ep, 0);
-        CHECK(symm_coll_wait(c, (me - d + n) % n, ep, NULL));
+        if (st) continue;
+        st = symm_coll_wait(c, (me - d + n) % n, ep, NULL);
+        if (st == SYMM_ERR_COLL_MISMATCH) {
+            /* The later partners wait for this member's rounds: signal them anyway, with
+             * a tag no collective uses, so that they report the mismatch too instead of
+             * waiting until SYMM_TIMEOUT (the poison reaches every member, as the
+             * rounds' information does). */
+            c->tag = SYMM_TAG_MASK;
+        } else if (st) {
+            return st; /* timeout or failed PE: the others will notice it themselves */
+        }
     }
-    return SYMM_SUCCESS;
+    return st;
 }
 
 symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t value,

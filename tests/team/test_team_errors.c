@@ -141,6 +141,21 @@ int main(void)
     CHECK_EQ_I64(symm_team_my_pe(d1), -1);
     CHECK_OK(symm_barrier_all());
 
+    /* ---- members calling different collectives on one team: COLL_MISMATCH on every
+     * member, naming another; the team is then destroyed (through its control
+     * duplicate, which the mismatch did not touch) */
+    if (npes >= 2) {
+        symm_team_t mm;
+        CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 0, 1, npes, &mm));
+        symm_status_t st = me == 0 ? symm_barrier(mm) : symm_sync(mm);
+        CHECK_TRUE(st == SYMM_ERR_COLL_MISMATCH, "barrier vs sync: status %d (%s)", (int)st,
+                   symm_last_error());
+        CHECK_TRUE(strstr(symm_last_error(), "(world ") != NULL, "mismatch names no PE: %s",
+                   symm_last_error());
+        CHECK_OK(symm_team_destroy(mm));
+        CHECK_OK(symm_barrier_all());
+    }
+
     CHECK_OK(symm_get_info(&info1));
     CHECK_TRUE(info1.team_heap_used == info0.team_heap_used, "team region leaked: %zu vs %zu",
                info1.team_heap_used, info0.team_heap_used);
