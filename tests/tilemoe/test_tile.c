@@ -412,7 +412,7 @@ static void test_workers(void)
             CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, in, roots, nroots, t, op));
         if (written) CHECK_BYTES(outbuf, refbuf, TILE_BYTES, "plain kind %d", kind);
         memcpy(plain, outbuf, TILE_BYTES);
-        for (int nw = 1; nw <= 8; nw++) {
+        for (int nw = 0; nw <= 8; nw++) { /* 0: the automatic worker count */
             out = out_tile(s, s.ld);
             if (kind == 0) CHECK_OK(symm_tile_reduce_parallel(pool, nw, out, in[0], t, op, root));
             if (kind == 1) CHECK_OK(symm_tile_allreduce_parallel(pool, nw, out, in[0], t, op));
@@ -499,7 +499,7 @@ static void test_bad_input(void)
     CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 2, &pool));
     CHECK_STATUS(symm_tile_allreduce_parallel(pool, 3, out, in, SYMM_INT32, SYMM_OP_SUM),
                  SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_tile_allreduce_parallel(pool, 0, out, in, SYMM_INT32, SYMM_OP_SUM),
+    CHECK_STATUS(symm_tile_allreduce_parallel(pool, -1, out, in, SYMM_INT32, SYMM_OP_SUM),
                  SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_tile_allreduce_worker(pool, 2, 2, out, in, SYMM_INT32, SYMM_OP_SUM),
                  SYMM_ERR_INVALID_ARG);
