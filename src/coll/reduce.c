@@ -114,8 +114,12 @@ static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const
     if (dest != src && symm_coll_overlap(dest, nbytes, src, nbytes))
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: dest and src overlap without being equal", fn);
+    /* The algorithm is part of the tag: members whose SYMM_COLL_SMALL differ would pick
+     * different ones and corrupt an in-place call; this way they get COLL_MISMATCH. */
+    uint64_t alg = nbytes <= SYMM_COLL_WORD ? 0 : nbytes <= symm_config.coll_small ? 1 : 2;
     symm_coll_t c;
-    CHECK(symm_coll_enter(team, fn, symm_coll_args(count, type, op, (uint64_t)root), &c));
+    CHECK(symm_coll_enter(team, fn, symm_coll_args(count, (uint64_t)type | alg << 32, op,
+                                                   (uint64_t)root), &c));
     symm_status_t st = SYMM_SUCCESS;
     if (root >= c.n) {
         char buf[96];
@@ -125,9 +129,9 @@ static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const
         /* nothing to move; every member agrees on it (count is in the tag) */
     } else if (c.n == 1) {
         if (dest != src) memcpy(dest, src, nbytes);
-    } else if (nbytes <= SYMM_COLL_WORD) {
+    } else if (alg == 0) {
         st = red_word(&c, &a, dest, src);
-    } else if (nbytes <= symm_config.coll_small) {
+    } else if (alg == 1) {
         st = red_small(&c, &a, dest, src);
     } else {
         st = red_large(&c, &a, dest, src);

@@ -497,6 +497,16 @@ static void mismatch(void)
     symm_status_t st = symm_allreduce(t, D, S, W == 0 ? 3 : 4, SYMM_INT32, SYMM_OP_SUM);
     CHECK_STATUS(st, SYMM_ERR_COLL_MISMATCH);
     CHECK_OK(symm_team_destroy(t));
+    /* the same arguments, but PE 0 with another SYMM_COLL_SMALL (so another algorithm):
+     * caught as a mismatch too, rather than corrupting an in-place reduce */
+    CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 0, 1, NW, &t));
+    size_t small0 = symm_config.coll_small;
+    if (W == 0) symm_config.coll_small = 64;
+    gen(D, 400, SYMM_UINT8, W);
+    st = symm_reduce(t, D, D, 100, SYMM_INT32, SYMM_OP_SUM, 0);
+    symm_config.coll_small = small0;
+    CHECK_STATUS(st, SYMM_ERR_COLL_MISMATCH);
+    CHECK_OK(symm_team_destroy(t));
 }
 
 int main(int argc, char **argv)
