@@ -88,10 +88,24 @@ static symm_status_t a2av_send_side(const char *fn, int n, const void *src,
     return SYMM_SUCCESS;
 }
 
-/* Three episodes: the counts are exchanged (which also says every source is ready), then
- * the senders' offsets, then the receivers pull and a final sync protects the sources.
- * A member whose dest_capacity is too small writes nothing, still takes part so that the
- * others complete, and returns SYMM_ERR_OVERFLOW. */
+/* The word member i sends member j in the first exchange: bytes | offset << 32 when both
+ * fit (the usual case), else bytes with A2AV_WIDE set, and the offset follows in a second
+ * exchange. Every member sends to every member, so all of them see whether any sender
+ * went wide, and all agree on whether that second exchange takes place. */
+#define A2AV_WIDE (1ull << 63)
+
+/* Largest offset (bits) that packs; tests lower it to exercise the wide path. */
+int symm_coll_a2av_off_bits = 31;
+
+static uint64_t a2av_word(uint64_t bytes, uint64_t off, int wide)
+{
+    return wide ? (bytes | A2AV_WIDE) : (bytes | off << 32);
+}
+
+/* Two episodes (three with offsets past 2 GiB): the sizes and offsets are exchanged
+ * (which also says every source is ready), the receivers pull, and a final sync protects
+ * the sources. A member whose dest_capacity is too small writes nothing, still takes part
+ * so that the others complete, and returns SYMM_ERR_OVERFLOW. */
 symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                              const void *src, const size_t *send_counts,
                              const size_t *send_displs, size_t elem_size,
@@ -123,7 +137,21 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
         st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
         goto out_leave;
     }
+    /* sbytes[j] becomes the first exchange's word; rbytes[j] what j sent me */
+    int wide = 0, any_wide = 0;
+    for (int j = 0; j < n; j++) wide |= sbytes[j] >> 32 || soff[j] >> symm_coll_a2av_off_bits;
+    for (int j = 0; j < n; j++) sbytes[j] = a2av_word(sbytes[j], soff[j], wide);
     CHECK_GOTO(symm_coll_exchange(&c, sbytes, 0, rbytes), st, out_leave);
+    for (int j = 0; j < n; j++) {
+        any_wide |= (rbytes[j] & A2AV_WIDE) != 0;
+        if (rbytes[j] & A2AV_WIDE) {
+            rbytes[j] &= ~A2AV_WIDE;
+            roff[j] = UINT64_MAX; /* comes in the second exchange */
+        } else {
+            roff[j] = rbytes[j] >> 32;
+            rbytes[j] &= 0xffffffffu;
+        }
+    }
     uint64_t total = 0; /* bytes; each term is count x elem_size of a valid src range */
     symm_status_t local = SYMM_SUCCESS;
     for (int j = 0; j < n; j++) {
@@ -141,7 +169,13 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
     if (!local && lo < hi && symm_coll_overlap(dest, (size_t)total, (const uint8_t *)src + lo, hi - lo))
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps what src sends", fn);
 
-    CHECK_GOTO(symm_coll_exchange(&c, soff, 0, roff), st, out_leave);
+    if (any_wide) {
+        /* offsets of the wide senders (the others' words are ignored: roff is set) */
+        uint64_t *wide_off = sbytes; /* the words are no longer needed */
+        CHECK_GOTO(symm_coll_exchange(&c, soff, 0, wide_off), st, out_leave);
+        for (int j = 0; j < n; j++)
+            if (roff[j] == UINT64_MAX) roff[j] = wide_off[j];
+    }
     if (!local) {
         int nt = total >= SYMM_COLL_NT_MIN;
         for (int t = 1; t <= n; t++) {

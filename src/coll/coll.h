@@ -30,6 +30,10 @@
  * that a later release store (an episode's signal) orders after the data. */
 void symm_coll_copy(void *dst, const void *src, size_t n, int nt);
 
+/* alltoallv packs a (size, offset) pair into one word when the offset fits in this many
+ * bits (31); tests lower it, on every PE alike, to exercise the two-exchange path. */
+extern int symm_coll_a2av_off_bits;
+
 /* [p, p+n) must be a symmetric buffer (NULL allowed when n is 0). */
 symm_status_t symm_coll_check_buf(const char *fn, const char *arg, const void *p, size_t n);
 /* *out = a * b * c, or SYMM_ERR_OVERFLOW naming fn and what. */

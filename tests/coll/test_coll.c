@@ -6,6 +6,8 @@
  * returns its status and leaves dest unchanged), a dest_capacity failure of alltoallv
  * on one member, and members that pass different arguments (SYMM_ERR_COLL_MISMATCH).
  *
+ * alltoallv's two-exchange path (offsets too large to pack) is forced in the second pass.
+ *
  * Each PE generates every member's source deterministically from (case, world rank), so
  * it computes the expected result locally. Reductions are compared bit for bit, floats
  * included: symm folds members in team order with one rounding per step (documented in
@@ -14,6 +16,8 @@
 #include "common/test_util.h"
 #include "core/config.h"
 #include "coll/coll_ref.h"
+
+extern int symm_coll_a2av_off_bits; /* src/coll/alltoall.c */
 
 #define GUARD 192            /* bytes after every expected result that must stay untouched */
 #define BUF_BYTES (6u << 20) /* each of the two symmetric buffers */
@@ -567,8 +571,10 @@ int main(int argc, char **argv)
     /* default threshold, then one that sends everything over 8 bytes down the large path */
     run_matrix(teams, nt, 0);
     symm_config.coll_small = 64;
+    symm_coll_a2av_off_bits = 3; /* alltoallv offsets past 7 take the second exchange */
     run_matrix(teams, nt, 1);
     symm_config.coll_small = small0;
+    symm_coll_a2av_off_bits = 31;
     double t1 = test_now();
 
     bad_inputs();
