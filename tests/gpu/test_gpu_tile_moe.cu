@@ -21,6 +21,20 @@
 
 extern "C" {
 #include "coll/reduce_ops.h"
+
+/* The library's kernels run on a non-blocking stream, which does not wait for work on
+ * the legacy stream: a cudaMemset of device memory, or a cudaMemcpy from pageable host
+ * memory, may still be landing when the next kernel starts. Finish them first. */
+static cudaError_t memset_sync(void *p, int v, size_t n)
+{
+    cudaError_t e = cudaMemset(p, v, n);
+    return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+static cudaError_t memcpy_sync(void *d, const void *s, size_t n, cudaMemcpyKind k)
+{
+    cudaError_t e = cudaMemcpy(d, s, n, k);
+    return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
 }
 
 static int g_me, g_n;
@@ -76,7 +90,7 @@ template <int TY> static void upload(uint64_t seed, size_t eoff, size_t nspan)
     typedef typename symm_tm::ty<TY>::T T;
     std::vector<T> h(nspan);
     for (size_t i = 0; i < nspan; i++) h[i] = gen<TY>(seed, g_me, i);
-    if (nspan) GT_CUDA(cudaMemcpy((T *)g_A + eoff, h.data(), nspan * sizeof(T), cudaMemcpyHostToDevice));
+    if (nspan) GT_CUDA(memcpy_sync((T *)g_A + eoff, h.data(), nspan * sizeof(T), cudaMemcpyHostToDevice));
 }
 
 template <int TY>
@@ -87,7 +101,7 @@ static void check_tile(const char *what, const uint8_t *dev, const shape &s, siz
     typedef typename symm_tm::ty<TY>::T T;
     if (!nspan_out) return;
     std::vector<T> h(nspan_out);
-    GT_CUDA(cudaMemcpy(h.data(), dev, nspan_out * sizeof(T), cudaMemcpyDeviceToHost));
+    GT_CUDA(memcpy_sync(h.data(), dev, nspan_out * sizeof(T), cudaMemcpyDeviceToHost));
     symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, op);
     GT_TRUE(kern, "no CPU kernel for %s %s", symm_type_name((symm_type_t)TY), symm_op_name(op));
     for (size_t i = 0; i < nspan_out; i++) {
@@ -132,7 +146,7 @@ template <int TY> static void test_tile_type()
 
             /* allreduce into a separate symmetric out */
             upload<TY>(seed, ioff, nspan);
-            if (nspan) GT_CUDA(cudaMemset(g_B, 0xA5, (nspan + 2) * es));
+            if (nspan) GT_CUDA(memset_sync(g_B, 0xA5, (nspan + 2) * es));
             symm_tile_t in = {(T *)g_A + ioff, s.rows, s.cols, s.ld};
             symm_tile_t out = {(T *)g_B + ooff, s.rows, s.cols, s.ld};
             GT_OK(symm_tile_allreduce_on_stream(g_pool, out, in, (symm_type_t)TY, o, nb, g_stream));
@@ -154,7 +168,7 @@ template <int TY> static void test_tile_type()
             upload<TY>(seed, ioff, nspan);
             int root = (si + op) % g_n;
             size_t lld = s.cols + 3, lspan = (s.rows && s.cols) ? (s.rows - 1) * lld + s.cols : 0;
-            if (lspan) GT_CUDA(cudaMemset(g_L, 0x5A, (lspan + 2) * es));
+            if (lspan) GT_CUDA(memset_sync(g_L, 0x5A, (lspan + 2) * es));
             symm_tile_t lout = {(T *)g_L + ooff, s.rows, s.cols, lld};
             GT_OK(symm_tile_reduce_on_stream(g_pool, lout, in, (symm_type_t)TY, o, root, nb,
                                              g_stream));
@@ -184,7 +198,7 @@ template <int TY> static void test_tile_type()
             }
             const shape &ms = kShapes[(mine + op) % kNShapes];
             size_t lld = ms.cols + 1, lspan = (ms.rows && ms.cols) ? (ms.rows - 1) * lld + ms.cols : 0;
-            if (lspan) GT_CUDA(cudaMemset(g_L, 0x3C, lspan * es));
+            if (lspan) GT_CUDA(memset_sync(g_L, 0x3C, lspan * es));
             symm_tile_t lout = {(T *)g_L, ms.rows, ms.cols, lld};
             int nb = kBlocks[op % 4];
             GT_OK(symm_tile_reduce_multi_on_stream(g_pool, lout, tin.data(), roots.data(), g_n,
@@ -194,7 +208,7 @@ template <int TY> static void test_tile_type()
             /* my tile's elements are numbered from its own offset in the upload */
             size_t moff = (size_t)((T *)tin[mine].base - (T *)g_A);
             std::vector<T> h(lspan);
-            if (lspan) GT_CUDA(cudaMemcpy(h.data(), g_L, lspan * es, cudaMemcpyDeviceToHost));
+            if (lspan) GT_CUDA(memcpy_sync(h.data(), g_L, lspan * es, cudaMemcpyDeviceToHost));
             symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, (symm_op_t)op);
             for (size_t i = 0; i < lspan; i++) {
                 size_t r = i / lld, c = i % lld;
@@ -310,7 +324,7 @@ static size_t dispatch_layout(const moe_case &c, int m, std::vector<size_t> *sp,
 static std::vector<size_t> d2h(const size_t *d, size_t n)
 {
     std::vector<size_t> h(n);
-    if (n) GT_CUDA(cudaMemcpy(h.data(), d, n * sizeof(size_t), cudaMemcpyDeviceToHost));
+    if (n) GT_CUDA(memcpy_sync(h.data(), d, n * sizeof(size_t), cudaMemcpyDeviceToHost));
     return h;
 }
 
@@ -344,13 +358,13 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     std::vector<uint8_t> hin(in_cap * rb, 0);
     for (size_t r = 0; r < my_in; r++)
         for (size_t b = 0; b < rb; b++) hin[r * rb + b] = row_byte(c, g_me, r, b);
-    GT_CUDA(cudaMemcpy(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+    GT_CUDA(memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
     std::vector<size_t> hsp(N);
     for (int j = 0; j < n; j++)
         for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = cnt_of(c, g_me, j, e);
-    GT_CUDA(cudaMemcpy(d_sp, hsp.data(), N * 8, cudaMemcpyHostToDevice));
-    GT_CUDA(cudaMemset(mid, 0xEE, out_cap * rb));
-    GT_CUDA(cudaMemset(back, 0x11, in_cap * rb));
+    GT_CUDA(memcpy_sync(d_sp, hsp.data(), N * 8, cudaMemcpyHostToDevice));
+    GT_CUDA(memset_sync(mid, 0xEE, out_cap * rb));
+    GT_CUDA(memset_sync(back, 0x11, in_cap * rb));
 
     /* ---- dispatch (or 1-D) */
     if (one_d)
@@ -377,7 +391,7 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
                 ne, c.align, rb, nb, i, osp[i], oof[i], rsp[i], rof[i]);
     GT_TRUE(rows[0] == total, "%s: out_rows %zu, want %zu", k, rows[0], total);
     std::vector<uint8_t> hmid(out_cap * rb);
-    GT_CUDA(cudaMemcpy(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
+    GT_CUDA(memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
     std::vector<char> covered(out_cap, 0);
     for (int e = 0; e < ne; e++)
         for (int s = 0; s < n; s++) {
@@ -405,7 +419,7 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     }
     GT_TRUE(rows[1] == my_in, "combine out_rows %zu, want %zu", rows[1], my_in);
     std::vector<uint8_t> hback(in_cap * rb);
-    GT_CUDA(cudaMemcpy(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
+    GT_CUDA(memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < in_cap * rb; i++) {
         uint8_t want = i < my_in * rb ? hin[i] : 0x11;
         GT_TRUE(hback[i] == want, "combine ne %d align %zu rb %zu nb %d: byte %zu (row %zu) = %02x, "
@@ -417,8 +431,8 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
         int victim = (int)(c.seed % (uint64_t)n);
         std::vector<size_t> vsp, vof;
         size_t vtotal = dispatch_layout(c, victim, &vsp, &vof); /* the same on every PE */
-        GT_CUDA(cudaMemset(back, 0x22, in_cap * rb));
-        GT_CUDA(cudaMemset(d_rows, 0x33, 16));
+        GT_CUDA(memset_sync(back, 0x22, in_cap * rb));
+        GT_CUDA(memset_sync(d_rows, 0x33, 16));
         size_t cap = g_me == victim ? vtotal - 1 : out_cap;
         if (vtotal > 0) {
             GT_OK(symm_moe_dispatch_on_stream(g_pool, back, cap > in_cap ? in_cap : cap, in, in_cap,
@@ -430,7 +444,7 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
             GT_TRUE(st == SYMM_ERR_OVERFLOW, "capacity agreement: status %d (%s)", st,
                     symm_last_error());
             std::vector<uint8_t> hb(in_cap * rb);
-            GT_CUDA(cudaMemcpy(hb.data(), back, hb.size(), cudaMemcpyDeviceToHost));
+            GT_CUDA(memcpy_sync(hb.data(), back, hb.size(), cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < hb.size(); i++)
                 GT_TRUE(hb[i] == 0x22, "failed dispatch wrote byte %zu", i);
             std::vector<size_t> r2 = d2h(d_rows, 1);
