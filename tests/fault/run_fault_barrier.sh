@@ -1,7 +1,8 @@
 #!/bin/sh
-# run_fault_barrier.sh SYMMRUN PROGRAM — PE 2 of 4 aborts mid-way through barriers:
-# symmrun must exit non-zero within a few seconds, its stderr must name PE 2 (killed by
-# SIGABRT), and the job must leave no files in /dev/shm or /tmp.
+# run_fault_barrier.sh SYMMRUN PROGRAM [symm_abort] — PE 2 of 4 aborts mid-way through
+# barriers: symmrun must exit non-zero within a few seconds, its stderr must name PE 2
+# (killed by SIGABRT; or, with symm_abort, aborted with code 7 and the reason), and the
+# job must leave no files in /dev/shm or /tmp.
 #
 # Where unprivileged user namespaces are allowed, the job runs with a private, empty
 # tmpfs on /dev/shm, so that any file left there is the job's, whatever else runs on
@@ -11,6 +12,7 @@
 set -u
 SYMMRUN=$1
 PROG=$2
+MODE=${3:-}
 LIMIT=5 # seconds from start to symmrun's exit
 
 ulimit -c 0 # no core file from abort()
@@ -20,7 +22,7 @@ priv=$(mktemp -d "${TMPDIR:-/tmp}/fault_barrier.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$priv"' EXIT
 
 # The job; prints "rc start end" then "LEFT <names>" (private mode only).
-job='s=$(date +%s.%N); timeout 60 "$1" -n 4 --timeout 30 "$2" >/dev/null; rc=$?
+job='s=$(date +%s.%N); timeout 60 "$1" -n 4 --timeout 30 "$2" $3 >/dev/null; rc=$?
 e=$(date +%s.%N); echo "$rc $s $e"'
 shm_before=$(ls -A /dev/shm 2>/dev/null | grep -i symm | sort)
 tmp_before=$(ls -A /tmp 2>/dev/null | grep -i symm | sort)
@@ -29,10 +31,10 @@ if unshare -rm sh -c 'mount -t tmpfs x /dev/shm' 2>/dev/null; then
     res=$(TMPDIR=$priv unshare -rm sh -c 'mount -t tmpfs symm-fault /dev/shm || exit 99
 '"$job"'
 sleep 0.3 # the last PE processes disappear
-echo "LEFT $(ls -A /dev/shm | sed "s|^|/dev/shm/|")"' sh "$SYMMRUN" "$PROG" 2>"$priv/err")
+echo "LEFT $(ls -A /dev/shm | sed "s|^|/dev/shm/|")"' sh "$SYMMRUN" "$PROG" "$MODE" 2>"$priv/err")
 else
     mode=shared
-    res=$(TMPDIR=$priv sh -c "$job" sh "$SYMMRUN" "$PROG" 2>"$priv/err")
+    res=$(TMPDIR=$priv sh -c "$job" sh "$SYMMRUN" "$PROG" "$MODE" 2>"$priv/err")
     sleep 0.3
 fi
 err=$(cat "$priv/err")
@@ -49,8 +51,14 @@ echo "run_fault_barrier: symmrun exit status $rc after $elapsed s ($mode /dev/sh
 awk "BEGIN{exit !($elapsed < $LIMIT)}" || fail "symmrun took $elapsed s (limit $LIMIT s)"
 printf '%s\n' "$err" | grep -E '^symmrun:.*PE 2' >/dev/null ||
     fail "symmrun's stderr does not name PE 2"
-printf '%s\n' "$err" | grep -E 'PE 2 .*(signal 6|SIGABRT|Abort)' >/dev/null ||
-    fail "symmrun's stderr does not say PE 2 was killed by SIGABRT"
+if [ "$MODE" = symm_abort ]; then
+    [ "$rc" -eq 7 ] || fail "symmrun exited $rc, not the code 7 that PE 2 passed to symm_abort"
+    printf '%s\n' "$err" | grep -E '^symmrun:.*PE 2.*code 7.*deliberate abort' >/dev/null ||
+        fail "symmrun's stderr does not give PE 2's symm_abort code and reason"
+else
+    printf '%s\n' "$err" | grep -E 'PE 2 .*(signal 6|SIGABRT|Abort)' >/dev/null ||
+        fail "symmrun's stderr does not say PE 2 was killed by SIGABRT"
+fi
 if [ "$mode" = private ]; then
     left=$(printf '%s\n' "$res" | sed -n 's/^LEFT *//p' | sed 's/ *$//')
     [ -z "$left" ] || fail "the job left files in /dev/shm: $left"

@@ -1,13 +1,15 @@
-/* test_fault_barrier.c — PE 2 calls abort() in the middle of a sequence of barriers
- * (after a put to its right neighbour, so the job is in full swing). The other PEs must
- * not hang: their barrier returns SYMM_ERR_PE_FAILED (or symmrun stops them), and
- * symmrun exits non-zero naming PE 2. Driven by run_fault_barrier.sh. */
+/* test_fault_barrier.c — PE 2 calls abort() (or, with the argument "symm_abort",
+ * symm_abort(7, ...)) in the middle of a sequence of barriers (after a put to its right
+ * neighbour, so the job is in full swing). The other PEs must not hang: their barrier
+ * returns SYMM_ERR_PE_FAILED (or symmrun stops them), and symmrun exits non-zero naming
+ * PE 2. Driven by run_fault_barrier.sh. */
 #include <signal.h>
 
 #include "common/test_util.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
+    int use_symm_abort = argc > 1 && strcmp(argv[1], "symm_abort") == 0;
     CHECK_OK(symm_init());
     int me = symm_my_pe(), npes = symm_n_pes();
     uint64_t *x = symm_calloc(1, sizeof *x);
@@ -17,6 +19,7 @@ int main(void)
         CHECK_OK(symm_put(x, &v, sizeof v, (me + 1) % npes));
         if (me == 2 && i == 50) {
             fprintf(stderr, "test_fault_barrier: PE 2 aborts at barrier %d\n", i);
+            if (use_symm_abort) symm_abort(7, "deliberate abort of the fault test");
             abort();
         }
         symm_status_t st = symm_barrier_all();
