@@ -326,9 +326,14 @@ static symm_status_t make_predefined(symm_kind_t kind, symm_team_t expect, symm_
 symm_status_t symm_team_layer_init(void)
 {
     symm_team_t t;
-    CHECK(make_predefined(SYMM_KIND_WORLD, SYMM_TEAM_WORLD, &t));
-    CHECK(make_predefined(SYMM_KIND_NODE, SYMM_TEAM_NODE, &t));
-    CHECK(make_predefined(SYMM_KIND_INTERNAL, SYMM_TEAM_INVALID, &symm_team_internal));
+    symm_status_t st;
+    if ((st = make_predefined(SYMM_KIND_WORLD, SYMM_TEAM_WORLD, &t)) ||
+        (st = make_predefined(SYMM_KIND_NODE, SYMM_TEAM_NODE, &t)) ||
+        (st = make_predefined(SYMM_KIND_INTERNAL, SYMM_TEAM_INVALID, &symm_team_internal))) {
+        /* A later symm_init must find the slot table empty, or WORLD gets another slot. */
+        symm_team_layer_finalize();
+        return st;
+    }
     return SYMM_SUCCESS;
 }
 

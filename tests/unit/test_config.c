@@ -91,6 +91,18 @@ int main(void)
     init_rejects("SYMM_GPU_HEAP_SIZE", "big");
     init_rejects("SYMM_GPU_DEVICE", "first");
 
+    /* a team region too small for the predefined teams: init fails cleanly, and a
+     * later init with room works */
+    set("SYMM_TEAM_HEAP_SIZE", "0");
+    CHECK_STATUS(symm_init(), SYMM_ERR_NO_MEMORY);
+    CHECK_TRUE(strstr(symm_last_error(), "SYMM_TEAM_HEAP_SIZE") != NULL, "message: %s",
+               symm_last_error());
+    CHECK_TRUE(!symm_initialized(), "initialized after a failed init");
+    set("SYMM_TEAM_HEAP_SIZE", NULL);
+    CHECK_OK(symm_init());
+    CHECK_OK(symm_barrier_all());
+    CHECK_OK(symm_finalize());
+
     /* valid values take effect */
     set("SYMM_HEAP_SIZE", "3M");
     set("SYMM_TEAM_HEAP_SIZE", "1M");
