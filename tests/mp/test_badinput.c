@@ -149,6 +149,14 @@ int main(void)
     CHECK_STATUS(symm_test_int64((int64_t *)sym, SYMM_CMP_EQ, 0, NULL), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_test_uint32((uint32_t *)stackvar, SYMM_CMP_EQ, 0, &res), SYMM_ERR_NOT_SYMMETRIC);
     CHECK_STATUS(symm_test_uint64(NULL, SYMM_CMP_EQ, 0, &res), SYMM_ERR_INVALID_ARG);
+    /* misaligned words: the waits and tests load them atomically */
+    CHECK_STATUS(symm_signal_fetch((uint64_t *)(sym + 1028), &got), SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_signal_wait_until((uint64_t *)(sym + 1025), SYMM_CMP_EQ, 0, &got),
+                 SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_wait_until_int32((int32_t *)(sym + 2), SYMM_CMP_NE, 0), SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_wait_until_uint64((uint64_t *)(sym + 4), SYMM_CMP_NE, 0), SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_test_int64((int64_t *)(sym + 12), SYMM_CMP_EQ, 0, &res), SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_test_uint32((uint32_t *)(sym + 1), SYMM_CMP_EQ, 0, &res), SYMM_ERR_ALIGNMENT);
     CHECK_TRUE(res == 1234 && got == 4321, "failed waits wrote their outputs");
     check_untouched("bad waits");
 

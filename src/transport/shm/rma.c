@@ -183,9 +183,19 @@ symm_status_t symm_put_signal_nbi(void *dest, const void *src, size_t nbytes,
     return symm_put_signal(dest, src, nbytes, sig_addr, signal, sigop, pe);
 }
 
+/* Waits and tests read the word with an atomic load, which a misaligned address would
+ * split (and UBSan rejects). */
+static inline symm_status_t check_aligned(const char *fn, const void *p, size_t size)
+{
+    if (SYMM_UNLIKELY((uintptr_t)p % size))
+        return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: %p is not %zu-byte aligned", fn, p, size);
+    return SYMM_SUCCESS;
+}
+
 symm_status_t symm_signal_fetch(const uint64_t *sig_addr, uint64_t *value_out)
 {
     CHECK(symm_check_remote(__func__, sig_addr, 8, symm_g.me));
+    CHECK(check_aligned(__func__, sig_addr, 8));
     if (!value_out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: value_out is NULL", __func__);
     *value_out = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
     return SYMM_SUCCESS;
@@ -195,6 +205,7 @@ symm_status_t symm_signal_fetch(const uint64_t *sig_addr, uint64_t *value_out)
 #define SYMM_WAIT_UNTIL_BODY(T, fn, ivar, cmp, value, out)                                \
     {                                                                                    \
         CHECK(symm_check_remote(fn, ivar, sizeof(T), symm_g.me));                        \
+        CHECK(check_aligned(fn, ivar, sizeof(T)));                                       \
         if ((unsigned)(cmp) > SYMM_CMP_LE)                                               \
             return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d", fn, \
                                   (int)(cmp));                                           \
@@ -222,6 +233,7 @@ SYMM_WAIT_UNTIL_BODY(uint64_t, __func__, sig_addr, cmp, value, value_out)
     symm_status_t symm_test_##name(T *ivar, symm_cmp_t cmp, T value, int *result_out)    \
     {                                                                                    \
         CHECK(symm_check_remote(__func__, ivar, sizeof(T), symm_g.me));                  \
+        CHECK(check_aligned(__func__, ivar, sizeof(T)));                                 \
         if ((unsigned)cmp > SYMM_CMP_LE)                                                 \
             return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d",     \
                                   __func__, (int)cmp);                                   \
