@@ -10,6 +10,8 @@
 #define SYMM_FOREACH_ENV(SYMM_ENV)                                                        \
     SYMM_ENV(HEAP_SIZE, SIZE, heap_size, "1G",                                          \
              "bytes of symmetric heap per PE for symm_malloc (K, M, G suffixes)")         \
+    SYMM_ENV(HEAP_PREFAULT, INT, heap_prefault, "0",                                      \
+             "1: symm_malloc maps every new object's pages in all PEs' views at once")    \
     SYMM_ENV(TEAM_HEAP_SIZE, SIZE, team_heap_size, "256M",                              \
              "bytes per PE for the synchronisation state of teams and pools")             \
     SYMM_ENV(TIMEOUT, DOUBLE, timeout, "120",                                           \
