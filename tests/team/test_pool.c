@@ -116,6 +116,38 @@ static void test_grow_concurrent(void)
     CHECK_EQ_U64(team_used(), used0);
 }
 
+/* Creating and destroying teams and pools while other threads of every PE run
+ * barriers on duplicates of another pool: neither side waits for the other. */
+static void test_create_destroy_concurrent(void)
+{
+    enum { T = 2 };
+    size_t used0 = team_used();
+    symm_pool_t busy;
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, T, &busy));
+    volatile int stop = 0;
+    worker_t w[T];
+    pthread_t th[T];
+    for (int i = 0; i < T; i++) {
+        w[i] = (worker_t){busy, (size_t)i, &stop, 400, SYMM_SUCCESS, 0};
+        CHECK_TRUE(pthread_create(&th[i], NULL, worker, &w[i]) == 0, "thread");
+    }
+    for (int k = 0; k < 40; k++) {
+        symm_team_t t;
+        CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, npes - 1, -1, npes, &t));
+        symm_pool_t p;
+        CHECK_OK(symm_pool_create(t, 1 + (size_t)k % 5, &p));
+        CHECK_OK(symm_barrier(symm_pool_team(p, (size_t)k % (1 + (size_t)k % 5))));
+        CHECK_OK(symm_pool_destroy(p));
+        CHECK_OK(symm_team_destroy(t));
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CHECK_OK(w[i].st);
+    }
+    CHECK_OK(symm_pool_destroy(busy));
+    CHECK_EQ_U64(team_used(), used0);
+}
+
 static void test_registry(void)
 {
     size_t used0 = team_used();
@@ -206,6 +238,7 @@ int main(void)
     if (odd != SYMM_TEAM_INVALID) CHECK_OK(symm_team_destroy(odd));
     CHECK_OK(symm_team_destroy(rev));
     test_grow_concurrent();
+    test_create_destroy_concurrent();
     test_registry();
     CHECK_EQ_U64(team_used(), used0);
     CHECK_OK(symm_finalize());
