@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "coll/tile_moe.h"
 #include "team/team.h"
 
@@ -322,6 +323,10 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     size_t lo, hi, pos = 0;
     symm_coll_band(moved, (size_t)nworkers, (size_t)worker, &lo, &hi);
     int outer = a->kind == A2A_DISPATCH ? ne : n, inner = a->kind == A2A_DISPATCH ? n : ne;
+    /* Moves from 128 KiB up bypass the cache (see SYMM_COLL_NT_MIN): the rows are not
+     * read again by this call. Measured at 2 PEs on 2 cores: 256 KiB dispatch 1.38x ->
+     * 1.78x MPI's bandwidth with streaming stores, 1-64 MiB about 1.3x -> 1.5x. */
+    int nt = (hi - lo) * a->row_bytes >= SYMM_COLL_NT_MIN / 4;
     for (int i = 0; i < outer && pos < hi; i++) {
         for (int j = 0; j < inner && pos < hi; j++) {
             int s = a->kind == A2A_DISPATCH ? j : i, e = a->kind == A2A_DISPATCH ? i : j;
@@ -331,8 +336,9 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
             size_t a0 = seg_lo > lo ? seg_lo : lo, a1 = seg_hi < hi ? seg_hi : hi;
             if (a0 >= a1) continue;
             const uint8_t *src = symm_coll_ptr(&c, a->in, s);
-            memcpy((uint8_t *)a->out + (dstoff[o] + (a0 - seg_lo)) * a->row_bytes,
-                   src + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes, (a1 - a0) * a->row_bytes);
+            symm_coll_copy((uint8_t *)a->out + (dstoff[o] + (a0 - seg_lo)) * a->row_bytes,
+                           src + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes,
+                           (a1 - a0) * a->row_bytes, nt);
         }
     }
     if (worker == 0) {
