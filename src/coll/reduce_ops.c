@@ -14,64 +14,7 @@
 #include "coll/reduce_ops.h"
 #include "core/log.h"
 
-/* ---- fp16 / bf16 <-> float, inline copies of src/core/types.c (same rounding: nearest
- * even, NaN and infinities kept) so the kernels make no call per element. */
-static inline uint32_t red_f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static inline float red_u2f(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-
-static inline float red_bf16_to_float(uint16_t b) { return red_u2f((uint32_t)b << 16); }
-
-/* Branch-free (a select for NaN), so that the bf16 loops vectorise. */
-static inline uint16_t red_float_to_bf16(float f)
-{
-    uint32_t u = red_f2u(f);
-    uint32_t r = (u + 0x7fffu + ((u >> 16) & 1)) >> 16, q = (u >> 16) | 0x40;
-    return (uint16_t)((u & 0x7fffffffu) > 0x7f800000u ? q : r);
-}
-
-static inline float red_fp16_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return red_u2f(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        float v = (float)man * 5.9604644775390625e-8f;
-        return sign ? -v : v;
-    }
-    return red_u2f(sign | ((exp + 112) << 23) | (man << 13));
-}
-
-static inline uint16_t red_float_to_fp16(float f)
-{
-    uint32_t u = red_f2u(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return sign | 0x7e00;
-    if (a >= 0x477ff000u) return sign | 0x7c00;
-    if (a < 0x38800000u) {
-        if (a < 0x33000000u) return sign;
-        uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000;
-        int shift = 126 - (int)e;
-        uint32_t q = m >> shift;
-        uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-        return sign | (uint16_t)q;
-    }
-    uint32_t r = a - 0x38000000u;
-    r += 0xfffu + ((r >> 13) & 1);
-    return sign | (uint16_t)(r >> 13);
-}
+#include "core/half.h"
 
 /* ---- type classes, decided from the enum column of SYMM_FOREACH_TYPE */
 #define RED_IS_HALF(e) ((int)(e) == (int)SYMM_FP16 || (int)(e) == (int)SYMM_BF16)
@@ -82,12 +25,12 @@ static inline uint16_t red_float_to_fp16(float f)
  * in (float for fp16/bf16) and W_ the type arithmetic wraps in (uint64_t for integers,
  * so that signed sums and products never overflow; C_ for floating types). */
 #define RED_LOAD(v)                                                                      \
-    __builtin_choose_expr((int)E_ == (int)SYMM_FP16, red_fp16_to_float(v),                         \
-                          __builtin_choose_expr((int)E_ == (int)SYMM_BF16, red_bf16_to_float(v),   \
+    __builtin_choose_expr((int)E_ == (int)SYMM_FP16, symm_half_fp16_to_float(v),                         \
+                          __builtin_choose_expr((int)E_ == (int)SYMM_BF16, symm_half_bf16_to_float(v),   \
                                                 (C_)(v)))
 #define RED_STORE(v)                                                                     \
-    __builtin_choose_expr((int)E_ == (int)SYMM_FP16, red_float_to_fp16(v),                         \
-                          __builtin_choose_expr((int)E_ == (int)SYMM_BF16, red_float_to_bf16(v),   \
+    __builtin_choose_expr((int)E_ == (int)SYMM_FP16, symm_half_float_to_fp16(v),                         \
+                          __builtin_choose_expr((int)E_ == (int)SYMM_BF16, symm_half_float_to_bf16(v),   \
                                                 (T_)(v)))
 
 /* One expression per op, on computing-type values u (from a) and v (from b). The bitwise
@@ -180,7 +123,7 @@ __attribute__((target("avx,f16c"))) static void red_fp16_f16c(symm_op_t op, void
 
 /* bf16 with AVX2: GCC does not vectorise the portable loops (the float <-> bits
  * punning), and they run at ~3 GB/s; these do 8 lanes with the same rounding as
- * red_float_to_bf16 (nearest even; a NaN keeps its top bits and is made quiet). */
+ * symm_half_float_to_bf16 (nearest even; a NaN keeps its top bits and is made quiet). */
 __attribute__((target("avx2"))) static inline __m256 red_bf16x8_load(const uint16_t *p)
 {
     __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)p));
