@@ -95,7 +95,7 @@ job -n 3 sh -c 'echo "$SYMM_RANK/$SYMM_NPES"' "$MARK"
 expect "a program that does not use symm" 0 5000
 expect_out "SYMM_RANK and SYMM_NPES" "$(printf '0/3\n1/3\n2/3')"
 
-job -n 2 -- sh -c 'printf "%s|" "$@"; echo' "$MARK" 'a b' -n --timeout
+job -n 2 -- sh -c 'echo "$(printf "%s|" "$@")"' "$MARK" 'a b' -n --timeout   # one write per PE: lines cannot interleave
 expect "program arguments" 0 5000
 expect_out "arguments that look like options reach the program" \
     "$(printf 'a b|-n|--timeout|\na b|-n|--timeout|')"
