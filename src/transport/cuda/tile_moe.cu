@@ -17,8 +17,10 @@ extern "C" {
 namespace {
 
 const int kThreads = 512;
-/* Tile bytes per block when choosing the block count: enough to hide the two rounds. */
-const size_t kTileBytesPerBlock = (size_t)256 << 10;
+/* Tile bytes per block when choosing the block count. One block moves only ~13 GB/s, so
+ * small tiles want many blocks: 32 KiB (was 256 KiB) took a 1 MiB tile allreduce at 1 PE
+ * from 23.2 to 8.4 us on an H200 (25% -> 71% of a device copy). */
+const size_t kTileBytesPerBlock = (size_t)32 << 10;
 /* Roots per multi-root kernel (the tiles travel as a kernel parameter). */
 const int kMultiMax = 64;
 
