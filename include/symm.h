@@ -399,10 +399,10 @@ symm_status_t symm_tile_reduce_multi_worker(symm_pool_t pool, int worker, int nw
                                             symm_op_t op);
 /* The same with workers made internally: the caller is worker 0 and nworkers-1
  * persistent threads run the others on duplicates 1..nworkers-1; nworkers == 0 chooses
- * automatically (one worker per online CPU, at most the pool's size: the same on every
- * PE of the node). If a thread cannot be had, the caller
- * runs that worker's share itself, afterwards: duplicates are independent, so this
- * cannot deadlock). The first failing worker's status and message are returned. */
+ * automatically, the same number on every PE (see symm_pool_auto_workers: the tile
+ * forms pass the bytes of their tiles). If a thread cannot be had, the caller runs that
+ * worker's share itself, afterwards (duplicates are independent, so this cannot
+ * deadlock). The first failing worker's status and message are returned. */
 symm_status_t symm_tile_reduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
                                         symm_tile_t in, symm_type_t type, symm_op_t op,
                                         int root);
@@ -508,6 +508,17 @@ symm_status_t symm_moe_combine_parallel(symm_pool_t pool, int nworkers, void *ou
                                         const size_t *in_splits, const size_t *in_offsets,
                                         int ne, size_t row_bytes, size_t *out_splits,
                                         size_t *out_offsets, size_t *out_rows);
+
+/* The worker count that nworkers == 0 gives a _parallel form on pool, for an operation
+ * of work_bytes bytes (tile forms: the bytes of the tiles reduced, rows x cols x type
+ * size summed over the tiles; SIZE_MAX where the size is not the same on every PE, which
+ * is how the MoE and all-to-all-v forms ask). It is made only of what every PE sees
+ * alike, so all PEs meet on the same duplicates:
+ *   min(64, pool size, max(1, node CPUs / PEs), max(1, work_bytes / 256 KiB))
+ * where node CPUs is the union of all PEs' CPU affinity masks taken at symm_init (PEs
+ * that may run anywhere count each CPU once), or the smallest SYMM_NODE_CPUS any PE set,
+ * and PEs is symm_n_pes() (all PEs of a job share one node). 0 if pool is not valid. */
+int symm_pool_auto_workers(symm_pool_t pool, size_t work_bytes);
 
 /* ---------------------------------------------------------------- information */
 /* Heap sizes and transport in use, for tools. */

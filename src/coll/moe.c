@@ -13,7 +13,7 @@
  * symmetric input (pull); a final sync keeps inputs and tables alive until every member
  * has finished reading. Two episodes in all (three for large teams).
  *
- * Also here: the worker runner of every _parallel form (tile.c's too). */
+ * The worker runner of the _parallel forms is in workers.c. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,7 +408,9 @@ static symm_status_t a2a_worker(symm_pool_t pool, int worker, int nworkers,
 static symm_status_t a2a_parallel(const char *fn, symm_pool_t pool, int nworkers,
                                   const a2a_args_t *a)
 {
-    return symm_coll_run_workers(fn, pool, nworkers, a2a_worker_fn, (void *)a);
+    /* SIZE_MAX: the automatic count cannot depend on the bytes moved, which each member
+     * knows only for itself (its splits) */
+    return symm_coll_run_workers(fn, pool, nworkers, SIZE_MAX, a2a_worker_fn, (void *)a);
 }
 
 #define A2A_1D_ARGS                                                                 \

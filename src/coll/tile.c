@@ -10,7 +10,7 @@
  * on one member fails the call everywhere instead of leaving the others to time out.
  * Peers' tiles are read in place, row by row, and combined with the type x op kernel
  * in team order (member 0 first), so every form and worker count gives the same bytes.
- * (The worker runner the _parallel forms use lives in moe.c.) */
+ * (The worker runner the _parallel forms use lives in workers.c.) */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -365,6 +365,31 @@ static symm_status_t tile_worker_fn(symm_pool_t pool, int worker, int nworkers, 
     return tile_run(a->worker_fn, team, worker, nworkers, a);
 }
 
+/* The bytes of the tiles reduced, for the automatic worker count: made only of what every
+ * member passes alike (shapes and type are part of the tag), so every member picks the
+ * same count. SIZE_MAX (no cap) where they cannot be read: such a call fails anyway. */
+static size_t tile_work_bytes(symm_pool_t pool, const tile_args_t *a)
+{
+    size_t esize = symm_type_size(a->type), total = 0, b;
+    int n = symm_team_n_pes(symm_pool_team(pool, 0));
+    if (!esize || !a->in || (a->kind == TILE_MULTI && (a->nroots < 0 || a->nroots > n)))
+        return SIZE_MAX;
+    int ntiles = a->kind == TILE_MULTI ? a->nroots : 1;
+    for (int k = 0; k < ntiles; k++)
+        if (__builtin_mul_overflow(a->in[k].rows, a->in[k].cols, &b) ||
+            __builtin_mul_overflow(b, esize, &b) || __builtin_add_overflow(total, b, &total))
+            return SIZE_MAX;
+    return total;
+}
+
+static symm_status_t tile_parallel(const char *fn, symm_pool_t pool, int nworkers,
+                                   tile_args_t *a, const char *worker_fn)
+{
+    a->worker_fn = worker_fn;
+    return symm_coll_run_workers(fn, pool, nworkers, tile_work_bytes(pool, a), tile_worker_fn,
+                                 a);
+}
+
 #define TILE_ROOTED_ARGS                                                                 \
     (tile_args_t)                                                                        \
     {                                                                                    \
@@ -443,16 +468,14 @@ symm_status_t symm_tile_reduce_parallel(symm_pool_t pool, int nworkers, symm_til
                                         int root)
 {
     tile_args_t a = TILE_ROOTED_ARGS;
-    a.worker_fn = "symm_tile_reduce_worker";
-    return symm_coll_run_workers(__func__, pool, nworkers, tile_worker_fn, &a);
+    return tile_parallel(__func__, pool, nworkers, &a, "symm_tile_reduce_worker");
 }
 
 symm_status_t symm_tile_allreduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
                                            symm_tile_t in, symm_type_t type, symm_op_t op)
 {
     tile_args_t a = TILE_ALL_ARGS;
-    a.worker_fn = "symm_tile_allreduce_worker";
-    return symm_coll_run_workers(__func__, pool, nworkers, tile_worker_fn, &a);
+    return tile_parallel(__func__, pool, nworkers, &a, "symm_tile_allreduce_worker");
 }
 
 symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
@@ -461,6 +484,5 @@ symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
                                               symm_type_t type, symm_op_t op)
 {
     tile_args_t a = TILE_MULTI_ARGS;
-    a.worker_fn = "symm_tile_reduce_multi_worker";
-    return symm_coll_run_workers(__func__, pool, nworkers, tile_worker_fn, &a);
+    return tile_parallel(__func__, pool, nworkers, &a, "symm_tile_reduce_multi_worker");
 }

@@ -5,6 +5,7 @@
 #define SYMM_COLL_TILE_MOE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "symm.h"
 
@@ -12,12 +13,27 @@
 typedef symm_status_t (*symm_worker_fn_t)(symm_pool_t pool, int worker, int nworkers,
                                           void *arg);
 
-/* Runs fn for workers 0..nworkers-1: worker 0 on the calling thread, the others on
- * persistent worker threads (workers.c; a worker for which no thread can be had runs on
- * the caller after worker 0). Returns the first failing worker's status, with its message recorded on
- * the calling thread. */
+/* The automatic worker count (nworkers == 0 in the _parallel forms), the same on every
+ * PE of the node:
+ *   min(SYMM_WORKERS_AUTO_MAX, pool size, max(1, node CPUs / PEs of the node),
+ *       max(1, work_bytes / SYMM_WORKER_MIN_BYTES))
+ * where the node's CPUs are agreed by all PEs at symm_init (symm_g.node_cpus: the union
+ * of their affinity masks, or SYMM_NODE_CPUS) and work_bytes is the operation's size
+ * where every PE knows it alike (the tiles), SIZE_MAX where it does not (MoE: each PE
+ * knows only its own splits). */
+#define SYMM_WORKERS_AUTO_MAX 64
+/* The least work per worker in the automatic count: below it, handing a share to one
+ * more thread (a futex wake, another duplicate's episodes) costs more than it saves. */
+#define SYMM_WORKER_MIN_BYTES ((size_t)256 << 10)
+int symm_coll_auto_workers(symm_pool_t pool, size_t work_bytes);
+
+/* Runs fn for workers 0..nworkers-1 (nworkers == 0: symm_coll_auto_workers with
+ * work_bytes): worker 0 on the calling thread, the others on persistent worker threads
+ * (workers.c; a worker for which no thread can be had runs on the caller after worker
+ * 0). Returns the first failing worker's status, with its message recorded on the
+ * calling thread. */
 symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
-                                    symm_worker_fn_t fn, void *arg);
+                                    size_t work_bytes, symm_worker_fn_t fn, void *arg);
 
 /* Joins the persistent worker threads (symm_finalize). */
 void symm_coll_workers_shutdown(void);

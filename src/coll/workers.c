@@ -119,27 +119,46 @@ static void keep_first(symm_status_t *st, char *msg, size_t len, const worker_th
     if (snprintf(msg, len, "%s (worker %d)", w->msg, i) < 0) msg[0] = '\0';
 }
 
-symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
-                                    symm_worker_fn_t fn, void *arg)
+int symm_coll_auto_workers(symm_pool_t pool, size_t work_bytes)
 {
-    if (nworkers == 0) {
-        /* Automatic: one worker per CPU, at most one per duplicate. The choice depends
-         * only on things every PE of the node sees alike, so all PEs split the same way
-         * and meet on the same duplicates. */
-        long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-        size_t size = symm_pool_size(pool);
-        nworkers = (int)(cpus < 1 ? 1 : cpus > 64 ? 64 : cpus);
-        if (size && (size_t)nworkers > size) nworkers = (int)size;
+    /* Every PE must reach the same number (they meet on the same duplicates), so it is
+     * made only of what all PEs see alike: the node's CPUs as agreed at symm_init
+     * (symm_g.node_cpus), the PE count, the pool's size and the operation's size. */
+    int n = symm_g.node_cpus / (symm_g.npes > 0 ? symm_g.npes : 1);
+    if (n < 1) n = 1;
+    if (n > SYMM_WORKERS_AUTO_MAX) n = SYMM_WORKERS_AUTO_MAX;
+    size_t size = symm_pool_size(pool);
+    if (size && (size_t)n > size) n = (int)size;
+    if (work_bytes != SIZE_MAX) {
+        size_t by_size = work_bytes / SYMM_WORKER_MIN_BYTES;
+        if (by_size < (size_t)n) n = by_size > 1 ? (int)by_size : 1;
     }
+    return n;
+}
+
+int symm_pool_auto_workers(symm_pool_t pool, size_t work_bytes)
+{
+    if (!symm_g.initialized || !symm_pool_size(pool)) return 0;
+    return symm_coll_auto_workers(pool, work_bytes);
+}
+
+symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
+                                    size_t work_bytes, symm_worker_fn_t fn, void *arg)
+{
+    if (nworkers == 0) nworkers = symm_coll_auto_workers(pool, work_bytes);
     symm_team_t t;
     CHECK(symm_coll_worker_team(fn_name, pool, 0, nworkers, &t));
-    worker_thread_t **w = calloc((size_t)nworkers, sizeof *w);
-    uint32_t *done0 = calloc((size_t)nworkers, sizeof *done0);
-    if (!w || !done0) {
-        free(w);
-        free(done0);
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %d workers", fn_name,
-                              nworkers);
+    worker_thread_t *w_stack[SYMM_WORKERS_AUTO_MAX], **w = w_stack;
+    uint32_t done_stack[SYMM_WORKERS_AUTO_MAX], *done0 = done_stack;
+    if (nworkers > SYMM_WORKERS_AUTO_MAX) {
+        w = calloc((size_t)nworkers, sizeof *w);
+        done0 = calloc((size_t)nworkers, sizeof *done0);
+        if (!w || !done0) {
+            free(w);
+            free(done0);
+            return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %d workers",
+                                  fn_name, nworkers);
+        }
     }
     for (int i = 1; i < nworkers; i++) {
         w[i] = thread_take();
@@ -173,8 +192,10 @@ symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int n
         keep_first(&st, msg, sizeof msg, w[i], i);
         thread_give_back(w[i]);
     }
-    free(w);
-    free(done0);
+    if (w != w_stack) {
+        free(w);
+        free(done0);
+    }
     if (st) return symm_error_set(st, "%s", msg);
     return SYMM_SUCCESS;
 }

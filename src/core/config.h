@@ -28,6 +28,9 @@
              "largest team that uses the one-round all-to-all barrier (else dissemination)") \
     SYMM_ENV(COLL_SMALL, SIZE, coll_small, "16K",                                       \
              "bytes up to which collectives read peers' buffers directly in one step")    \
+    SYMM_ENV(NODE_CPUS, INT, node_cpus, "0",                                            \
+             "CPUs the node's PEs share, for the automatic worker count of the _parallel " \
+             "forms (0: the union of the PEs' CPU affinity masks at symm_init)")          \
     SYMM_ENV(GPU, STRING, gpu, "auto",                                                  \
              "GPU transport: auto (use it where a GPU is present), on, off")              \
     SYMM_ENV(GPU_HEAP_SIZE, SIZE, gpu_heap_size, "1G",                                  \

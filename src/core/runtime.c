@@ -3,6 +3,7 @@
 #include "core/runtime.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -111,8 +112,8 @@ static symm_status_t setup_layout(void)
     /* The header size depends on npes, which is known only after the rendezvous; the
      * segment is sized for the largest header symmrun can produce so every PE agrees on
      * the layout without another round. */
-    size_t hdr = round_up((size_t)SYMM_MAX_PES * (sizeof(symm_mbox_t) + sizeof(symm_mbox_ack_t)),
-                          4096);
+    symm_g.info_off = (size_t)SYMM_MAX_PES * (sizeof(symm_mbox_t) + sizeof(symm_mbox_ack_t));
+    size_t hdr = round_up(symm_g.info_off + sizeof(symm_pe_info_t), 4096);
     symm_g.team_off = hdr;
     symm_g.team_size = round_up(symm_config.team_heap_size, 4096);
     symm_g.heap_off = hdr + symm_g.team_size;
@@ -120,6 +121,47 @@ static symm_status_t setup_layout(void)
     if (symm_g.heap_size < 4096) symm_g.heap_size = 4096;
     symm_g.seg_size = symm_g.heap_off + symm_g.heap_size;
     return SYMM_SUCCESS;
+}
+
+/* Writes what this PE publishes (symm_pe_info_t) into its segment's memfd, before the
+ * rendezvous hands the fd to anyone. */
+static symm_status_t pe_info_write(int fd)
+{
+    symm_pe_info_t info;
+    memset(&info, 0, sizeof info);
+    cpu_set_t set;
+    int ncpu = (int)(sizeof info.cpu_mask * 8);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < ncpu && c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set)) info.cpu_mask[c / 64] |= (uint64_t)1 << (c % 64);
+    } else {
+        /* More CPUs than a cpu_set_t holds: count the online ones (up to the mask's size) */
+        long on = sysconf(_SC_NPROCESSORS_ONLN);
+        for (int c = 0; c < on && c < ncpu; c++) info.cpu_mask[c / 64] |= (uint64_t)1 << (c % 64);
+    }
+    info.node_cpus = (uint64_t)(symm_config.node_cpus > 0 ? symm_config.node_cpus : 0);
+    if (pwrite(fd, &info, sizeof info, (off_t)symm_g.info_off) != (ssize_t)sizeof info)
+        return symm_error_set(SYMM_ERR_SYSTEM, "writing this PE's information into its segment: "
+                              "%s", strerror(errno));
+    return SYMM_SUCCESS;
+}
+
+/* The CPUs the node's PEs may run on, from every PE's published information, so that
+ * all PEs compute the same number: the smallest SYMM_NODE_CPUS any PE set, else the
+ * size of the union of their affinity masks (PEs pinned to disjoint CPUs add up; PEs
+ * free to run anywhere count each CPU once). At least 1. */
+static int node_cpus_agree(void)
+{
+    uint64_t uni[SYMM_CPU_MASK_WORDS] = {0}, forced = 0;
+    for (int p = 0; p < symm_g.npes; p++) {
+        const symm_pe_info_t *i = (const symm_pe_info_t *)(symm_g.seg[p] + symm_g.info_off);
+        for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++) uni[w] |= i->cpu_mask[w];
+        if (i->node_cpus && (!forced || i->node_cpus < forced)) forced = i->node_cpus;
+    }
+    int n = 0;
+    for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++) n += __builtin_popcountll(uni[w]);
+    if (forced) n = forced > 1 << 20 ? 1 << 20 : (int)forced;
+    return n > 0 ? n : 1;
 }
 
 symm_status_t symm_init(void)
@@ -148,6 +190,10 @@ symm_status_t symm_init(void)
         close(fd);
         goto out_unlock;
     }
+    if ((st = pe_info_write(fd)) != SYMM_SUCCESS) {
+        close(fd);
+        goto out_unlock;
+    }
     CHECK_GOTO(symm_boot_init(fd, symm_g.seg_size, &symm_g.boot), st, out_close_fd);
     symm_g.me = symm_g.boot.rank;
     symm_g.npes = symm_g.boot.npes;
@@ -159,6 +205,7 @@ symm_status_t symm_init(void)
     CHECK_GOTO(map_ctrl(), st, out_close_boot);
     CHECK_GOTO(map_segments(), st, out_unmap);
     close_boot_fds();
+    symm_g.node_cpus = node_cpus_agree();
 
     uint8_t *my = symm_g.seg[symm_g.me];
     symm_g.mbox = (symm_mbox_t *)my;

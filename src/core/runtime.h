@@ -2,7 +2,8 @@
  * layout of a segment, and the inline address translation that every transfer uses.
  *
  * A segment is one memfd per PE, mapped by every PE of the host:
- *   [0, hdr)                 header: team-creation mailboxes
+ *   [0, hdr)                 header: team-creation mailboxes, then what the PE
+ *                            published before the rendezvous (symm_pe_info_t)
  *   [team_off, +team_size)   team region: synchronisation state of teams and pools,
  *                            allocated locally by each PE (offsets exchanged at creation)
  *   [heap_off, +heap_size)   the symmetric heap: collective allocation, same offsets
@@ -29,12 +30,22 @@ typedef struct symm_mbox_ack {
     uint64_t pad[7];
 } __attribute__((aligned(64))) symm_mbox_ack_t;
 
+/* What a PE tells the others before the rendezvous, at a fixed place of its segment
+ * header (symm_g.info_off): it is written into the memfd before symmrun hands the fd
+ * out, so any PE that maps the segment reads it whole, without another round. */
+#define SYMM_CPU_MASK_WORDS 16 /* CPUs 0..1023 */
+typedef struct symm_pe_info {
+    uint64_t cpu_mask[SYMM_CPU_MASK_WORDS]; /* the CPUs this PE may run on, at symm_init */
+    uint64_t node_cpus;                     /* its SYMM_NODE_CPUS, 0 if unset */
+} symm_pe_info_t;
+
 typedef struct symm_runtime {
     int initialized;
     int me;   /* -1 before init */
     int npes; /* 0 before init */
     uint8_t **seg;
     size_t seg_size;
+    size_t info_off; /* symm_pe_info_t in every PE's header */
     size_t team_off, team_size;
     size_t heap_off, heap_size;
     symm_mbox_t *mbox;         /* [npes] in my header */
@@ -49,6 +60,9 @@ typedef struct symm_runtime {
     pthread_mutex_t heap_lock;
     pthread_mutex_t team_lock;
     pthread_mutex_t create_lock; /* serialises rank-list team creation (mailboxes) */
+    /* CPUs the PEs of this node may run on, the same number on every PE (from all PEs'
+     * symm_pe_info_t): the automatic worker count of the _parallel forms divides it. */
+    int node_cpus;
 } symm_runtime_t;
 
 /* Every PE's heap is mapped at an address aligned to this, so that symm_align can give

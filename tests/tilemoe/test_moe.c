@@ -3,10 +3,12 @@
  * splits, offsets, alignment and every row checked; dispatch then combine gives back the
  * input exactly (also from scrambled, padded offsets); padding is never written; the same
  * on two concurrent sub-teams (even and odd PEs); worker and parallel forms with 1..8
- * workers equal the plain form; an output that would overflow on one PE fails on all
+ * workers and the automatic count equal the plain form, and the automatic count follows
+ * its documented rule on every PE alike; an output that would overflow on one PE fails on all
  * and writes nothing; bad arguments fail and change nothing. Every PE can compute any
  * PE's splits and rows (seeded by its world rank), so the model needs no communication. */
 #include <pthread.h>
+#include <sched.h>
 
 #include "common/test_util.h"
 
@@ -416,7 +418,7 @@ static void test_workers(void)
                                c.align, os, oo, &rows));
     check_dispatch(&c, dout, os, oo, rows, "plain before workers");
     memcpy(plain_out, dout, BUF_BYTES);
-    for (int nw = 1; nw <= 8; nw++) {
+    for (int nw = 0; nw <= 8; nw++) { /* 0: the automatic worker count */
         size_t ws[64 * 16], wo[64 * 16], wrows = 0;
         memset(dout, SENTINEL, BUF_BYTES);
         CHECK_OK(symm_moe_dispatch_parallel(pool, nw, dout, MAXROWS, inbuf, splits, c.ne, c.rb,
@@ -456,7 +458,60 @@ static void test_workers(void)
     CHECK_OK(symm_all_to_all_v_parallel(pool, 3, dout, MAXROWS, inbuf, s1, c1.rb, q1, o1, &rr));
     CHECK_BYTES(dout, plain_out, BUF_BYTES, "all_to_all_v with 3 workers");
     CHECK_TRUE(rr == r1 && !memcmp(o1, p1, sizeof(size_t) * (size_t)npes), "1-D offsets");
+    memset(dout, SENTINEL, BUF_BYTES);
+    rr = 0;
+    CHECK_OK(symm_all_to_all_v_parallel(pool, 0, dout, MAXROWS, inbuf, s1, c1.rb, q1, o1, &rr));
+    CHECK_BYTES(dout, plain_out, BUF_BYTES, "all_to_all_v with the automatic worker count");
+    CHECK_TRUE(rr == r1 && !memcmp(o1, p1, sizeof(size_t) * (size_t)npes), "1-D offsets, auto");
     CHECK_OK(symm_pool_destroy(pool));
+}
+
+/* ---------------------------------------------------------------- automatic count */
+/* The automatic worker count is the documented formula over what all PEs published at
+ * symm_init (the union of their affinity masks, or the least SYMM_NODE_CPUS any set),
+ * and every PE gets the same number. */
+static void test_auto_workers(void)
+{
+    enum { W = 16 }; /* mask words: CPUs 0..1023, as the library publishes them */
+    uint64_t mine[W + 1] = {0}, *all = symm_malloc(sizeof mine * (size_t)npes);
+    uint64_t *src = symm_malloc(sizeof mine);
+    CHECK_TRUE(all && src, "allocation");
+    cpu_set_t set;
+    CHECK_TRUE(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+    for (int c = 0; c < W * 64 && c < CPU_SETSIZE; c++)
+        if (CPU_ISSET(c, &set)) mine[c / 64] |= (uint64_t)1 << (c % 64);
+    const char *env = getenv("SYMM_NODE_CPUS");
+    mine[W] = env && atoi(env) > 0 ? (uint64_t)atoi(env) : 0;
+    memcpy(src, mine, sizeof mine);
+    CHECK_OK(symm_fcollect(SYMM_TEAM_WORLD, all, src, sizeof mine));
+    uint64_t uni[W] = {0}, forced = 0;
+    for (int p = 0; p < npes; p++) {
+        for (int w = 0; w < W; w++) uni[w] |= all[p * (W + 1) + w];
+        uint64_t f = all[p * (W + 1) + W];
+        if (f && (!forced || f < forced)) forced = f;
+    }
+    int cpus = 0;
+    for (int w = 0; w < W; w++) cpus += __builtin_popcountll(uni[w]);
+    if (forced) cpus = (int)forced;
+    int per_pe = cpus / npes < 1 ? 1 : cpus / npes > 64 ? 64 : cpus / npes;
+    const size_t sizes[] = {1, 3, 8, 100};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+        symm_pool_t pool;
+        CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, sizes[i], &pool));
+        int want = per_pe < (int)sizes[i] ? per_pe : (int)sizes[i];
+        int got = symm_pool_auto_workers(pool, SIZE_MAX);
+        CHECK_TRUE(got == want, "pool of %zu: %d automatic workers, expected %d (%d CPUs, %d "
+                   "PEs)", sizes[i], got, want, cpus, npes);
+        /* with a size: at least 256 KiB per worker, and at least one worker */
+        CHECK_EQ_I64(symm_pool_auto_workers(pool, 0), 1);
+        CHECK_EQ_I64(symm_pool_auto_workers(pool, (256 << 10) - 1), 1);
+        int by = 3 < want ? 3 : want;
+        CHECK_EQ_I64(symm_pool_auto_workers(pool, (size_t)3 << 18), by);
+        CHECK_OK(symm_pool_destroy(pool));
+    }
+    CHECK_EQ_I64(symm_pool_auto_workers((symm_pool_t)12345, SIZE_MAX), 0);
+    symm_free(src);
+    symm_free(all);
 }
 
 /* ---------------------------------------------------------------- failures */
@@ -577,6 +632,7 @@ int main(void)
     test_all_to_all_v();
     test_sub_teams();
     test_workers();
+    test_auto_workers();
     test_overflow();
     test_bad_input();
     CHECK_OK(symm_barrier_all());

@@ -1,8 +1,10 @@
 /* test_tile.c — tile reduce (rooted, all, multi-root) against a serial reference on
  * random data: every type x op, tile shapes with ld > cols, single rows and columns,
  * empty tiles, in place; the worker (own threads) and parallel (internal threads) forms
- * with 1..8 workers give the same bytes as the plain form; bad arguments fail on every PE
- * and change nothing. Every PE can compute every other PE's input (seeded by its rank),
+ * with 1..8 workers and the automatic count give the same bytes as the plain form (the
+ * automatic count also on tiles big enough for several workers, with the PEs asking for
+ * different SYMM_NODE_CPUS: they must agree); bad arguments fail on every PE and change
+ * nothing. Every PE can compute every other PE's input (seeded by its rank),
  * so the reference needs no communication. */
 #include <pthread.h>
 
@@ -431,6 +433,107 @@ static void test_workers(void)
     CHECK_OK(symm_pool_destroy(pool));
 }
 
+/* ---------------------------------------------------------------- automatic count */
+/* Set before symm_init: every PE asks for a different SYMM_NODE_CPUS (8 x PEs + its rank),
+ * so the automatic count is right only if all PEs agree on the least one (8 per PE);
+ * left alone where the environment already sets it. */
+static int node_cpus_forced;
+
+static void force_node_cpus(void)
+{
+    if (getenv("SYMM_NODE_CPUS")) return;
+    const char *r = getenv("SYMM_RANK"), *n = getenv("SYMM_NPES");
+    int rank = r ? atoi(r) : 0, np = n ? atoi(n) : 1;
+    char buf[32];
+    snprintf(buf, sizeof buf, "%d", 8 * np + rank);
+    setenv("SYMM_NODE_CPUS", buf, 1);
+    node_cpus_forced = 1;
+}
+
+/* Tiles big enough for several automatic workers (at least 256 KiB each): nworkers == 0
+ * gives the bytes of the plain form and of the explicit count it picks. */
+static void test_auto_workers(void)
+{
+    enum { AUTO_ROWS = 700, AUTO_LD = 1000, AUTO_TILES = 3 };
+    const size_t tile_bytes = (size_t)AUTO_ROWS * AUTO_LD * 4;
+    uint8_t *big_in = symm_malloc(AUTO_TILES * tile_bytes), *big_out = symm_malloc(tile_bytes);
+    uint8_t *plain = malloc(tile_bytes);
+    CHECK_TRUE(big_in && big_out && plain, "allocation");
+    symm_pool_t pool;
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 8, &pool));
+    if (node_cpus_forced) CHECK_EQ_I64(symm_pool_auto_workers(pool, SIZE_MAX), 8);
+    /* float tiles of rows x cols (ld AUTO_LD): just below 2 and 3 x 256 KiB, and 8.8 x */
+    const size_t shapes[][2] = {{127, 1024 - 2}, {191, 1024 - 1}, {577, 1000}};
+    for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
+        size_t rows = shapes[sh][0], cols = shapes[sh][1] < AUTO_LD ? shapes[sh][1] : AUTO_LD;
+        symm_tile_t in[AUTO_TILES];
+        int roots[AUTO_TILES], nroots = npes < AUTO_TILES ? npes : AUTO_TILES;
+        for (int k = 0; k < nroots; k++) {
+            uint8_t *base = big_in + (size_t)k * tile_bytes;
+            for (size_t r = 0; r < rows; r++)
+                for (size_t c = 0; c < cols; c++)
+                    gen(SYMM_FLOAT, tagc + (uint64_t)k, me, r * cols + c,
+                        base + (r * AUTO_LD + c) * 4);
+            in[k] = (symm_tile_t){base, rows, cols, AUTO_LD};
+            roots[k] = (k + 1) % npes;
+        }
+        tagc += AUTO_TILES;
+        for (int kind = 0; kind < 3; kind++) {
+            symm_tile_t out = {big_out, rows, cols, AUTO_LD};
+            size_t work = rows * cols * 4 * (size_t)(kind == 2 ? nroots : 1);
+            int nw = symm_pool_auto_workers(pool, work);
+            /* all PEs chose the same count */
+            int64_t lo = nw, hi = nw, *v = symm_malloc(2 * sizeof *v);
+            CHECK_TRUE(v != NULL, "allocation");
+            v[0] = -lo;
+            v[1] = hi;
+            CHECK_OK(symm_allreduce(SYMM_TEAM_WORLD, v, v, 2, SYMM_INT64, SYMM_OP_MAX));
+            CHECK_TRUE(-v[0] == nw && v[1] == nw, "automatic count differs between PEs: %d "
+                       "here, %lld..%lld", nw, (long long)-v[0], (long long)v[1]);
+            symm_free(v);
+            if (node_cpus_forced) {
+                int want = (int)(work / (256 << 10)) < 8 ? (int)(work / (256 << 10)) : 8;
+                CHECK_TRUE(nw == (want < 1 ? 1 : want), "kind %d, %zu bytes: %d workers, "
+                           "expected %d", kind, work, nw, want < 1 ? 1 : want);
+            }
+            for (int pass = 0; pass < 3; pass++) { /* plain, automatic, explicit */
+                memset(big_out, SENTINEL, tile_bytes);
+                CHECK_OK(symm_barrier_all());
+                int w = pass == 1 ? 0 : nw;
+                if (pass == 0 && kind == 0)
+                    CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, out, in[0], SYMM_FLOAT,
+                                              SYMM_OP_SUM, 1 % npes));
+                if (pass == 0 && kind == 1)
+                    CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, out, in[0], SYMM_FLOAT,
+                                                 SYMM_OP_SUM));
+                if (pass == 0 && kind == 2)
+                    CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, in, roots, nroots,
+                                                    SYMM_FLOAT, SYMM_OP_SUM));
+                if (pass > 0 && kind == 0)
+                    CHECK_OK(symm_tile_reduce_parallel(pool, w, out, in[0], SYMM_FLOAT,
+                                                       SYMM_OP_SUM, 1 % npes));
+                if (pass > 0 && kind == 1)
+                    CHECK_OK(symm_tile_allreduce_parallel(pool, w, out, in[0], SYMM_FLOAT,
+                                                          SYMM_OP_SUM));
+                if (pass > 0 && kind == 2)
+                    CHECK_OK(symm_tile_reduce_multi_parallel(pool, w, out, in, roots, nroots,
+                                                             SYMM_FLOAT, SYMM_OP_SUM));
+                CHECK_OK(symm_barrier_all()); /* the rooted forms write root's out remotely */
+                if (pass == 0)
+                    memcpy(plain, big_out, tile_bytes);
+                else
+                    CHECK_BYTES(big_out, plain, tile_bytes, "kind %d, %zu x %zu, %s (%d "
+                                "workers)", kind, rows, cols, pass == 1 ? "automatic" :
+                                "explicit", nw);
+            }
+        }
+    }
+    CHECK_OK(symm_pool_destroy(pool));
+    free(plain);
+    CHECK_OK(symm_free(big_out));
+    CHECK_OK(symm_free(big_in));
+}
+
 /* ---------------------------------------------------------------- bad input */
 static void test_bad_input(void)
 {
@@ -529,6 +632,7 @@ static void test_bad_input(void)
 
 int main(void)
 {
+    force_node_cpus();
     TEST_INIT();
     me = symm_my_pe();
     npes = symm_n_pes();
@@ -542,6 +646,7 @@ int main(void)
     test_random();
     test_in_place();
     test_workers();
+    test_auto_workers();
     test_bad_input();
     CHECK_OK(symm_free(outbuf));
     CHECK_OK(symm_free(inbuf));

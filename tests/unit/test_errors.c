@@ -125,6 +125,7 @@ static void test_not_initialized(const char *when)
     CHECK_NI(symm_pool_create(SYMM_TEAM_WORLD, 4, &pl));
     CHECK_NI(symm_pool_grow(pl, 8));
     CHECK_EQ_U64(symm_pool_size(pl), 0);
+    CHECK_EQ_I64(symm_pool_auto_workers(pl, SIZE_MAX), 0);
     CHECK_EQ_I64(symm_pool_team(pl, 0), SYMM_TEAM_INVALID);
     CHECK_NI(symm_pool_destroy(pl));
     CHECK_NI(symm_pool_get("x", ranks, 1, 1, &pl));
@@ -192,6 +193,8 @@ static void test_not_initialized(const char *when)
     }
     if (symm_tile_allreduce_parallel) {
         CHECK_NI(symm_tile_allreduce_parallel(12345, 1, tile, tile, SYMM_INT64, SYMM_OP_SUM));
+        /* the automatic worker count before init: still not initialized, not a crash */
+        CHECK_NI(symm_tile_allreduce_parallel(12345, 0, tile, tile, SYMM_INT64, SYMM_OP_SUM));
         ncoll++;
     }
     size_t osp[8] = {0}, ooff[8] = {0}, orows = 4242;
