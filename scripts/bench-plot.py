@@ -114,13 +114,27 @@ def main():
     tile_m = load(os.path.join(res, "mpi-tile-np%s.tsv" % np_))
     moe_s = load(os.path.join(res, "symm-moe-np%s.tsv" % np_))
     moe_m = load(os.path.join(res, "mpi-moe-np%s.tsv" % np_))
+    # worker counts of the _par rows, from the "# workers" notes of the symm TSVs
+    workers = {}
+    for suite in ("tile", "moe"):
+        path = os.path.join(res, "symm-%s-np%s.tsv" % (suite, np_))
+        if os.path.exists(path):
+            with open(path) as f:
+                for line in f:
+                    p = line.rstrip("\n").split("\t")
+                    if p[0] == "# workers" and len(p) >= 6:
+                        workers.setdefault(p[2], set()).add(int(p[4]))
     if tile_s or moe_s:
         fig, axes = plt.subplots(1, 4, figsize=(18, 4.5))
         panels = (("tile_reduce", tile_s, tile_m), ("tile_allreduce", tile_s, tile_m),
                   ("dispatch", moe_s, moe_m), ("combine", moe_s, moe_m))
         for ax, (op, s, m) in zip(axes, panels):
+            par = op + "_par"
+            nws = sorted(workers.get(par, set()))
+            par_label = "symm _par (%s worker%s per PE)" % (
+                "/".join(str(x) for x in nws) or "?", "" if nws == [1] else "s")
             for name, pts, style in (("symm", s.get(op, []), "o-"),
-                                     ("symm, 2 workers", s.get(op + "_par2", []), "^-"),
+                                     (par_label, s.get(par, []), "^-"),
                                      ("Open MPI", m.get(op, []), "s--")):
                 if pts:
                     ax.plot([p[0] for p in pts], [p[2] for p in pts], style, ms=3, label=name)

@@ -23,6 +23,18 @@ def load(path):
     return rows
 
 
+def load_workers(path):
+    """The "# workers" notes of the _par rows: {op: {size: (count, how)}}."""
+    notes = {}
+    if os.path.exists(path):
+        with open(path) as f:
+            for line in f:
+                p = line.rstrip("\n").split("\t")
+                if p[0] == "# workers" and len(p) >= 6:
+                    notes.setdefault(p[2], {})[int(p[3])] = (int(p[4]), p[5])
+    return notes
+
+
 def sz(v):
     for u, s in (("M", 1 << 20), ("K", 1 << 10)):
         if v >= s and v % s == 0:
@@ -163,6 +175,19 @@ def main():
                     rs.append(r["ratio"])
             w("| %s | %s | %.2f | %s |" % (o, " | ".join(cells), min(rs),
                                           "met" if min(rs) >= 1.5 else "missed"))
+        notes = load_workers(os.path.join(res, "symm-%s-np%s.tsv" % (suite, np_)))
+        for o in opsl:
+            if o not in notes:
+                continue
+            counts = sorted({c for c, _ in notes[o].values()})
+            how = sorted({h for _, h in notes[o].values()})
+            if len(counts) == 1:
+                what = "%d worker%s per PE at every size" % (counts[0], "" if counts[0] == 1 else "s")
+            else:
+                what = "workers per PE by size: " + ", ".join(
+                    "%s: %d" % (sz(k), notes[o][k][0]) for k in sorted(notes[o]))
+            w("\n`%s`: %s (%s)." % (o, what, "/".join(
+                "automatic, nworkers = 0" if h == "automatic" else "--workers" for h in how)))
     print("\n".join(out))
     return 0
 

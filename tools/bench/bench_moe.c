@@ -1,24 +1,26 @@
 /* bench_moe.c — symm-bench moe: bandwidth of symm_moe_dispatch (rank-major tokens to
  * expert-major, aligned segments) and symm_moe_combine (its inverse), plain and
- * worker-parallel (2 workers per PE), with uneven deterministic splits over MOE_NE
- * experts per PE. Anchor: MPI_Alltoall of the counts, then MPI_Alltoallv of the rows. */
+ * worker-parallel (the _par rows: the automatic worker count, or --workers N), with
+ * uneven deterministic splits over MOE_NE experts per PE. Anchor: MPI_Alltoall of the
+ * counts, then MPI_Alltoallv of the rows. */
 #include "symm_bench.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "sb_weak.h"
 #include "tile_moe_spec.h"
 
 enum { M_DISPATCH, M_COMBINE, M_DISPATCH_PAR, M_COMBINE_PAR, M_COUNT };
-static const char *const m_name[M_COUNT] = {"dispatch", "combine", "dispatch_par2",
-                                             "combine_par2"};
+static const char *const m_name[M_COUNT] = {"dispatch", "combine", "dispatch_par",
+                                             "combine_par"};
 static const char *const m_anchor[M_COUNT] = {"dispatch", "combine", "dispatch", "combine"};
-#define M_WORKERS 2
 
 static char *in_region, *mid_region, *back_region; /* input, dispatched, combined */
 static size_t in_stride, mid_stride, nslots;
 static size_t *splits, *mid_splits, *mid_offs, *back_splits, *back_offs;
 static symm_pool_t m_pool;
+static int m_workers; /* nworkers passed to the _parallel forms: --workers, or 0 */
 
 static int m_available(int op)
 {
@@ -44,14 +46,14 @@ static symm_status_t m_run(int op, size_t rows, size_t k)
         return symm_moe_dispatch(SYMM_TEAM_WORLD, mid, mid_cap, in, splits, MOE_NE,
                                  MOE_ROW_BYTES, MOE_ALIGN, mid_splits, mid_offs, &out_rows);
     case M_DISPATCH_PAR:
-        return symm_moe_dispatch_parallel(m_pool, M_WORKERS, mid, mid_cap, in, splits, MOE_NE,
+        return symm_moe_dispatch_parallel(m_pool, m_workers, mid, mid_cap, in, splits, MOE_NE,
                                           MOE_ROW_BYTES, MOE_ALIGN, mid_splits, mid_offs,
                                           &out_rows);
     case M_COMBINE:
         return symm_moe_combine(SYMM_TEAM_WORLD, back, back_cap, mid, mid_splits, mid_offs,
                                 MOE_NE, MOE_ROW_BYTES, back_splits, back_offs, &out_rows);
     case M_COMBINE_PAR:
-        return symm_moe_combine_parallel(m_pool, M_WORKERS, back, back_cap, mid, mid_splits,
+        return symm_moe_combine_parallel(m_pool, m_workers, back, back_cap, mid, mid_splits,
                                          mid_offs, MOE_NE, MOE_ROW_BYTES, back_splits,
                                          back_offs, &out_rows);
     }
@@ -171,16 +173,20 @@ int sb_suite_moe(void)
     mid_offs = splits + 2 * ng;
     back_splits = splits + 3 * ng;
     back_offs = splits + 4 * ng;
-    SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, M_WORKERS, &m_pool));
+    m_workers = sb_opts.workers;
+    SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, m_workers ? (size_t)m_workers : SB_POOL_AUTO,
+                              &m_pool));
+    char wdesc[160];
+    sb_workers_desc(m_pool, m_workers, SIZE_MAX, wdesc, sizeof wdesc);
     SB_PRINT("# symm-bench moe: %d PEs x %d experts, rows of %d B, major_align %d, uneven "
              "splits (weights 1..5 per expert)\n"
-             "# size = bytes each PE sends (rows x row bytes); busbw = algbw (n-1)/n; _par2: "
-             "worker-parallel form, %d workers per PE on a pool\n"
+             "# size = bytes each PE sends (rows x row bytes); busbw = algbw (n-1)/n\n"
+             "# _par: the _parallel form on a pool, %s\n"
              "# anchor: MPI_Alltoall of the per-expert counts, then MPI_Alltoallv of the rows "
              "(rank-major; MPI does not build the expert-major aligned layout)\n"
              "# ratio(symm/MPI) = MPI time / symm time; median of %d repetitions of the "
              "average over PEs\n",
-             n, MOE_NE, MOE_ROW_BYTES, MOE_ALIGN, M_WORKERS, sb_opts.reps);
+             n, MOE_NE, MOE_ROW_BYTES, MOE_ALIGN, wdesc, sb_opts.reps);
     long total_wrong = 0;
     for (int op = 0; op < M_COUNT; op++) {
         if (!bench_op_selected(&sb_opts, m_name[op])) continue;
@@ -188,9 +194,10 @@ int sb_suite_moe(void)
             SB_PRINT("\n# %s: not in this build of libsymm (skipped)\n", m_name[op]);
             continue;
         }
-        SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s\n", m_name[op],
+        int par = op == M_DISPATCH_PAR || op == M_COMBINE_PAR;
+        SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s%s\n", m_name[op],
                  "# size(B)", "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)",
-                 "#wrong", "MPI busbw", "ratio(symm/MPI)");
+                 "#wrong", "MPI busbw", "ratio(symm/MPI)", par ? "  workers" : "");
         for (size_t sz = lo; sz <= hi; sz *= 4) {
             size_t rows = sz / MOE_ROW_BYTES ? sz / MOE_ROW_BYTES : 1, bytes = rows * MOE_ROW_BYTES;
             for (int g = 0; g < ng; g++) splits[g] = moe_split(sb_me, n, rows, g);
@@ -204,12 +211,17 @@ int sb_suite_moe(void)
             bench_stat_t s = m_time(op, rows, bench_iters_for(bytes, sb_opts.quick));
             double f = (double)(n - 1) / n, alg = bytes / (s.median * 1e3), bus = alg * f;
             double m = sb_anchor_us("moe", m_anchor[op], (int64_t)bytes);
-            SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f\n", bytes, rows,
-                     s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
-                     m / s.median);
-            if (sb_me == 0)
+            int nw = par ? sb_workers_used(m_pool, m_workers, SIZE_MAX) : 1;
+            char wcol[16] = "";
+            if (par) snprintf(wcol, sizeof wcol, "  %7d", nw);
+            SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f%s\n", bytes,
+                     rows, s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
+                     m / s.median, wcol);
+            if (sb_me == 0) {
+                if (par) sb_tsv_workers("moe", m_name[op], bytes, nw, m_workers);
                 bench_tsv_row(&sb_opts, "moe", m_name[op], (int64_t)bytes, s, bus, m,
                               m / s.median);
+            }
         }
     }
     SB_PRINT("\n# total wrong rows: %ld\n", total_wrong);

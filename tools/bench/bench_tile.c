@@ -1,9 +1,11 @@
 /* bench_tile.c — symm-bench tile: bandwidth of symm_tile_reduce (root 0) and
  * symm_tile_allreduce on a strided float tile (TILE_COLS of every TILE_LD floats), plain
- * and worker-parallel (2 workers per PE, one pool duplicate each). Anchor: MPI_Reduce /
- * MPI_Allreduce on an MPI_Type_vector of the same tile. */
+ * and worker-parallel (the _par rows: the automatic worker count, or --workers N, one
+ * pool duplicate each). Anchor: MPI_Reduce / MPI_Allreduce on an MPI_Type_vector of the
+ * same tile. */
 #include "symm_bench.h"
 
+#include <stdint.h>
 #include <string.h>
 
 #include "sb_weak.h"
@@ -11,14 +13,14 @@
 
 enum { T_REDUCE, T_ALLREDUCE, T_REDUCE_PAR, T_ALLREDUCE_PAR, T_COUNT };
 static const char *const t_name[T_COUNT] = {"tile_reduce", "tile_allreduce",
-                                             "tile_reduce_par2", "tile_allreduce_par2"};
+                                             "tile_reduce_par", "tile_allreduce_par"};
 static const char *const t_anchor[T_COUNT] = {"tile_reduce", "tile_allreduce", "tile_reduce",
                                                "tile_allreduce"};
-#define T_WORKERS 2
 
 static char *in_region, *out_region;
 static size_t region_bytes;
 static symm_pool_t t_pool;
+static int t_workers; /* nworkers passed to the _parallel forms: --workers, or 0 */
 
 static int t_available(int op)
 {
@@ -43,9 +45,9 @@ static symm_status_t t_run(int op, size_t rows, int k)
     case T_ALLREDUCE:
         return symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM);
     case T_REDUCE_PAR:
-        return symm_tile_reduce_parallel(t_pool, T_WORKERS, out, in, SYMM_FLOAT, SYMM_OP_SUM, 0);
+        return symm_tile_reduce_parallel(t_pool, t_workers, out, in, SYMM_FLOAT, SYMM_OP_SUM, 0);
     case T_ALLREDUCE_PAR:
-        return symm_tile_allreduce_parallel(t_pool, T_WORKERS, out, in, SYMM_FLOAT,
+        return symm_tile_allreduce_parallel(t_pool, t_workers, out, in, SYMM_FLOAT,
                                             SYMM_OP_SUM);
     }
     return SYMM_ERR_INVALID_ARG;
@@ -107,16 +109,20 @@ int sb_suite_tile(void)
     if (region_bytes < 2 * sb_opts.rotate) region_bytes = 2 * sb_opts.rotate;
     in_region = sb_symm_region(region_bytes);
     out_region = sb_symm_region(region_bytes);
-    SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, T_WORKERS, &t_pool));
+    t_workers = sb_opts.workers;
+    SB_CHECK(symm_pool_create(SYMM_TEAM_WORLD, t_workers ? (size_t)t_workers : SB_POOL_AUTO,
+                              &t_pool));
+    char wdesc[160];
+    sb_workers_desc(t_pool, t_workers, tile_rows_for(hi) * TILE_COLS * 4, wdesc, sizeof wdesc);
     SB_PRINT("# symm-bench tile: %d PEs, float sum, tile of rows x %d floats with a row "
              "stride of %d floats (strided, half of each row); root 0\n"
-             "# size = tile bytes per PE; busbw = algbw (reduce), 2(n-1)/n algbw (allreduce);"
-             " _par2: the worker-parallel form, %d workers per PE on a pool\n"
+             "# size = tile bytes per PE; busbw = algbw (reduce), 2(n-1)/n algbw (allreduce)\n"
+             "# _par: the _parallel form on a pool, %s\n"
              "# anchor: MPI_Reduce / MPI_Allreduce of one MPI_Type_vector(rows, %d, %d, "
              "MPI_FLOAT); ratio(symm/MPI) = MPI time / symm time\n"
              "# tiles rotate through %zu MiB; median of %d repetitions of the average over "
              "PEs\n",
-             sb_npes, TILE_COLS, TILE_LD, T_WORKERS, TILE_COLS, TILE_LD, region_bytes >> 20,
+             sb_npes, TILE_COLS, TILE_LD, wdesc, TILE_COLS, TILE_LD, region_bytes >> 20,
              sb_opts.reps);
     long total_wrong = 0;
     for (int op = 0; op < T_COUNT; op++) {
@@ -125,9 +131,10 @@ int sb_suite_tile(void)
             SB_PRINT("\n# %s: not in this build of libsymm (skipped)\n", t_name[op]);
             continue;
         }
-        SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s\n", t_name[op],
+        int par = op == T_REDUCE_PAR || op == T_ALLREDUCE_PAR;
+        SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s%s\n", t_name[op],
                  "# size(B)", "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)",
-                 "#wrong", "MPI busbw", "ratio(symm/MPI)");
+                 "#wrong", "MPI busbw", "ratio(symm/MPI)", par ? "  workers" : "");
         double f = (op == T_ALLREDUCE || op == T_ALLREDUCE_PAR) ? 2.0 * (sb_npes - 1) / sb_npes
                                                                 : 1.0;
         for (size_t sz = lo; sz <= hi; sz *= 4) {
@@ -137,12 +144,17 @@ int sb_suite_tile(void)
             bench_stat_t s = t_time(op, rows, bench_iters_for(bytes, sb_opts.quick));
             double alg = bytes / (s.median * 1e3), bus = alg * f;
             double m = sb_anchor_us("tile", t_anchor[op], (int64_t)bytes);
-            SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f\n", bytes, rows,
-                     s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
-                     m / s.median);
-            if (sb_me == 0)
+            int nw = par ? sb_workers_used(t_pool, t_workers, bytes) : 1;
+            char wcol[16] = "";
+            if (par) snprintf(wcol, sizeof wcol, "  %7d", nw);
+            SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f%s\n", bytes,
+                     rows, s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
+                     m / s.median, wcol);
+            if (sb_me == 0) {
+                if (par) sb_tsv_workers("tile", t_name[op], bytes, nw, t_workers);
                 bench_tsv_row(&sb_opts, "tile", t_name[op], (int64_t)bytes, s, bus, m,
                               m / s.median);
+            }
         }
     }
     SB_PRINT("\n# total wrong elements: %ld\n", total_wrong);

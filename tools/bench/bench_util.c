@@ -2,6 +2,7 @@
 #include "bench_util.h"
 
 #include <math.h>
+#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -85,6 +86,8 @@ static void usage(const char *prog)
             "  --max-conc N       most concurrent duplicates in the barrier test (64)\n"
             "  --dup-limit S      MPI_Comm_dup count limit: stop after S seconds (60)\n"
             "  --dup-limit-max N  ... or at N communicators (65536; 0 = skip the test)\n"
+            "  --workers N        workers per PE of the _par rows of tile and moe (0: the\n"
+            "                     automatic count of nworkers == 0, the default)\n"
             "  --ops a,b,c        only these operations\n"
             "  --tsv FILE         append machine-readable rows to FILE\n"
             "  --anchor FILE      rows of the anchor (the MPI program) for the ratio column\n",
@@ -129,6 +132,7 @@ int bench_parse_opts(int argc, char **argv, bench_opts_t *o, const char *prog)
         else if (!strcmp(a, "--max-conc")) o->max_conc = atoi(v);
         else if (!strcmp(a, "--dup-limit")) o->dup_limit_s = atof(v);
         else if (!strcmp(a, "--dup-limit-max")) bad = bench_parse_size(v, &o->dup_limit_max);
+        else if (!strcmp(a, "--workers")) bad = (o->workers = atoi(v)) < 0;
         else if (!strcmp(a, "--ops")) o->ops = v;
         else if (!strcmp(a, "--tsv")) o->tsv = v;
         else if (!strcmp(a, "--anchor")) o->anchor = v;
@@ -214,6 +218,20 @@ void bench_anchor_free(bench_anchor_t *a)
     free(a->rows);
     a->rows = NULL;
     a->n = 0;
+}
+
+void bench_tsv_note(const bench_opts_t *o, const char *fmt, ...)
+{
+    if (!o->tsv) return;
+    FILE *f = fopen(o->tsv, "a");
+    if (!f) return;
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("# ", f);
+    vfprintf(f, fmt, ap);
+    fputc('\n', f);
+    va_end(ap);
+    fclose(f);
 }
 
 void bench_tsv_row(const bench_opts_t *o, const char *suite, const char *op, int64_t size,

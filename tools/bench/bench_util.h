@@ -34,6 +34,7 @@ typedef struct {
     int max_conc;       /* most concurrent duplicates (teams) */
     double dup_limit_s; /* MPI_Comm_dup count limit: stop after this many seconds */
     size_t dup_limit_max;
+    int workers;        /* workers per PE of the _par rows (tile, moe); 0: automatic */
     const char *ops;    /* comma list of operations to run; NULL = all */
     const char *tsv;    /* append machine-readable rows here */
     const char *anchor; /* anchor rows (from the other program) for the ratio column */
@@ -67,6 +68,10 @@ int bench_anchor_load(const char *path, bench_anchor_t *a); /* missing file: 0 r
 const bench_row_t *bench_anchor_find(const bench_anchor_t *a, const char *suite,
                                      const char *op, int64_t size);
 void bench_anchor_free(bench_anchor_t *a);
+
+/* Appends a comment line ("# " and the formatted text) to the TSV: readers skip it. */
+void bench_tsv_note(const bench_opts_t *o, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* Appends one row (with the anchor's median and the ratio, NaN where none) to the TSV. */
 void bench_tsv_row(const bench_opts_t *o, const char *suite, const char *op, int64_t size,

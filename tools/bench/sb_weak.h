@@ -24,6 +24,7 @@
 #pragma weak symm_tile_allreduce_parallel
 #pragma weak symm_moe_dispatch_parallel
 #pragma weak symm_moe_combine_parallel
+#pragma weak symm_pool_auto_workers
 
 /* 1 if the library provides fn. */
 #define SB_HAVE(fn) ((void (*)(void))(fn) != (void (*)(void))0)

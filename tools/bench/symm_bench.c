@@ -5,8 +5,11 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "sb_weak.h"
 
 bench_opts_t sb_opts;
 bench_anchor_t sb_anchor;
@@ -66,6 +69,33 @@ void *sb_symm_region(size_t bytes)
     if (!p) sb_fail("symm_align", __FILE__, __LINE__, symm_last_status());
     memset(p, 0, bytes);
     return p;
+}
+
+int sb_workers_used(symm_pool_t pool, int forced, size_t work_bytes)
+{
+    if (forced) return forced;
+    return SB_HAVE(symm_pool_auto_workers) ? symm_pool_auto_workers(pool, work_bytes) : -1;
+}
+
+void sb_workers_desc(symm_pool_t pool, int forced, size_t max_bytes, char *buf, size_t len)
+{
+    if (forced) {
+        snprintf(buf, len, "%d workers per PE (--workers %d)", forced, forced);
+        return;
+    }
+    int nw = sb_workers_used(pool, 0, max_bytes);
+    char at[32] = "";
+    if (max_bytes != SIZE_MAX)
+        snprintf(at, sizeof at, " at %zu %s", max_bytes >> (max_bytes >> 20 ? 20 : 10),
+                 max_bytes >> 20 ? "MiB" : "KiB");
+    snprintf(buf, len, "automatic worker count (nworkers = 0): %d per PE%s with %ld CPUs and "
+             "%d PEs (workers column)", nw, at, sysconf(_SC_NPROCESSORS_ONLN), sb_npes);
+}
+
+void sb_tsv_workers(const char *suite, const char *op, size_t bytes, int nw, int forced)
+{
+    bench_tsv_note(&sb_opts, "workers\t%s\t%s\t%zu\t%d\t%s", suite, op, bytes, nw,
+                   forced ? "forced" : "automatic");
 }
 
 /* ---------------------------------------------------------------- teams suite */

@@ -41,6 +41,17 @@ const bench_row_t *sb_anchor_row(const char *suite, const char *op, int64_t size
 /* Symmetric memory region of bytes, touched so that page faults stay out of the timing. */
 void *sb_symm_region(size_t bytes);
 
+/* The _par rows of tile and moe: a pool of SB_POOL_AUTO duplicates when the worker count
+ * is automatic (so that the pool's size does not cap it), of --workers N otherwise. */
+#define SB_POOL_AUTO 64
+/* The worker count a _par row runs with: forced (--workers), else what nworkers == 0
+ * picks for work_bytes (SIZE_MAX: MoE); -1 if this libsymm cannot say. */
+int sb_workers_used(symm_pool_t pool, int forced, size_t work_bytes);
+/* One line for a table header: how the _par rows choose their worker count. */
+void sb_workers_desc(symm_pool_t pool, int forced, size_t max_bytes, char *buf, size_t len);
+/* A "# workers" comment line in the TSV for a _par row (read by bench-report/plot). */
+void sb_tsv_workers(const char *suite, const char *op, size_t bytes, int nw, int forced);
+
 int sb_suite_teams(void);
 int sb_suite_coll(void);
 int sb_suite_tile(void);
