@@ -1,9 +1,97 @@
 /* coll.c — argument checks and the bulk copy shared by the collectives. */
 #include "coll/coll.h"
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <emmintrin.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
 #define SYMM_HAVE_STREAM 1
+
+/* The streaming copy moves 256 bytes a step to a 64-byte aligned destination. On the
+ * first step in each 4 KiB page of the source it prefetches the first 512 bytes of the
+ * next page: the hardware prefetchers stop at page boundaries, so a cold source would
+ * otherwise start every page with a full memory latency (and a page walk). Measured with
+ * 2 PEs copying at once on the 2-core Xeon VM (half of each 64 MiB from the peer, as
+ * MoE combine does): SSE2 streaming 8.3 GB/s, AVX-512 9.1, AVX-512 with the next-page
+ * prefetch 10.6, AVX2 with it 9.8 (prefetching a whole page, or two pages ahead, is
+ * slower). */
+#define NT_STEP 256
+#define NT_PAGE 4096
+#define NT_AHEAD 512
+#define NT_PREFETCH_NEXT_PAGE(s, end)                                                      \
+    do {                                                                                   \
+        if (((uintptr_t)(s) & (NT_PAGE - 1)) < NT_STEP && (s) + NT_PAGE + NT_AHEAD <= (end)) \
+            for (int k_ = 0; k_ < NT_AHEAD; k_ += 64)                                      \
+                _mm_prefetch((const char *)(s) + NT_PAGE + k_, _MM_HINT_T0);              \
+    } while (0)
+
+/* Each copies n / NT_STEP whole steps. */
+__attribute__((target("avx512f"))) static void nt_steps_avx512(uint8_t *d, const uint8_t *s,
+                                                              size_t n)
+{
+    const uint8_t *end = s + n;
+    for (; n >= NT_STEP; n -= NT_STEP, d += NT_STEP, s += NT_STEP) {
+        NT_PREFETCH_NEXT_PAGE(s, end);
+        __m512i a = _mm512_loadu_si512(s), b = _mm512_loadu_si512(s + 64);
+        __m512i c = _mm512_loadu_si512(s + 128), e = _mm512_loadu_si512(s + 192);
+        _mm512_stream_si512((void *)d, a);
+        _mm512_stream_si512((void *)(d + 64), b);
+        _mm512_stream_si512((void *)(d + 128), c);
+        _mm512_stream_si512((void *)(d + 192), e);
+    }
+}
+
+__attribute__((target("avx2"))) static void nt_steps_avx2(uint8_t *d, const uint8_t *s,
+                                                          size_t n)
+{
+    const uint8_t *end = s + n;
+    for (; n >= NT_STEP; n -= NT_STEP, d += NT_STEP, s += NT_STEP) {
+        NT_PREFETCH_NEXT_PAGE(s, end);
+        for (int h = 0; h < NT_STEP; h += 128) {
+            __m256i a = _mm256_loadu_si256((const __m256i *)(s + h));
+            __m256i b = _mm256_loadu_si256((const __m256i *)(s + h + 32));
+            __m256i c = _mm256_loadu_si256((const __m256i *)(s + h + 64));
+            __m256i e = _mm256_loadu_si256((const __m256i *)(s + h + 96));
+            _mm256_stream_si256((__m256i *)(d + h), a);
+            _mm256_stream_si256((__m256i *)(d + h + 32), b);
+            _mm256_stream_si256((__m256i *)(d + h + 64), c);
+            _mm256_stream_si256((__m256i *)(d + h + 96), e);
+        }
+    }
+}
+
+static void nt_steps_sse2(uint8_t *d, const uint8_t *s, size_t n)
+{
+    const uint8_t *end = s + n;
+    for (; n >= NT_STEP; n -= NT_STEP, d += NT_STEP, s += NT_STEP) {
+        NT_PREFETCH_NEXT_PAGE(s, end);
+        for (int h = 0; h < NT_STEP; h += 64) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(s + h));
+            __m128i b = _mm_loadu_si128((const __m128i *)(s + h + 16));
+            __m128i c = _mm_loadu_si128((const __m128i *)(s + h + 32));
+            __m128i e = _mm_loadu_si128((const __m128i *)(s + h + 48));
+            _mm_stream_si128((__m128i *)(d + h), a);
+            _mm_stream_si128((__m128i *)(d + h + 16), b);
+            _mm_stream_si128((__m128i *)(d + h + 32), c);
+            _mm_stream_si128((__m128i *)(d + h + 48), e);
+        }
+    }
+}
+
+typedef void (*nt_steps_fn_t)(uint8_t *d, const uint8_t *s, size_t n);
+
+/* The widest form this CPU (and OS) runs, chosen once. A valgrind CPU reports no
+ * AVX-512, so it gets the AVX2 form. */
+static nt_steps_fn_t nt_steps(void)
+{
+    static nt_steps_fn_t chosen;
+    nt_steps_fn_t f = __atomic_load_n(&chosen, __ATOMIC_RELAXED);
+    if (f) return f;
+    __builtin_cpu_init();
+    f = __builtin_cpu_supports("avx512f") ? nt_steps_avx512
+        : __builtin_cpu_supports("avx2")  ? nt_steps_avx2
+                                          : nt_steps_sse2;
+    __atomic_store_n(&chosen, f, __ATOMIC_RELAXED);
+    return f;
+}
 #endif
 
 void symm_coll_copy(void *dst, const void *src, size_t n, int nt)
@@ -17,17 +105,9 @@ void symm_coll_copy(void *dst, const void *src, size_t n, int nt)
         d += head;
         s += head;
         n -= head;
-        for (; n >= 64; n -= 64, d += 64, s += 64) {
-            __m128i a = _mm_loadu_si128((const __m128i *)s);
-            __m128i b = _mm_loadu_si128((const __m128i *)(s + 16));
-            __m128i c = _mm_loadu_si128((const __m128i *)(s + 32));
-            __m128i e = _mm_loadu_si128((const __m128i *)(s + 48));
-            _mm_stream_si128((__m128i *)d, a);
-            _mm_stream_si128((__m128i *)(d + 16), b);
-            _mm_stream_si128((__m128i *)(d + 32), c);
-            _mm_stream_si128((__m128i *)(d + 48), e);
-        }
-        memcpy(d, s, n);
+        size_t body = n / NT_STEP * NT_STEP;
+        nt_steps()(d, s, body);
+        memcpy(d + body, s + body, n - body);
         /* streaming stores are weakly ordered: fence before anyone is told */
         _mm_sfence();
         return;
