@@ -514,7 +514,7 @@ symm_status_t symm_moe_combine_parallel(symm_pool_t pool, int nworkers, void *ou
  * size summed over the tiles; SIZE_MAX where the size is not the same on every PE, which
  * is how the MoE and all-to-all-v forms ask). It is made only of what every PE sees
  * alike, so all PEs meet on the same duplicates:
- *   min(64, pool size, max(1, node CPUs / PEs), max(1, work_bytes / 256 KiB))
+ *   min(64, pool size, max(1, node CPUs / PEs), max(1, work_bytes / 64 KiB))
  * where node CPUs is the union of all PEs' CPU affinity masks taken at symm_init (PEs
  * that may run anywhere count each CPU once), or the smallest SYMM_NODE_CPUS any PE set,
  * and PEs is symm_n_pes() (all PEs of a job share one node). 0 if pool is not valid. */

@@ -502,11 +502,11 @@ static void test_auto_workers(void)
         int got = symm_pool_auto_workers(pool, SIZE_MAX);
         CHECK_TRUE(got == want, "pool of %zu: %d automatic workers, expected %d (%d CPUs, %d "
                    "PEs)", sizes[i], got, want, cpus, npes);
-        /* with a size: at least 256 KiB per worker, and at least one worker */
+        /* with a size: at least 64 KiB per worker, and at least one worker */
         CHECK_EQ_I64(symm_pool_auto_workers(pool, 0), 1);
-        CHECK_EQ_I64(symm_pool_auto_workers(pool, (256 << 10) - 1), 1);
+        CHECK_EQ_I64(symm_pool_auto_workers(pool, (64 << 10) - 1), 1);
         int by = 3 < want ? 3 : want;
-        CHECK_EQ_I64(symm_pool_auto_workers(pool, (size_t)3 << 18), by);
+        CHECK_EQ_I64(symm_pool_auto_workers(pool, (size_t)3 << 16), by);
         CHECK_OK(symm_pool_destroy(pool));
     }
     CHECK_EQ_I64(symm_pool_auto_workers((symm_pool_t)12345, SIZE_MAX), 0);

@@ -450,7 +450,7 @@ static void force_node_cpus(void)
     node_cpus_forced = 1;
 }
 
-/* Tiles big enough for several automatic workers (at least 256 KiB each): nworkers == 0
+/* Tiles big enough for several automatic workers (at least 64 KiB each): nworkers == 0
  * gives the bytes of the plain form and of the explicit count it picks. */
 static void test_auto_workers(void)
 {
@@ -462,10 +462,10 @@ static void test_auto_workers(void)
     symm_pool_t pool;
     CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 8, &pool));
     if (node_cpus_forced) CHECK_EQ_I64(symm_pool_auto_workers(pool, SIZE_MAX), 8);
-    /* float tiles of rows x cols (ld AUTO_LD): just below 2 and 3 x 256 KiB, and 8.8 x */
-    const size_t shapes[][2] = {{127, 1024 - 2}, {191, 1024 - 1}, {577, 1000}};
+    /* float tiles of rows x cols (ld AUTO_LD): just below 2 and 3 x 64 KiB, and 35 x */
+    const size_t shapes[][2] = {{32, 1000}, {49, 1000}, {577, 1000}};
     for (size_t sh = 0; sh < sizeof shapes / sizeof *shapes; sh++) {
-        size_t rows = shapes[sh][0], cols = shapes[sh][1] < AUTO_LD ? shapes[sh][1] : AUTO_LD;
+        size_t rows = shapes[sh][0], cols = shapes[sh][1];
         symm_tile_t in[AUTO_TILES];
         int roots[AUTO_TILES], nroots = npes < AUTO_TILES ? npes : AUTO_TILES;
         for (int k = 0; k < nroots; k++) {
@@ -492,7 +492,7 @@ static void test_auto_workers(void)
                        "here, %lld..%lld", nw, (long long)-v[0], (long long)v[1]);
             symm_free(v);
             if (node_cpus_forced) {
-                int want = (int)(work / (256 << 10)) < 8 ? (int)(work / (256 << 10)) : 8;
+                int want = (int)(work / (64 << 10)) < 8 ? (int)(work / (64 << 10)) : 8;
                 CHECK_TRUE(nw == (want < 1 ? 1 : want), "kind %d, %zu bytes: %d workers, "
                            "expected %d", kind, work, nw, want < 1 ? 1 : want);
             }
