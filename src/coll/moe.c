@@ -63,16 +63,18 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
                                  uint64_t *pub)
 {
     int n = c->n, ne = a->ne;
-    char tb[96];
-    const char *tn = symm_team_describe(c->team, tb, sizeof tb);
+    symm_coll_tname_t tname = {.team = c->team};
+    symm_coll_tname_t *tn = &tname;
     if (!a->in_splits)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_splits is NULL", fn, tn);
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_splits is NULL", fn,
+                              symm_coll_tname(tn));
     if (a->kind == A2A_COMBINE && !a->in_offsets)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_offsets is NULL", fn, tn);
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_offsets is NULL", fn,
+                              symm_coll_tname(tn));
     if (!a->out && a->out_capacity)
         return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: out is NULL but out_capacity is %zu", fn, tn,
-                              a->out_capacity);
+                              "%s on %s: out is NULL but out_capacity is %zu", fn,
+                              symm_coll_tname(tn), a->out_capacity);
     size_t end = 0; /* rows of in that are read: max over segments of offset + count */
     size_t run = 0; /* running offset of the packed (rank-major) input */
     for (int j = 0; j < n; j++) {
@@ -88,12 +90,13 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
                 off = run;
                 if (add_overflows(run, cnt, &run))
                     return symm_error_set(SYMM_ERR_OVERFLOW,
-                                          "%s on %s: the sum of in_splits overflows", fn, tn);
+                                          "%s on %s: the sum of in_splits overflows", fn,
+                                          symm_coll_tname(tn));
             }
             if (add_overflows(off, cnt, &seg_end))
                 return symm_error_set(SYMM_ERR_OVERFLOW,
                                       "%s on %s: in_offsets[%zu] + in_splits[%zu] overflows",
-                                      fn, tn, k, k);
+                                      fn, symm_coll_tname(tn), k, k);
             if (cnt && seg_end > end) end = seg_end;
             pub[((size_t)j * ne + e) * 2] = cnt;
             pub[((size_t)j * ne + e) * 2 + 1] = off;
@@ -101,23 +104,25 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
     }
     size_t in_bytes;
     if (mul_overflows(end, a->row_bytes, &in_bytes))
-        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: %zu input rows of %zu bytes "
-                              "overflow", fn, tn, end, a->row_bytes);
+        return symm_error_set(SYMM_ERR_OVERFLOW,
+                              "%s on %s: %zu input rows of %zu bytes overflow", fn,
+                              symm_coll_tname(tn), end, a->row_bytes);
     if (in_bytes && !symm_addr_accessible(a->in, in_bytes))
         return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
                               "%s on %s: in %p + %zu bytes (%zu rows of %zu bytes) is not "
                               "inside one symmetric object",
-                              fn, tn, a->in, in_bytes, end, a->row_bytes);
+                              fn, symm_coll_tname(tn), a->in, in_bytes, end, a->row_bytes);
     size_t out_bytes;
     if (mul_overflows(a->out_capacity, a->row_bytes, &out_bytes))
-        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: out_capacity %zu rows of %zu "
-                              "bytes overflows", fn, tn, a->out_capacity, a->row_bytes);
+        return symm_error_set(SYMM_ERR_OVERFLOW,
+                              "%s on %s: out_capacity %zu rows of %zu bytes overflows", fn,
+                              symm_coll_tname(tn), a->out_capacity, a->row_bytes);
     uintptr_t ilo = (uintptr_t)a->in, olo = (uintptr_t)a->out;
     if (in_bytes && out_bytes && ilo < olo + out_bytes && olo < ilo + in_bytes)
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: out [%p, +%zu) overlaps in [%p, +%zu): peers read "
                               "in while out is written",
-                              fn, tn, a->out, out_bytes, a->in, in_bytes);
+                              fn, symm_coll_tname(tn), a->out, out_bytes, a->in, in_bytes);
     return SYMM_SUCCESS;
 }
 
@@ -186,31 +191,34 @@ static size_t a2a_need(const a2a_args_t *a, int n, const uint64_t *const *tab, i
     return pos;
 }
 
-
-static symm_status_t overflow_error(const char *fn, const char *tn, const symm_coll_t *c,
+static symm_status_t overflow_error(const char *fn, symm_coll_tname_t *tn, const symm_coll_t *c,
                                     int s, size_t need, const size_t *cap)
 {
     if (need == SIZE_MAX)
-        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: the output size of PE %d (world "
+        return symm_error_set(SYMM_ERR_OVERFLOW,
+                              "%s on %s: the output size of PE %d (world "
                               "%d) overflows; nothing was written",
-                              fn, tn, s, c->world[s]);
+                              fn, symm_coll_tname(tn), s, c->world[s]);
     if (cap)
-        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: the output of PE %d (world %d) "
+        return symm_error_set(SYMM_ERR_OVERFLOW,
+                              "%s on %s: the output of PE %d (world %d) "
                               "needs %zu rows, more than its out_capacity %zu; nothing was "
                               "written",
-                              fn, tn, s, c->world[s], need, *cap);
-    return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: the output of PE %d (world %d) needs "
+                              fn, symm_coll_tname(tn), s, c->world[s], need, *cap);
+    return symm_error_set(SYMM_ERR_OVERFLOW,
+                          "%s on %s: the output of PE %d (world %d) needs "
                           "%zu rows, more than its out_capacity; nothing was written",
-                          fn, tn, s, c->world[s], need);
+                          fn, symm_coll_tname(tn), s, c->world[s], need);
 }
 
-static symm_status_t peer_failed(const char *fn, const char *tn, const symm_coll_t *c, int s,
-                                 uint64_t word)
+static symm_status_t peer_failed(const char *fn, symm_coll_tname_t *tn, const symm_coll_t *c,
+                                 int s, uint64_t word)
 {
     symm_status_t theirs = (symm_status_t) - (int)(uint32_t)word;
-    return symm_error_set(theirs, "%s on %s: PE %d (world %d) passed bad arguments (%s); "
+    return symm_error_set(theirs,
+                          "%s on %s: PE %d (world %d) passed bad arguments (%s); "
                           "nothing was written",
-                          fn, tn, s, c->world[s], symm_strerror(theirs));
+                          fn, symm_coll_tname(tn), s, c->world[s], symm_strerror(theirs));
 }
 
 static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int nworkers,
@@ -226,8 +234,8 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     symm_coll_t c;
     CHECK(symm_coll_enter(team, fn, h, &c));
     int n = c.n, me = c.me, ne = a->ne;
-    char tb[96];
-    const char *tn = symm_team_describe(team, tb, sizeof tb);
+    symm_coll_tname_t tname = {.team = team};
+    symm_coll_tname_t *tn = &tname;
 
     /* ---- local checks, memory and the publication table; failures are agreed below */
     symm_status_t st = SYMM_SUCCESS, mine = SYMM_SUCCESS;
@@ -240,19 +248,24 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         free(tab);
         symm_coll_leave(&c);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
-                              tn, n);
+                              symm_coll_tname(tn), n);
     }
     if (ne < 1)
-        mine = symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: ne = %d experts per member "
-                              "(must be >= 1)", fn, tn, ne);
+        mine = symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: ne = %d experts per member "
+                              "(must be >= 1)",
+                              fn, symm_coll_tname(tn), ne);
     else if (a->row_bytes == 0)
-        mine = symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: row_bytes is 0", fn, tn);
+        mine = symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: row_bytes is 0", fn,
+                              symm_coll_tname(tn));
     else if (mul_overflows((size_t)n, (size_t)ne, &nsplit) || nsplit > SIZE_MAX / 32)
-        mine = symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: %d members x %d experts is too "
-                              "many", fn, tn, n, ne);
+        mine = symm_error_set(SYMM_ERR_OVERFLOW,
+                              "%s on %s: %d members x %d experts is too "
+                              "many",
+                              fn, symm_coll_tname(tn), n, ne);
     else if (!(cnt = malloc(sizeof(size_t) * nsplit * 3)))
         mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for the layout", fn,
-                              tn);
+                              symm_coll_tname(tn));
     else if ((mine = symm_team_region_alloc((A2A_HDR + nsplit * 2) * sizeof(uint64_t),
                                             &pub_off)) == SYMM_SUCCESS) {
         pub = symm_team_region_ptr(symm_g.me, pub_off);

@@ -15,9 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/coll.h"
 #include "coll/reduce_ops.h"
-#include "core/config.h"
 #include "coll/tile_moe.h"
+#include "core/config.h"
 #include "team/team.h"
 
 typedef enum { TILE_MULTI, TILE_ALL } tile_kind_t;
@@ -39,32 +40,37 @@ static int tile_empty(const symm_tile_t *t) { return t->rows == 0 || t->cols == 
 
 /* Checks one tile and gives the byte range it spans ([*lo, *hi), empty for an empty
  * tile). need_symm: the tile must lie inside one symmetric object. */
-static symm_status_t tile_check(const char *fn, const char *tn, const char *what,
+static symm_status_t tile_check(const char *fn, symm_coll_tname_t *tn, const char *what,
                                 const symm_tile_t *t, size_t esize, int need_symm,
                                 uintptr_t *lo, uintptr_t *hi)
 {
     *lo = *hi = 0;
     if (tile_empty(t)) return SYMM_SUCCESS;
     if (!t->base)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: %s tile (%zu x %zu) has a "
-                              "NULL base", fn, tn, what, t->rows, t->cols);
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: %s tile (%zu x %zu) has a "
+                              "NULL base",
+                              fn, symm_coll_tname(tn), what, t->rows, t->cols);
     if (t->ld < t->cols)
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: %s tile has ld = %zu < cols = %zu (ld is the row "
                               "stride in elements)",
-                              fn, tn, what, t->ld, t->cols);
+                              fn, symm_coll_tname(tn), what, t->ld, t->cols);
     size_t elems, bytes;
     if (__builtin_mul_overflow(t->rows - 1, t->ld, &elems) ||
         __builtin_add_overflow(elems, t->cols, &elems) ||
         __builtin_mul_overflow(elems, esize, &bytes) ||
         (uintptr_t)t->base + bytes < (uintptr_t)t->base)
-        return symm_error_set(SYMM_ERR_OVERFLOW, "%s on %s: %s tile of %zu rows, ld %zu "
-                              "overflows the address space", fn, tn, what, t->rows, t->ld);
+        return symm_error_set(SYMM_ERR_OVERFLOW,
+                              "%s on %s: %s tile of %zu rows, ld %zu "
+                              "overflows the address space",
+                              fn, symm_coll_tname(tn), what, t->rows, t->ld);
     if (need_symm && !symm_addr_accessible(t->base, bytes))
         return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
                               "%s on %s: %s tile [%p, +%zu bytes) (%zu x %zu, ld %zu) is not "
                               "inside one symmetric object",
-                              fn, tn, what, t->base, bytes, t->rows, t->cols, t->ld);
+                              fn, symm_coll_tname(tn), what, t->base, bytes, t->rows, t->cols,
+                              t->ld);
     *lo = (uintptr_t)t->base;
     *hi = *lo + bytes;
     return SYMM_SUCCESS;
@@ -81,36 +87,37 @@ static int same_tile(const symm_tile_t *a, const symm_tile_t *b)
 }
 
 /* Validates this PE's arguments; *mine_k gets the tile I am root of (-1: none). */
-static symm_status_t tile_validate(const char *fn, const char *tn, const symm_coll_t *c,
+static symm_status_t tile_validate(const char *fn, symm_coll_tname_t *tn, const symm_coll_t *c,
                                    const tile_args_t *a, int *mine_k)
 {
     *mine_k = -1;
     size_t esize = symm_type_size(a->type);
     if (!esize)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid type %d", fn, tn,
-                              (int)a->type);
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid type %d", fn,
+                              symm_coll_tname(tn), (int)a->type);
     if ((int)a->op < 0 || a->op >= SYMM_OP_COUNT)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid op %d", fn, tn,
-                              (int)a->op);
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid op %d", fn,
+                              symm_coll_tname(tn), (int)a->op);
     if (!symm_reduce_kernel(a->type, a->op))
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: op %s is not defined on type %s (and, or and xor "
                               "take integer types only)",
-                              fn, tn, symm_op_name(a->op), symm_type_name(a->type));
+                              fn, symm_coll_tname(tn), symm_op_name(a->op),
+                              symm_type_name(a->type));
     uintptr_t olo, ohi, ilo, ihi;
     if (a->kind == TILE_ALL) {
         const symm_tile_t *in = &a->in[0];
         CHECK(tile_check(fn, tn, "in", in, esize, 1, &ilo, &ihi));
         CHECK(tile_check(fn, tn, "out", &a->out, esize, 1, &olo, &ohi));
         if (a->out.rows != in->rows || a->out.cols != in->cols)
-            return symm_error_set(SYMM_ERR_INVALID_ARG,
-                                  "%s on %s: out tile is %zu x %zu but in is %zu x %zu", fn,
-                                  tn, a->out.rows, a->out.cols, in->rows, in->cols);
+            return symm_error_set(
+                SYMM_ERR_INVALID_ARG, "%s on %s: out tile is %zu x %zu but in is %zu x %zu", fn,
+                symm_coll_tname(tn), a->out.rows, a->out.cols, in->rows, in->cols);
         if (ranges_overlap(olo, ohi, ilo, ihi) && !same_tile(&a->out, in))
             return symm_error_set(SYMM_ERR_INVALID_ARG,
                                   "%s on %s: out tile overlaps in without being the same tile "
                                   "(in place needs the same base and ld)",
-                                  fn, tn);
+                                  fn, symm_coll_tname(tn));
         return SYMM_SUCCESS;
     }
     int n = c->n;
@@ -118,22 +125,22 @@ static symm_status_t tile_validate(const char *fn, const char *tn, const symm_co
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: nroots = %d (must be 0..%d: a PE is root of at most "
                               "one tile)",
-                              fn, tn, a->nroots, n);
+                              fn, symm_coll_tname(tn), a->nroots, n);
     if (a->nroots && (!a->in || !a->roots))
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: %s is NULL", fn, tn,
-                              a->in ? "roots" : "in");
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: %s is NULL", fn,
+                              symm_coll_tname(tn), a->in ? "roots" : "in");
     for (int k = 0; k < a->nroots; k++) {
         int r = a->roots[k];
         if (r < 0 || r >= n)
             return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
-                                  "%s on %s: root %d is not a member (team of %d)", fn, tn, r,
-                                  n);
+                                  "%s on %s: root %d is not a member (team of %d)", fn,
+                                  symm_coll_tname(tn), r, n);
         for (int j = 0; j < k; j++)
             if (a->roots[j] == r)
                 return symm_error_set(SYMM_ERR_INVALID_ARG,
                                       "%s on %s: PE %d is root of tiles %d and %d (a PE may "
                                       "be root of one tile only)",
-                                      fn, tn, r, j, k);
+                                      fn, symm_coll_tname(tn), r, j, k);
         char what[32];
         snprintf(what, sizeof what, "in[%d]", k);
         CHECK(tile_check(fn, tn, what, &a->in[k], esize, 1, &ilo, &ihi));
@@ -145,15 +152,16 @@ static symm_status_t tile_validate(const char *fn, const char *tn, const symm_co
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: out tile of root %d is %zu x %zu but its tile is "
                               "%zu x %zu",
-                              fn, tn, c->me, a->out.rows, a->out.cols, mine->rows, mine->cols);
+                              fn, symm_coll_tname(tn), c->me, a->out.rows, a->out.cols,
+                              mine->rows, mine->cols);
     CHECK(tile_check(fn, tn, "out", &a->out, esize, 0, &olo, &ohi));
     for (int k = 0; k < a->nroots; k++) {
         CHECK(tile_check(fn, tn, "in", &a->in[k], esize, 1, &ilo, &ihi));
         if (!ranges_overlap(olo, ohi, ilo, ihi)) continue;
         if (k == *mine_k && same_tile(&a->out, &a->in[k])) continue;
         return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: out tile of root %d overlaps in[%d]%s", fn, tn,
-                              c->me, k,
+                              "%s on %s: out tile of root %d overlaps in[%d]%s", fn,
+                              symm_coll_tname(tn), c->me, k,
                               k == *mine_k ? " without being the same tile (in place needs "
                                              "the same base and ld)"
                                            : ", which another root reads");
@@ -236,8 +244,8 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     symm_coll_t c;
     CHECK(symm_coll_enter(team, fn, h, &c));
     int n = c.n, me = c.me;
-    char tb[96];
-    const char *tn = symm_team_describe(team, tb, sizeof tb);
+    symm_coll_tname_t tname = {.team = team};
+    symm_coll_tname_t *tn = &tname;
     symm_status_t st = SYMM_SUCCESS, mine;
     int k = -1;
     size_t esize = symm_type_size(a->type);
@@ -250,7 +258,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         free(words);
         symm_coll_leave(&c);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
-                              tn, n);
+                              symm_coll_tname(tn), n);
     }
     mine = tile_validate(fn, tn, &c, a, &k);
     const symm_tile_t *in = a->kind == TILE_ALL ? &a->in[0] : k >= 0 ? &a->in[k] : NULL;
@@ -270,7 +278,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         }
         if (acc_cols && !(acc = malloc(acc_cols * esize)))
             mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for a row", fn,
-                                  tn);
+                                  symm_coll_tname(tn));
     }
 
     /* Exchange 1: inputs ready, and everyone's arguments valid (and, for the rooted
@@ -283,9 +291,10 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
             st = mine;
         } else {
             symm_status_t theirs = (symm_status_t) - (int)(uint32_t)words[s];
-            st = symm_error_set(theirs, "%s on %s: PE %d (world %d) passed bad arguments "
+            st = symm_error_set(theirs,
+                                "%s on %s: PE %d (world %d) passed bad arguments "
                                 "(%s); nothing was written",
-                                fn, tn, s, c.world[s], symm_strerror(theirs));
+                                fn, symm_coll_tname(tn), s, c.world[s], symm_strerror(theirs));
         }
         goto out_free;
     }

@@ -137,12 +137,13 @@ static symm_status_t pe_info_write(int fd)
     } else {
         /* More CPUs than a cpu_set_t holds: count the online ones (up to the mask's size) */
         long on = sysconf(_SC_NPROCESSORS_ONLN);
-        for (int c = 0; c < on && c < ncpu; c++) info.cpu_mask[c / 64] |= (uint64_t)1 << (c % 64);
+        for (int c = 0; c < on && c < ncpu; c++)
+            info.cpu_mask[c / 64] |= (uint64_t)1 << (c % 64);
     }
     info.node_cpus = (uint64_t)(symm_config.node_cpus > 0 ? symm_config.node_cpus : 0);
     if (pwrite(fd, &info, sizeof info, (off_t)symm_g.info_off) != (ssize_t)sizeof info)
-        return symm_error_set(SYMM_ERR_SYSTEM, "writing this PE's information into its segment: "
-                              "%s", strerror(errno));
+        return symm_error_set(SYMM_ERR_SYSTEM, "writing this PE's information into its "
+                              "segment: %s", strerror(errno));
     return SYMM_SUCCESS;
 }
 

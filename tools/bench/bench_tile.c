@@ -45,7 +45,8 @@ static symm_status_t t_run(int op, size_t rows, int k)
     case T_ALLREDUCE:
         return symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM);
     case T_REDUCE_PAR:
-        return symm_tile_reduce_parallel(t_pool, t_workers, out, in, SYMM_FLOAT, SYMM_OP_SUM, 0);
+        return symm_tile_reduce_parallel(t_pool, t_workers, out, in, SYMM_FLOAT, SYMM_OP_SUM,
+                                         0);
     case T_ALLREDUCE_PAR:
         return symm_tile_allreduce_parallel(t_pool, t_workers, out, in, SYMM_FLOAT,
                                             SYMM_OP_SUM);
