@@ -86,7 +86,8 @@ run_suite() { # suite np
     "$SYMMRUN" -n "$np" "$SBENCH" "$suite" $quick $EXTRA --anchor "$mtsv" --tsv "$stsv" |
         tee "$OUT/symm-$tag.txt"
     echo
-    [ -f "$stsv" ] && sed "s/^/$np\t/" "$stsv" >>"$SUMMARY"
+    # rows get the PE count in front; notes ("# workers ...") pass as they are
+    [ -f "$stsv" ] && sed "/^#/!s/^/$np\t/" "$stsv" >>"$SUMMARY"
     # memcpy and anything else only the MPI side measured stay in its own file
     return 0
 }
