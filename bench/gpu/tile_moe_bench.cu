@@ -8,7 +8,7 @@
  *   GB/s    bytes / time  (allreduce: each member reads and writes the tile's bytes once,
  *           as a copy of the same bytes does)
  *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
- * Usage: symm-gpu-tile-moe-bench [--quick] */
+ * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096) */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -108,7 +108,12 @@ static void header(const char *title)
 
 int main(int argc, char **argv)
 {
-    bool quick = argc > 1 && !strcmp(argv[1], "--quick");
+    bool quick = false;
+    size_t ntok = 4096;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ntok = strtoull(argv[++i], nullptr, 10);
+    }
     OK(symm_init());
     symm_status_t st = symm_cuda_init();
     if (st == SYMM_ERR_UNSUPPORTED) {
@@ -121,7 +126,7 @@ int main(int argc, char **argv)
     g_n = symm_n_pes();
     if (quick) g_iters = 5;
     CU(cudaStreamCreateWithFlags(&g_s, cudaStreamNonBlocking));
-    OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 132, &g_pool));
+    OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 264, &g_pool));
 
     const size_t cols = 4096;
     std::vector<size_t> sizes = {(size_t)1 << 20, (size_t)16 << 20, (size_t)64 << 20};
@@ -151,7 +156,7 @@ int main(int argc, char **argv)
 
     /* ---- MoE: 4096 tokens of 7168 bytes per PE, 8 experts per PE, near-even splits */
     const int ne = 8;
-    const size_t rb = 7168, tokens = quick ? 512 : 4096, N = (size_t)g_n * ne;
+    const size_t rb = 7168, tokens = quick ? 512 : ntok, N = (size_t)g_n * ne;
     std::vector<size_t> hs(N);
     for (size_t k = 0; k < N; k++) hs[k] = tokens / N + (k < tokens % N ? 1 : 0);
     const size_t align = 16, cap = tokens + N * align + 64;
@@ -188,7 +193,7 @@ int main(int argc, char **argv)
         }), tc * 2);
 
     /* ---- block scaling: 16 MiB tile allreduce and the dispatch above */
-    static const int nbs[] = {1, 2, 4, 8, 16, 32, 64, 132};
+    static const int nbs[] = {1, 2, 4, 8, 16, 32, 64, 132, 264};
     size_t tb = quick ? sizes[0] : sizes[1];
     symm_tile_t t = {A, tb / 4 / cols, cols, cols}, o = {B, t.rows, cols, cols};
     double tct = copy_time(B, A, tb);

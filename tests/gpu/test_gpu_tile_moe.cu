@@ -47,8 +47,13 @@ static const int kBlocks[] = {0, 1, 3, 7};
 struct shape {
     size_t rows, cols, ld;
 };
-static const shape kShapes[] = {{0, 4, 4},   {3, 0, 1},    {1, 1, 1},     {3, 7, 9},
-                                {17, 33, 40}, {5, 301, 307}, {2, 9000, 9001}, {40, 5, 5}};
+/* Shapes 9 and 12 start 16-byte aligned (in offset si % 3 == 0) with rows of whole 16-byte
+ * vectors for every type: with out offset 0 they take the kernels' flat vector path, with
+ * out offset 1 (the other half of the ops) the general one. */
+static const shape kShapes[] = {{0, 4, 4},     {3, 0, 1},      {1, 1, 1},   {3, 7, 9},
+                                {17, 33, 40},  {5, 301, 307},  {2, 9000, 9001}, {40, 5, 5},
+                                {1, 64, 64},   {33, 1024, 1040}, {3, 48, 48}, {2, 16, 16},
+                                {257, 96, 112}};
 static const int kNShapes = sizeof kShapes / sizeof kShapes[0];
 
 static size_t span_elems(const shape &s)
@@ -167,7 +172,7 @@ template <int TY> static void test_tile_type()
             /* rooted, into a local out with its own ld */
             upload<TY>(seed, ioff, nspan);
             int root = (si + op) % g_n;
-            size_t lld = s.cols + 3, lspan = (s.rows && s.cols) ? (s.rows - 1) * lld + s.cols : 0;
+            size_t lld = s.cols + (ooff ? 3 : 16), lspan = (s.rows && s.cols) ? (s.rows - 1) * lld + s.cols : 0;
             if (lspan) GT_CUDA(memset_sync(g_L, 0x5A, (lspan + 2) * es));
             symm_tile_t lout = {(T *)g_L + ooff, s.rows, s.cols, lld};
             GT_OK(symm_tile_reduce_on_stream(g_pool, lout, in, (symm_type_t)TY, o, root, nb,
@@ -186,7 +191,7 @@ template <int TY> static void test_tile_type()
             size_t eoff = 0;
             const uint64_t seed = 77000u + 100u * TY + op;
             size_t total = 0;
-            for (int k = 0; k < g_n; k++) total += span_elems(kShapes[(k + op) % kNShapes]) + 1;
+            for (int k = 0; k < g_n; k++) total += (span_elems(kShapes[(k + op) % kNShapes]) + 16) / 16 * 16;
             upload<TY>(seed, 0, total);
             int mine = -1;
             for (int k = 0; k < g_n; k++) {
@@ -194,10 +199,10 @@ template <int TY> static void test_tile_type()
                 tin[k] = {(T *)g_A + eoff, s.rows, s.cols, s.ld};
                 roots[k] = g_n - 1 - k;
                 if (roots[k] == g_me) mine = k;
-                eoff += span_elems(s) + 1;
+                eoff += (span_elems(s) + 16) / 16 * 16; /* 16-element aligned starts */
             }
             const shape &ms = kShapes[(mine + op) % kNShapes];
-            size_t lld = ms.cols + 1, lspan = (ms.rows && ms.cols) ? (ms.rows - 1) * lld + ms.cols : 0;
+            size_t lld = ms.cols + (op % 2 ? 1 : 16), lspan = (ms.rows && ms.cols) ? (ms.rows - 1) * lld + ms.cols : 0;
             if (lspan) GT_CUDA(memset_sync(g_L, 0x3C, lspan * es));
             symm_tile_t lout = {(T *)g_L, ms.rows, ms.cols, lld};
             int nb = kBlocks[op % 4];
@@ -230,7 +235,7 @@ static void test_tiles(void)
     for (int i = 0; i < kNShapes; i++)
         maxspan = std::max(maxspan, span_elems(kShapes[i]) + 4);
     size_t multi = 0;
-    for (int i = 0; i < kNShapes; i++) multi += span_elems(kShapes[i]) + 1;
+    for (int i = 0; i < kNShapes; i++) multi += span_elems(kShapes[i]) + 16;
     maxspan = std::max(maxspan, multi * (size_t)(g_n / kNShapes + 1) + 4);
     g_tile_bytes = maxspan * 8 + 64;
     g_A = (uint8_t *)symm_gpu_malloc(g_tile_bytes);
@@ -509,6 +514,114 @@ static void test_moe(void)
     if (g_me == 0) printf("moe: %d cases ok\n", cases);
 }
 
+/* ---------------------------------------------------------------- block-scoped calls */
+/* A user's kernel: block b runs the block-scoped tile allreduce on duplicate b. */
+__global__ void k_user_tile(symm_dev_pool_t pool, symm_tile_t out, symm_tile_t in, int *rc)
+{
+    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    int r = symm_dev_tile_allreduce_block<float>(t, out, in, SYMM_OP_SUM, blockIdx.x, gridDim.x);
+    if (threadIdx.x == 0 && r) atomicExch(rc, r);
+}
+/* A user's kernel: the block-scoped MoE dispatch. */
+__global__ void k_user_dispatch(symm_dev_pool_t pool, void *out, size_t cap, const void *in,
+                                size_t in_cap, const size_t *splits, int ne, size_t rb,
+                                size_t align, size_t *osp, size_t *oof, size_t *rows, void *ws,
+                                int *rc)
+{
+    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    int r = symm_dev_moe_dispatch_block(t, out, cap, in, in_cap, splits, ne, rb, align, osp, oof,
+                                        rows, ws, blockIdx.x, gridDim.x);
+    if (threadIdx.x == 0 && r) atomicExch(rc, r);
+}
+
+/* The device functions a user's kernel calls per block (no dynamic shared memory: their
+ * register forms), against the serial reference (tiles: a shape that takes the flat
+ * vector path and one that does not) and against the stream form (dispatch). */
+static void test_block_api(void)
+{
+    symm_dev_pool_t dp;
+    GT_OK(symm_cuda_pool_device(g_pool, &dp));
+    int *d_rc;
+    GT_CUDA(cudaMalloc(&d_rc, sizeof(int)));
+    static const shape shapes[] = {{33, 1024, 1040}, {17, 33, 40}, {257, 96, 112}};
+    static const int blocks[] = {5, 3, 1};
+    for (int k = 0; k < 3; k++) {
+        const shape &s = shapes[k];
+        const size_t nspan = span_elems(s), off = (size_t)k % 2; /* offset 1: general path */
+        const uint64_t seed = 31337u + k;
+        upload<SYMM_FLOAT>(seed, off, nspan);
+        GT_CUDA(memset_sync(g_B, 0xA5, (nspan + 2) * 4));
+        GT_CUDA(memset_sync(d_rc, 0, sizeof(int)));
+        symm_tile_t in = {(float *)g_A + off, s.rows, s.cols, s.ld};
+        symm_tile_t out = {(float *)g_B + off, s.rows, s.cols, s.ld};
+        void *args[] = {&dp, &out, &in, &d_rc};
+        GT_OK(symm_cuda_launch((const void *)k_user_tile, dim3(blocks[k]), dim3(256), args, 0,
+                               g_stream));
+        GT_CUDA(cudaStreamSynchronize(g_stream));
+        GT_OK(symm_cuda_check());
+        int rc = -1;
+        GT_CUDA(memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
+        GT_TRUE(rc == 0, "user tile kernel: status %d", rc);
+        check_tile<SYMM_FLOAT>("block-scoped allreduce", (const uint8_t *)out.base, s, s.ld,
+                               nspan, SYMM_OP_SUM, seed, true, 0xA5, false, blocks[k]);
+        GT_OK(symm_barrier_all());
+    }
+
+    /* dispatch: the stream form and a user's kernel of 4 blocks give the same bytes */
+    const int ne = 3, n = g_n;
+    const size_t rb = 40, align = 4, N = (size_t)n * ne;
+    std::vector<size_t> hs(N);
+    size_t rows = 0;
+    for (size_t e = 0; e < N; e++) rows += hs[e] = (size_t)(gt_bits(4242, g_me, e) % 7);
+    const size_t cap = 7 * N * n + N * align + 8;
+    uint8_t *in = (uint8_t *)symm_gpu_malloc(cap * rb);
+    uint8_t *o1 = (uint8_t *)symm_gpu_malloc(cap * rb), *o2 = (uint8_t *)symm_gpu_malloc(cap * rb);
+    void *ws1 = symm_gpu_malloc(symm_cuda_a2a_workspace_bytes(n, ne));
+    void *ws2 = symm_gpu_malloc(symm_cuda_a2a_workspace_bytes(n, ne));
+    GT_TRUE(in && o1 && o2 && ws1 && ws2, "symm_gpu_malloc for the dispatch");
+    size_t *d;
+    GT_CUDA(cudaMalloc(&d, 7 * N * sizeof(size_t)));
+    size_t *sp = d, *osp1 = d + N, *oof1 = d + 2 * N, *osp2 = d + 3 * N, *oof2 = d + 4 * N,
+           *rows1 = d + 5 * N, *rows2 = d + 6 * N;
+    std::vector<uint8_t> hin(rows * rb);
+    for (size_t i = 0; i < hin.size(); i++) hin[i] = (uint8_t)gt_bits(777, g_me, i);
+    if (rows) GT_CUDA(memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+    GT_CUDA(memcpy_sync(sp, hs.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
+    GT_CUDA(memset_sync(o1, 0x11, cap * rb));
+    GT_CUDA(memset_sync(o2, 0x11, cap * rb));
+    GT_CUDA(memset_sync(d_rc, 0, sizeof(int)));
+    GT_OK(symm_barrier_all());
+    GT_OK(symm_moe_dispatch_on_stream(g_pool, o1, cap, in, cap, sp, ne, rb, align, osp1, oof1,
+                                      rows1, ws1, 0, g_stream));
+    size_t cap_ = cap, rb_ = rb, align_ = align;
+    int ne_ = ne;
+    void *args[] = {&dp, &o2, &cap_, &in, &cap_, &sp, &ne_, &rb_, &align_, &osp2, &oof2, &rows2,
+                    &ws2, &d_rc};
+    GT_OK(symm_cuda_launch((const void *)k_user_dispatch, dim3(4), dim3(256), args, 0, g_stream));
+    GT_CUDA(cudaStreamSynchronize(g_stream));
+    GT_OK(symm_cuda_check());
+    int rc = -1;
+    GT_CUDA(memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
+    GT_TRUE(rc == 0, "user dispatch kernel: status %d", rc);
+    std::vector<size_t> a = d2h(osp1, 2 * N), b = d2h(osp2, 2 * N); /* out_splits, out_offsets */
+    GT_TRUE(a == b, "user dispatch: out_splits / out_offsets differ from the stream form");
+    size_t r1 = d2h(rows1, 1)[0], r2 = d2h(rows2, 1)[0];
+    GT_TRUE(r1 == r2 && r1 <= cap, "user dispatch: out_rows %zu, stream form %zu", r2, r1);
+    std::vector<uint8_t> h1(cap * rb), h2(cap * rb);
+    GT_CUDA(memcpy_sync(h1.data(), o1, cap * rb, cudaMemcpyDeviceToHost));
+    GT_CUDA(memcpy_sync(h2.data(), o2, cap * rb, cudaMemcpyDeviceToHost));
+    GT_TRUE(h1 == h2, "user dispatch: output rows differ from the stream form");
+    GT_OK(symm_barrier_all());
+    GT_CUDA(cudaFree(d));
+    GT_OK(symm_gpu_free(ws2));
+    GT_OK(symm_gpu_free(ws1));
+    GT_OK(symm_gpu_free(o2));
+    GT_OK(symm_gpu_free(o1));
+    GT_OK(symm_gpu_free(in));
+    GT_CUDA(cudaFree(d_rc));
+    if (g_me == 0) printf("block-scoped calls ok\n");
+}
+
 int main(int argc, char **argv)
 {
     for (int i = 1; i < argc; i++)
@@ -520,6 +633,7 @@ int main(int argc, char **argv)
     GT_OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 64, &g_pool));
     test_tiles();
     test_moe();
+    test_block_api();
     GT_OK(symm_cuda_check());
     GT_OK(symm_pool_destroy(g_pool));
     GT_CUDA(cudaFree(g_L));

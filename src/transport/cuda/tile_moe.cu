@@ -31,12 +31,14 @@ struct tile_params {
     int roots[kMultiMax];
 };
 
-template <int TY>
+/* PATH: symm_tm::TILE_PATH_FLAT when tile_run has checked that the tile takes the flat
+ * vector path, else TILE_PATH_UNITS. */
+template <int TY, int PATH>
 __global__ void __launch_bounds__(kThreads) k_tile(symm_dev_pool_t pool, const __grid_constant__ tile_params p)
 {
     symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
-    symm_tm::tile_impl<TY>(t, p.kind, p.out, p.in, p.roots, p.nroots, p.op, blockIdx.x,
-                           gridDim.x, p.work != 0);
+    symm_tm::tile_impl<TY, PATH>(t, p.kind, p.out, p.in, p.roots, p.nroots, p.op, blockIdx.x,
+                                 gridDim.x, p.work != 0);
 }
 
 __global__ void __launch_bounds__(kThreads) k_a2a(symm_dev_pool_t pool, symm_tm::a2a_args a)
@@ -45,20 +47,33 @@ __global__ void __launch_bounds__(kThreads) k_a2a(symm_dev_pool_t pool, symm_tm:
     symm_tm::a2a_impl(t, a, blockIdx.x, gridDim.x);
 }
 
-const void *tile_kernel(symm_type_t type)
+const void *tile_kernel(symm_type_t type, bool flat)
 {
     switch (type) {
 #define TM_CASE_(e, name, ctype)                                                          \
-    case e: return (const void *)k_tile<e>;
+    case e:                                                                               \
+        return flat ? (const void *)k_tile<e, symm_tm::TILE_PATH_FLAT>                    \
+                    : (const void *)k_tile<e, symm_tm::TILE_PATH_UNITS>;
         SYMM_FOREACH_TYPE(TM_CASE_)
 #undef TM_CASE_
     default: return nullptr;
     }
 }
 
-int auto_blocks(const void *kernel, const symm_dev_pool_t &dp, int kind, size_t bytes)
+/* Blocks of kernel that can be resident at once on this PE's share of the GPU, or of
+ * the worse of two kernels (k2 != NULL: when members may launch different ones). */
+int resident_cap(const void *kernel, const void *k2 = nullptr)
 {
     int cap = symm_cuda_max_resident_blocks(kernel, kThreads, 0);
+    if (k2) {
+        int c2 = symm_cuda_max_resident_blocks(k2, kThreads, 0);
+        if (c2 < cap) cap = c2;
+    }
+    return cap;
+}
+
+int auto_blocks(int cap, const symm_dev_pool_t &dp, int kind, size_t bytes)
+{
     int sm = 0;
     if (cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, symm_cuda_device()) !=
         cudaSuccess) {
@@ -66,7 +81,7 @@ int auto_blocks(const void *kernel, const symm_dev_pool_t &dp, int kind, size_t 
         sm = 1;
     }
     int share = symm_cuda_device_sharers();
-    long lim = kind == 0 ? 2L * sm / share : (long)sm / share;
+    long lim = 2L * sm / share;
     if (lim < 1) lim = 1;
     if (cap > 0 && lim > cap) lim = cap;
     if (lim > (long)dp.size) lim = (long)dp.size;
@@ -87,8 +102,10 @@ symm_status_t get_pool(const char *fn, symm_pool_t pool, symm_dev_pool_t *dp)
     return SYMM_SUCCESS;
 }
 
-symm_status_t pick_blocks(const char *fn, const void *kernel, const symm_dev_pool_t &dp,
-                          int kind, size_t bytes, int nblocks, int *out)
+/* cap: resident_cap of the kernel(s) the members launch; it must be the same on every
+ * member, so that every member picks the same grid (or fails alike). */
+symm_status_t pick_blocks(const char *fn, int cap, const symm_dev_pool_t &dp, int kind,
+                          size_t bytes, int nblocks, int *out)
 {
     if (nblocks < 0)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: nblocks = %d (0: automatic)", fn,
@@ -98,7 +115,13 @@ symm_status_t pick_blocks(const char *fn, const void *kernel, const symm_dev_poo
                               "%s: nblocks = %d but the pool has %u duplicates (one per block; "
                               "grow it with symm_pool_grow)",
                               fn, nblocks, dp.size);
-    *out = nblocks ? nblocks : auto_blocks(kernel, dp, kind, bytes);
+    if (nblocks > cap && cap > 0)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: nblocks = %d but at most %d blocks of %d threads can be "
+                              "resident at once on this PE's share of the GPU (blocks that wait "
+                              "on peers would wait for ever)",
+                              fn, nblocks, cap, kThreads);
+    *out = nblocks ? nblocks : auto_blocks(cap, dp, kind, bytes);
     return SYMM_SUCCESS;
 }
 
@@ -166,6 +189,22 @@ symm_status_t tile_check(const char *fn, const char *what, const symm_tile_t &t,
     *lo = (uintptr_t)t.base;
     *hi = *lo + bytes;
     return SYMM_SUCCESS;
+}
+
+/* Host side of symm_tm::tile_flat_ok: in -> out takes the kernels' flat vector path (all
+ * row starts 16-byte aligned on every PE, whole vectors per row). Every PE that passes the
+ * same symmetric tiles gets the same answer: the heap deltas are all multiples of 16 on
+ * every PE or on none. */
+bool host_flat_ok(const symm_tile_t &out, const symm_tile_t &in, size_t es)
+{
+    if (tile_empty(in) || ((uintptr_t)in.base & 15) || ((uintptr_t)out.base & 15) ||
+        (in.ld * es) % 16 || (out.ld * es) % 16 || (in.cols * es) % 16)
+        return false;
+    for (int pe = 0; pe < symm_n_pes(); pe++) {
+        const uint8_t *q = (const uint8_t *)symm_gpu_ptr(in.base, pe);
+        if (!q || ((uintptr_t)q - (uintptr_t)in.base) & 15) return false;
+    }
+    return true;
 }
 
 symm_status_t launched(const char *fn, symm_status_t st)
@@ -255,9 +294,22 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
                                        "memory this GPU can write", fn, out.base, me);
         }
     }
-    const void *kern = tile_kernel(type);
+    /* The flat vector path when this PE's tile allows it (the same choice on every member
+     * of an allreduce; a multi-root's roots choose alone, so its grid is sized for the
+     * worse of the two kernels). */
+    bool flat = false;
+    if (kind == symm_tm::TILE_ALL) {
+        flat = host_flat_ok(out, in[0], es);
+    } else if (!local) {
+        for (int k = 0; k < nroots; k++)
+            if (roots[k] == me) flat = host_flat_ok(out, in[k], es);
+    }
+    const void *kern = tile_kernel(type, flat);
+    int cap = kind == symm_tm::TILE_ALL
+                  ? resident_cap(kern)
+                  : resident_cap(tile_kernel(type, true), tile_kernel(type, false));
     int nb;
-    CHECK(pick_blocks(fn, kern, dp, 0, bytes, nblocks, &nb));
+    CHECK(pick_blocks(fn, cap, dp, 0, bytes, nblocks, &nb));
     char why[512] = "";
     if (local) snprintf(why, sizeof why, "%s", symm_last_error());
 
@@ -347,7 +399,7 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out_splits, out_offsets or out_rows "
                                "is not memory this GPU can write", fn);
     int nb;
-    CHECK(pick_blocks(fn, (const void *)k_a2a, dp, 1, 0, nblocks, &nb));
+    CHECK(pick_blocks(fn, resident_cap((const void *)k_a2a), dp, 1, 0, nblocks, &nb));
     char why[512] = "";
     if (local) {
         snprintf(why, sizeof why, "%s", symm_last_error());
@@ -476,6 +528,7 @@ extern "C" int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t
 {
     symm_dev_pool_t dp;
     if (symm_cuda_pool_device(pool, &dp) || dp.size < 1) return 0;
-    const void *k = kind == 0 ? tile_kernel(SYMM_FLOAT) : (const void *)k_a2a;
-    return auto_blocks(k, dp, kind, bytes);
+    int cap = kind == 0 ? resident_cap(tile_kernel(SYMM_FLOAT, true))
+                        : resident_cap((const void *)k_a2a);
+    return auto_blocks(cap, dp, kind, bytes);
 }
