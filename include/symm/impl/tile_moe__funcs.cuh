@@ -520,7 +520,7 @@ SYMM_DEV uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MA
  * loads, so the compiler would not overlap iterations by itself). */
 SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 {
-    constexpr int U = 8;
+    constexpr int U = 8; /* measured on an H200: 4, 12 and 16 were slower */
     const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
     int vec = (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
     uint64_t head, nvec, tail;
@@ -544,7 +544,7 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 /* MoE rows move in chunks of at most this many bytes (whole rows, at least one); chunk c
  * of a member's moved rows (output order) is copied by block c % nparts, so all blocks
  * sweep the output together (see tile_flat). */
-#define SYMM_TM_MOE_CHUNK 65536u
+#define SYMM_TM_MOE_CHUNK 65536u /* 32 KiB and 128 KiB were slower */
 
 #define SYMM_TM_WIN 256
 
