@@ -14,7 +14,7 @@
 #include "coll/reduce_ops.h"
 #include "core/log.h"
 
-#include "core/half.h"
+#include "symm/impl/half__common.h"
 
 /* ---- type classes, decided from the enum column of SYMM_FOREACH_TYPE */
 #define RED_IS_HALF(e) ((int)(e) == (int)SYMM_FP16 || (int)(e) == (int)SYMM_BF16)

@@ -2,7 +2,7 @@
  * (round to nearest even). */
 #include <string.h>
 
-#include "core/half.h"
+#include "symm/impl/half__common.h"
 #include "symm.h"
 
 size_t symm_type_size(symm_type_t type)

@@ -1,7 +1,8 @@
 /* test_tile_moe_host.cu — runs on the CPU (no GPU needed): the host/device code the tile
  * and MoE kernels share (symm/impl/tile_moe__common.h and the combine<> of
- * tile_moe__funcs.cuh), against the CPU library: fp16/bf16 conversions bit for bit, every
- * type x op folded over 1..5 members bitwise against the CPU reduction kernels, tile units
+ * tile_moe__funcs.cuh), against the CPU library (the fp16/bf16 conversions are one copy,
+ * symm/impl/half__common.h, checked by tests/unit/test_fp16.c): every type x op folded
+ * over 1..5 members bitwise against the CPU reduction kernels, tile units
  * covering every element exactly once, 16-byte splits, bands; and a lane-by-lane emulation
  * of the device's windowed warp-scan layout against the serial dispatch / combine layout
  * of symm.h, over random counts, team sizes, expert counts and alignments. */
@@ -34,24 +35,6 @@ static uint64_t next(void)
     rng ^= rng >> 7;
     rng ^= rng << 17;
     return rng;
-}
-
-static void test_conversions(void)
-{
-    for (uint32_t h = 0; h < 65536; h++) {
-        float a = symm_tm_fp16_to_float((uint16_t)h), b = symm_fp16_to_float((uint16_t)h);
-        CHECK_T(!memcmp(&a, &b, 4), "fp16 0x%04x to float", h);
-        a = symm_tm_bf16_to_float((uint16_t)h);
-        b = symm_bf16_to_float((uint16_t)h);
-        CHECK_T(!memcmp(&a, &b, 4), "bf16 0x%04x to float", h);
-    }
-    for (uint64_t i = 0; i < (1ull << 32); i += 4099) {
-        float f;
-        uint32_t u = (uint32_t)i;
-        memcpy(&f, &u, 4);
-        CHECK_T(symm_tm_float_to_fp16(f) == symm_float_to_fp16(f), "float 0x%08x to fp16", u);
-        CHECK_T(symm_tm_float_to_bf16(f) == symm_float_to_bf16(f), "float 0x%08x to bf16", u);
-    }
 }
 
 template <int TY, int OP> static void fold_one(void)
@@ -225,7 +208,6 @@ static void test_layout(void)
 
 int main(void)
 {
-    test_conversions();
 #define FT_(e, name, ctype) fold_type<e>();
     SYMM_FOREACH_TYPE(FT_)
 #undef FT_

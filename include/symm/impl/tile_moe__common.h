@@ -1,6 +1,6 @@
 /* tile_moe__common.h — arithmetic shared by the device tile reduce / MoE code
- * (tile_moe__funcs.cuh) and the host: fp16/bf16 conversions bit-identical to the CPU
- * reduction kernels (src/coll/reduce_ops.c), band splitting (as src/coll/tile_moe.h),
+ * (tile_moe__funcs.cuh) and the host: the fp16/bf16 conversions of the CPU reduction
+ * kernels (half__common.h), band splitting (as src/coll/tile_moe.h),
  * the tile's work units, MoE segment alignment and the size of the MoE workspace.
  * Valid C11 and CUDA C++, host and device, so a CPU unit test checks the very code the
  * kernels run. */
@@ -10,6 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+#include "symm/impl/half__common.h"
 
 #ifdef __CUDACC__
 #define SYMM_TM_HD static __host__ __device__ __forceinline__
@@ -33,59 +35,6 @@ SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
     size_t k = (size_t)n * (size_t)ne;
     if (k / (size_t)n != (size_t)ne || k > (SIZE_MAX / 16) - SYMM_TM_A2A_HDR) return 0;
     return (SYMM_TM_A2A_HDR + 2 * k) * 8;
-}
-
-/* ---------------------------------------------------------------- fp16 / bf16 */
-SYMM_TM_HD uint32_t symm_tm_f2u(float f)
-{
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-SYMM_TM_HD float symm_tm_u2f(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
-}
-SYMM_TM_HD float symm_tm_bf16_to_float(uint16_t b) { return symm_tm_u2f((uint32_t)b << 16); }
-SYMM_TM_HD uint16_t symm_tm_float_to_bf16(float f)
-{
-    uint32_t u = symm_tm_f2u(f);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x40);
-    u += 0x7fffu + ((u >> 16) & 1);
-    return (uint16_t)(u >> 16);
-}
-SYMM_TM_HD float symm_tm_fp16_to_float(uint16_t h)
-{
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff;
-    if (exp == 0x1f) return symm_tm_u2f(sign | 0x7f800000u | (man << 13));
-    if (exp == 0) {
-        float v = (float)man * 5.9604644775390625e-8f;
-        return sign ? -v : v;
-    }
-    return symm_tm_u2f(sign | ((exp + 112) << 23) | (man << 13));
-}
-SYMM_TM_HD uint16_t symm_tm_float_to_fp16(float f)
-{
-    uint32_t u = symm_tm_f2u(f);
-    uint16_t sign = (uint16_t)((u >> 16) & 0x8000);
-    uint32_t a = u & 0x7fffffffu;
-    if (a > 0x7f800000u) return (uint16_t)(sign | 0x7e00);
-    if (a >= 0x477ff000u) return (uint16_t)(sign | 0x7c00);
-    if (a < 0x38800000u) {
-        if (a < 0x33000000u) return sign;
-        uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000;
-        int shift = 126 - (int)e;
-        uint32_t q = m >> shift;
-        uint32_t rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rem > half || (rem == half && (q & 1))) q++;
-        return (uint16_t)(sign | (uint16_t)q);
-    }
-    uint32_t r = a - 0x38000000u;
-    r += 0xfffu + ((r >> 13) & 1);
-    return (uint16_t)(sign | (uint16_t)(r >> 13));
 }
 
 /* ---------------------------------------------------------------- bands and units */

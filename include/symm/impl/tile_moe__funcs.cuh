@@ -100,18 +100,18 @@ SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b
     if constexpr (TY == SYMM_FP16 || TY == SYMM_BF16) {
         float u, v, r;
         if constexpr (TY == SYMM_FP16) {
-            u = symm_tm_fp16_to_float(a);
-            v = symm_tm_fp16_to_float(b);
+            u = symm_half_fp16_to_float(a);
+            v = symm_half_fp16_to_float(b);
         } else {
-            u = symm_tm_bf16_to_float(a);
-            v = symm_tm_bf16_to_float(b);
+            u = symm_half_bf16_to_float(a);
+            v = symm_half_bf16_to_float(b);
         }
         if constexpr (OP == SYMM_OP_SUM) r = u + v;
         else if constexpr (OP == SYMM_OP_PROD) r = u * v;
         else if constexpr (OP == SYMM_OP_MIN) r = v < u ? v : u;
         else r = v > u ? v : u;
-        if constexpr (TY == SYMM_FP16) return symm_tm_float_to_fp16(r);
-        else return symm_tm_float_to_bf16(r);
+        if constexpr (TY == SYMM_FP16) return symm_half_float_to_fp16(r);
+        else return symm_half_float_to_bf16(r);
     } else if constexpr (!ty<TY>::integer) {
         if constexpr (OP == SYMM_OP_SUM) return a + b;
         else if constexpr (OP == SYMM_OP_PROD) return a * b;
