@@ -83,31 +83,27 @@ static long check_op(int op, const coll_size_t *z)
     return wrong;
 }
 
+static symm_status_t run_op_ctx(const void *z, int op, size_t k)
+{
+    return run_op(op, (const coll_size_t *)z, (int)k);
+}
+
 /* Median over repetitions of the average over PEs of the per-operation time (us): OSU
  * style, one operation between world barriers, so rooted calls cannot pipeline. */
 static bench_stat_t time_op(int op, const coll_size_t *z, int iters)
 {
-    int reps = sb_opts.reps, nrot = op == OP_BARRIER ? 1 : nrot_for(z->bytes);
+    int warmup = iters < 10 ? 2 : 10;
+    if (op != OP_BARRIER)
+        return sb_time_slots(run_op_ctx, z, op, (size_t)nrot_for(z->bytes), iters, warmup);
+    /* barriers back to back: the barrier is what is measured */
+    int reps = sb_opts.reps;
     double *v = calloc((size_t)reps, sizeof *v);
-    for (int w = 0; w < (iters < 10 ? 2 : 10); w++) SB_CHECK(run_op(op, z, w % nrot));
-    int k = 0;
+    for (int w = 0; w < warmup; w++) SB_CHECK(run_op(op, z, 0));
     for (int r = 0; r < reps; r++) {
-        double acc = 0;
         SB_CHECK(symm_barrier_all());
-        if (op == OP_BARRIER) {
-            double t0 = bench_now();
-            for (int i = 0; i < iters; i++) SB_CHECK(run_op(op, z, 0));
-            acc = bench_now() - t0;
-        } else {
-            for (int i = 0; i < iters; i++) {
-                double t0 = bench_now();
-                SB_CHECK(run_op(op, z, k));
-                acc += bench_now() - t0;
-                k = (k + 1) % nrot;
-                SB_CHECK(symm_barrier_all());
-            }
-        }
-        v[r] = sb_avg_all(1e6 * acc / iters);
+        double t0 = bench_now();
+        for (int i = 0; i < iters; i++) SB_CHECK(run_op(op, z, 0));
+        v[r] = sb_avg_all(1e6 * (bench_now() - t0) / iters);
     }
     bench_stat_t s = bench_stats(v, reps);
     free(v);

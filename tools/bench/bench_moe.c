@@ -122,9 +122,13 @@ static long m_check(int op, size_t rows)
     return wrong;
 }
 
+static symm_status_t m_run_ctx(const void *rows, int op, size_t k)
+{
+    return m_run(op, *(const size_t *)rows, k);
+}
+
 static bench_stat_t m_time(int op, size_t rows, int iters)
 {
-    int reps = sb_opts.reps;
     size_t nrot = nslots;
     int combine = op == M_COMBINE || op == M_COMBINE_PAR;
     /* combine reads what dispatch left in every slot it rotates through */
@@ -133,24 +137,7 @@ static bench_stat_t m_time(int op, size_t rows, int iters)
         SB_CHECK(symm_barrier_all());
         if (combine) SB_CHECK(m_run(M_DISPATCH, rows, k));
     }
-    double *v = calloc((size_t)reps, sizeof *v);
-    for (int w = 0; w < 2; w++) SB_CHECK(m_run(op, rows, (size_t)w % nrot));
-    size_t k = 0;
-    for (int r = 0; r < reps; r++) {
-        double acc = 0;
-        SB_CHECK(symm_barrier_all());
-        for (int i = 0; i < iters; i++) {
-            double t0 = bench_now();
-            SB_CHECK(m_run(op, rows, k));
-            acc += bench_now() - t0;
-            k = (k + 1) % nrot;
-            SB_CHECK(symm_barrier_all());
-        }
-        v[r] = sb_avg_all(1e6 * acc / iters);
-    }
-    bench_stat_t s = bench_stats(v, reps);
-    free(v);
-    return s;
+    return sb_time_slots(m_run_ctx, &rows, op, nrot, iters, 2);
 }
 
 int sb_suite_moe(void)

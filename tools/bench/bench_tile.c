@@ -35,9 +35,9 @@ static int t_available(int op)
 
 static size_t slot_bytes(size_t rows) { return (rows * TILE_LD * 4 + 4095) & ~(size_t)4095; }
 
-static symm_status_t t_run(int op, size_t rows, int k)
+static symm_status_t t_run(int op, size_t rows, size_t k)
 {
-    size_t off = (size_t)k * slot_bytes(rows);
+    size_t off = k * slot_bytes(rows);
     symm_tile_t in = {in_region + off, rows, TILE_COLS, TILE_LD};
     symm_tile_t out = {out_region + off, rows, TILE_COLS, TILE_LD};
     switch (op) {
@@ -77,28 +77,14 @@ static long t_check(int op, size_t rows)
     return wrong;
 }
 
+static symm_status_t t_run_ctx(const void *rows, int op, size_t k)
+{
+    return t_run(op, *(const size_t *)rows, k);
+}
+
 static bench_stat_t t_time(int op, size_t rows, int iters)
 {
-    int reps = sb_opts.reps, nrot = (int)(region_bytes / slot_bytes(rows));
-    if (nrot < 1) nrot = 1;
-    double *v = calloc((size_t)reps, sizeof *v);
-    for (int w = 0; w < 2; w++) SB_CHECK(t_run(op, rows, w % nrot));
-    int k = 0;
-    for (int r = 0; r < reps; r++) {
-        double acc = 0;
-        SB_CHECK(symm_barrier_all());
-        for (int i = 0; i < iters; i++) {
-            double t0 = bench_now();
-            SB_CHECK(t_run(op, rows, k));
-            acc += bench_now() - t0;
-            k = (k + 1) % nrot;
-            SB_CHECK(symm_barrier_all());
-        }
-        v[r] = sb_avg_all(1e6 * acc / iters);
-    }
-    bench_stat_t s = bench_stats(v, reps);
-    free(v);
-    return s;
+    return sb_time_slots(t_run_ctx, &rows, op, region_bytes / slot_bytes(rows), iters, 2);
 }
 
 int sb_suite_tile(void)

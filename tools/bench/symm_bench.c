@@ -43,6 +43,32 @@ double sb_avg_all(double v)
     return s / sb_npes;
 }
 
+bench_stat_t sb_time_slots(sb_run_fn run, const void *ctx, int op, size_t nrot, int iters,
+                           int warmup)
+{
+    int reps = sb_opts.reps;
+    if (nrot < 1) nrot = 1;
+    double *v = calloc((size_t)reps, sizeof *v);
+    if (!v) sb_fail("calloc", __FILE__, __LINE__, SYMM_ERR_NO_MEMORY);
+    for (int w = 0; w < warmup; w++) SB_CHECK(run(ctx, op, (size_t)w % nrot));
+    size_t k = 0;
+    for (int r = 0; r < reps; r++) {
+        double acc = 0;
+        SB_CHECK(symm_barrier_all());
+        for (int i = 0; i < iters; i++) {
+            double t0 = bench_now();
+            SB_CHECK(run(ctx, op, k));
+            acc += bench_now() - t0;
+            k = (k + 1) % nrot;
+            SB_CHECK(symm_barrier_all());
+        }
+        v[r] = sb_avg_all(1e6 * acc / iters);
+    }
+    bench_stat_t s = bench_stats(v, reps);
+    free(v);
+    return s;
+}
+
 double sb_max_all(double v)
 {
     sb_allgather_double(v);

@@ -24,6 +24,14 @@ void sb_fail(const char *what, const char *file, int line, symm_status_t st);
 
 /* Average (and max) of one value over all PEs; every PE gets it. */
 double sb_avg_all(double v);
+/* The timing loop of the suites (OSU style): `warmup` calls, then sb_opts.reps
+ * repetitions of iters calls of run(ctx, op, slot), each timed alone between world
+ * barriers (rooted calls cannot pipeline), slot rotating through nrot buffer slots (cold
+ * caches for large sizes); a repetition's value is the per-call time in us averaged over
+ * the PEs. */
+typedef symm_status_t (*sb_run_fn)(const void *ctx, int op, size_t slot);
+bench_stat_t sb_time_slots(sb_run_fn run, const void *ctx, int op, size_t nrot, int iters,
+                           int warmup);
 double sb_max_all(double v);
 /* PE 0 prints; the others stay quiet. */
 #define SB_PRINT(...)                                                                    \
