@@ -271,7 +271,8 @@ SYMM_DEV void tile_flat(const symm_dev_team_t &t, const symm_tile_t &out, const 
     const uint8_t *ib = (const uint8_t *)in.base;
     uint8_t *ob = (uint8_t *)out.base;
     const uint64_t stride = (uint64_t)nparts * nshares;
-    for (uint64_t c = (uint64_t)share * nparts + part; c < (total + SYMM_TM_TILE_CHUNK - 1) / SYMM_TM_TILE_CHUNK; c += stride) {
+    const uint64_t nchunks = (total + SYMM_TM_TILE_CHUNK - 1) / SYMM_TM_TILE_CHUNK;
+    for (uint64_t c = (uint64_t)share * nparts + part; c < nchunks; c += stride) {
         const I lo = (I)(c * SYMM_TM_TILE_CHUNK);
         const I v1 = total - lo < (I)SYMM_TM_TILE_CHUNK ? total : lo + (I)SYMM_TM_TILE_CHUNK;
         for (I i0 = lo + tid; i0 < v1; i0 += (I)U * nthr) {
@@ -464,12 +465,14 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
                                          kind == TILE_ALL ? (uint32_t)n : 1);
                 if constexpr (PATH != TILE_PATH_FLAT)
                     if (!flat) {
-                        uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES), lo, hi, mlo = 0, mhi;
+                        uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
+                        uint64_t lo, hi, mlo = 0, mhi;
                         symm_tm_band(u, nparts, part, &lo, &hi);
                         mhi = hi - lo;
                         if (kind == TILE_ALL)
                             symm_tm_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
-                        tile_units_op<TY>(t, op, out, src, kind == TILE_ALL, lo + mlo, lo + mhi, d16);
+                        tile_units_op<TY>(t, op, out, src, kind == TILE_ALL, lo + mlo,
+                                          lo + mhi, d16);
                     }
             }
         }
@@ -688,9 +691,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         const int inner = a.kind == SYMM_TM_A2A_DISPATCH ? n : ne;
         /* R rows per chunk: at most SYMM_TM_MOE_CHUNK bytes (at least a row), and close to
          * an equal number of chunks per block, so that no block has one more than most. */
-        const uint64_t rmax = a.row_bytes >= SYMM_TM_MOE_CHUNK ? 1 : SYMM_TM_MOE_CHUNK / a.row_bytes;
-        const uint64_t per_block = (s_moved_me + (uint64_t)nparts * rmax - 1) / ((uint64_t)nparts * rmax);
-        uint64_t R = per_block ? (s_moved_me + (uint64_t)nparts * per_block - 1) / ((uint64_t)nparts * per_block) : 1;
+        const uint64_t rmax =
+            a.row_bytes >= SYMM_TM_MOE_CHUNK ? 1 : SYMM_TM_MOE_CHUNK / a.row_bytes;
+        const uint64_t np = nparts, per_block = (s_moved_me + np * rmax - 1) / (np * rmax);
+        uint64_t R = per_block ? (s_moved_me + np * per_block - 1) / (np * per_block) : 1;
         if (R < 1) R = 1;
         uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
         const uint64_t rb = a.row_bytes;

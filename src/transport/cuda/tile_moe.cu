@@ -34,7 +34,8 @@ struct tile_params {
 /* PATH: symm_tm::TILE_PATH_FLAT when tile_run has checked that the tile takes the flat
  * vector path, else TILE_PATH_UNITS. */
 template <int TY, int PATH>
-__global__ void __launch_bounds__(kThreads) k_tile(symm_dev_pool_t pool, const __grid_constant__ tile_params p)
+__global__ void __launch_bounds__(kThreads)
+    k_tile(symm_dev_pool_t pool, const __grid_constant__ tile_params p)
 {
     symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
     symm_tm::tile_impl<TY, PATH>(t, p.kind, p.out, p.in, p.roots, p.nroots, p.op, blockIdx.x,
