@@ -95,11 +95,15 @@ symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *
 /* ---------------------------------------------------------------- tile reduce and MoE on a stream */
 /* (src/transport/cuda/tile_moe.cu; the device calls are in symm/impl/tile_moe__funcs.cuh.)
  * The CPU calls of symm.h run by a kernel of nblocks blocks on pool's duplicates
- * 0..nblocks-1 (block b handles band b, on its own duplicate), enqueued on stream; the
- * results are bytewise those of the CPU calls. nblocks = 0 chooses from the problem and
- * the GPU (occupancy, SM count, PEs sharing the GPU, pool size): members must reach the
- * same count, which they do when their GPUs are alike and equally shared; otherwise pass
- * it. Buffers are in the GPU symmetric heap except where said; every member passes the
+ * 0..nblocks-1 (block b, on its own duplicate, handles the chunks dealt to it: tiles
+ * with 16-byte aligned rows of whole 16-byte vectors are cut into 32 KiB chunks, MoE rows
+ * into chunks of at most 64 KiB, dealt round-robin over the blocks), enqueued on stream;
+ * the results are bytewise those of the CPU calls. nblocks = 0 chooses from the problem
+ * and the GPU (occupancy, SM count, PEs sharing the GPU, pool size): members must reach
+ * the same count, which they do when their GPUs are alike and equally shared; otherwise
+ * pass it. An nblocks larger than the pool, or than the blocks that can be resident at
+ * once on this PE's share of the GPU (blocks wait on their peers), is refused
+ * (SYMM_ERR_INVALID_ARG) before anything is launched. Buffers are in the GPU symmetric heap except where said; every member passes the
  * same arguments. Argument errors are reported at once (and, where only this member can
  * see them, its kernel still takes part in the synchronisation so that peers do not wait
  * for ever); device-side errors through symm_cuda_check(). */
