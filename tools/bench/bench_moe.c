@@ -196,19 +196,9 @@ int sb_suite_moe(void)
             long wrong = (long)sb_max_all((double)m_check(op, rows));
             total_wrong += wrong;
             bench_stat_t s = m_time(op, rows, bench_iters_for(bytes, sb_opts.quick));
-            double f = (double)(n - 1) / n, alg = bytes / (s.median * 1e3), bus = alg * f;
-            double m = sb_anchor_us("moe", m_anchor[op], (int64_t)bytes);
-            int nw = par ? sb_workers_used(m_pool, m_workers, SIZE_MAX) : 1;
-            char wcol[16] = "";
-            if (par) snprintf(wcol, sizeof wcol, "  %7d", nw);
-            SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f%s\n", bytes,
-                     rows, s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
-                     m / s.median, wcol);
-            if (sb_me == 0) {
-                if (par) sb_tsv_workers("moe", m_name[op], bytes, nw, m_workers);
-                bench_tsv_row(&sb_opts, "moe", m_name[op], (int64_t)bytes, s, bus, m,
-                              m / s.median);
-            }
+            int nw = par ? sb_workers_used(m_pool, m_workers, SIZE_MAX) : 0;
+            sb_tm_row("moe", m_name[op], m_anchor[op], bytes, rows, s, (double)(n - 1) / n,
+                      wrong, nw, m_workers);
         }
     }
     SB_PRINT("\n# total wrong rows: %ld\n", total_wrong);

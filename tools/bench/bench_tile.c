@@ -129,19 +129,8 @@ int sb_suite_tile(void)
             long wrong = (long)sb_max_all((double)t_check(op, rows));
             total_wrong += wrong;
             bench_stat_t s = t_time(op, rows, bench_iters_for(bytes, sb_opts.quick));
-            double alg = bytes / (s.median * 1e3), bus = alg * f;
-            double m = sb_anchor_us("tile", t_anchor[op], (int64_t)bytes);
-            int nw = par ? sb_workers_used(t_pool, t_workers, bytes) : 1;
-            char wcol[16] = "";
-            if (par) snprintf(wcol, sizeof wcol, "  %7d", nw);
-            SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f%s\n", bytes,
-                     rows, s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
-                     m / s.median, wcol);
-            if (sb_me == 0) {
-                if (par) sb_tsv_workers("tile", t_name[op], bytes, nw, t_workers);
-                bench_tsv_row(&sb_opts, "tile", t_name[op], (int64_t)bytes, s, bus, m,
-                              m / s.median);
-            }
+            int nw = par ? sb_workers_used(t_pool, t_workers, bytes) : 0;
+            sb_tm_row("tile", t_name[op], t_anchor[op], bytes, rows, s, f, wrong, nw, t_workers);
         }
     }
     SB_PRINT("\n# total wrong elements: %ld\n", total_wrong);

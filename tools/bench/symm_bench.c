@@ -124,6 +124,22 @@ void sb_tsv_workers(const char *suite, const char *op, size_t bytes, int nw, int
                    forced ? "forced" : "automatic");
 }
 
+void sb_tm_row(const char *suite, const char *op, const char *anchor_op, size_t bytes,
+               size_t rows, bench_stat_t s, double f, long wrong, int nw, int forced)
+{
+    double alg = bytes / (s.median * 1e3), bus = alg * f;
+    double m = sb_anchor_us(suite, anchor_op, (int64_t)bytes);
+    char wcol[16] = "";
+    if (nw) snprintf(wcol, sizeof wcol, "  %7d", nw);
+    SB_PRINT("%12zu %8zu %12.3f %10.1f %12.3f %12.3f %7ld %12.3f %16.2f%s\n", bytes, rows,
+             s.median, bench_spread_pct(s), alg, bus, wrong, bytes / (m * 1e3) * f,
+             m / s.median, wcol);
+    if (sb_me == 0) {
+        if (nw) sb_tsv_workers(suite, op, bytes, nw, forced);
+        bench_tsv_row(&sb_opts, suite, op, (int64_t)bytes, s, bus, m, m / s.median);
+    }
+}
+
 /* ---------------------------------------------------------------- teams suite */
 static size_t team_heap_used(void)
 {

@@ -59,6 +59,11 @@ int sb_workers_used(symm_pool_t pool, int forced, size_t work_bytes);
 void sb_workers_desc(symm_pool_t pool, int forced, size_t max_bytes, char *buf, size_t len);
 /* A "# workers" comment line in the TSV for a _par row (read by bench-report/plot). */
 void sb_tsv_workers(const char *suite, const char *op, size_t bytes, int nw, int forced);
+/* One row of the tile / moe tables, and its TSV lines: bytes and rows per PE, the timing,
+ * the busbw factor f, the wrong count, the anchor row's name; nw >= 1 (with forced, the
+ * --workers value) for a _par row, 0 otherwise. */
+void sb_tm_row(const char *suite, const char *op, const char *anchor_op, size_t bytes,
+               size_t rows, bench_stat_t s, double f, long wrong, int nw, int forced);
 
 int sb_suite_teams(void);
 int sb_suite_coll(void);
