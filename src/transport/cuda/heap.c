@@ -2,6 +2,7 @@
  * exported by CUDA IPC and mapped by every other PE of the node; collective allocation
  * with the same offsets everywhere; device error reports; the resident-launch helper;
  * automatic cleanup at symm_finalize through the core's GPU hooks. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -293,15 +294,47 @@ symm_status_t symm_cuda_get_info(symm_cuda_info_t *out)
 }
 
 /* ---------------------------------------------------------------- launch and errors */
-int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared_mem)
+/* Blocks of kernel per SM, remembered: the library's stream calls ask on every launch
+ * (to size the grid, then to check it), and the answer for (device, kernel, threads,
+ * shared memory) does not change. 0 when it cannot be had. */
+static int blocks_per_sm(const void *kernel, int threads, size_t shared_mem)
 {
-    int per_sm = 0;
-    if (!symm_cuda.initialized ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_mem) !=
-            cudaSuccess) {
+    static struct {
+        const void *kernel;
+        int device, threads, per_sm;
+        size_t smem;
+    } memo[32];
+    static int nmemo;
+    static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
+    int per_sm = -1;
+    pthread_mutex_lock(&memo_lock);
+    for (int i = 0; i < nmemo && per_sm < 0; i++)
+        if (memo[i].kernel == kernel && memo[i].device == symm_cuda.device &&
+            memo[i].threads == threads && memo[i].smem == shared_mem)
+            per_sm = memo[i].per_sm;
+    pthread_mutex_unlock(&memo_lock);
+    if (per_sm >= 0) return per_sm;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, shared_mem) !=
+        cudaSuccess) {
         cudaGetLastError();
         return 0;
     }
+    pthread_mutex_lock(&memo_lock);
+    if (nmemo < (int)(sizeof memo / sizeof memo[0])) {
+        memo[nmemo].kernel = kernel;
+        memo[nmemo].device = symm_cuda.device;
+        memo[nmemo].threads = threads;
+        memo[nmemo].smem = shared_mem;
+        memo[nmemo].per_sm = per_sm;
+        nmemo++;
+    }
+    pthread_mutex_unlock(&memo_lock);
+    return per_sm;
+}
+
+int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared_mem)
+{
+    int per_sm = symm_cuda.initialized ? blocks_per_sm(kernel, threads, shared_mem) : 0;
     /* The PEs that share the GPU under MPS run their grids at the same time. */
     return per_sm * symm_cuda.sm_count / (symm_cuda.sharers > 0 ? symm_cuda.sharers : 1);
 }
