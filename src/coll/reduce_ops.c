@@ -90,36 +90,16 @@ static int red_ymm_enabled(void)
     (void)hi;
     return (lo & 6) == 6; /* XMM and YMM state */
 }
-#define RED_F16C_LOOP_(EXPR)                                                             \
-    for (; i + 8 <= n; i += 8) {                                                         \
-        __m256 u = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(x + i)));           \
-        __m256 v = _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(y + i)));           \
-        _mm_storeu_si128((__m128i *)(d + i), _mm256_cvtps_ph(EXPR, _MM_FROUND_TO_NEAREST_INT)); \
-    }                                                                                    \
-    break;
 
-__attribute__((target("avx,f16c"))) static void red_fp16_f16c(symm_op_t op, void *dst,
-                                                              const void *a, const void *b,
-                                                              size_t n)
+__attribute__((target("avx,f16c"))) static inline __m256 red_fp16x8_load(const uint16_t *p)
 {
-    uint16_t *d = dst;
-    const uint16_t *x = a, *y = b;
-    size_t i = 0;
-    switch (op) {
-    case SYMM_OP_SUM:
-        RED_F16C_LOOP_(_mm256_add_ps(u, v))
-    case SYMM_OP_PROD:
-        RED_F16C_LOOP_(_mm256_mul_ps(u, v))
-    case SYMM_OP_MIN:
-        RED_F16C_LOOP_(_mm256_min_ps(v, u))
-    case SYMM_OP_MAX:
-        RED_F16C_LOOP_(_mm256_max_ps(v, u))
-    default:
-        break;
-    }
-    if (i < n) red_fp16(op, d + i, x + i, y + i, n - i);
+    return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
 }
-#undef RED_F16C_LOOP_
+
+__attribute__((target("avx,f16c"))) static inline void red_fp16x8_store(uint16_t *p, __m256 f)
+{
+    _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(f, _MM_FROUND_TO_NEAREST_INT));
+}
 
 /* bf16 with AVX2: GCC does not vectorise the portable loops (the float <-> bits
  * punning), and they run at ~3 GB/s; these do 8 lanes with the same rounding as
@@ -145,35 +125,40 @@ __attribute__((target("avx2"))) static inline void red_bf16x8_store(uint16_t *p,
     _mm_storeu_si128((__m128i *)p, _mm256_castsi256_si128(pk));
 }
 
-#define RED_BF16_LOOP_(EXPR)                                                             \
+/* One 8-lane kernel per 16-bit float type: the lanes widened to float by LOAD, combined,
+ * narrowed by STORE; the tail by the scalar kernel TAIL. */
+#define RED_HALF8_LOOP_(LOAD, STORE, EXPR)                                               \
     for (; i + 8 <= n; i += 8) {                                                         \
-        __m256 u = red_bf16x8_load(x + i), v = red_bf16x8_load(y + i);                   \
-        red_bf16x8_store(d + i, EXPR);                                                   \
+        __m256 u = LOAD(x + i), v = LOAD(y + i);                                         \
+        STORE(d + i, EXPR);                                                              \
     }                                                                                    \
     break;
-
-__attribute__((target("avx2"))) static void red_bf16_avx2(symm_op_t op, void *dst,
-                                                           const void *a, const void *b,
-                                                           size_t n)
-{
-    uint16_t *d = dst;
-    const uint16_t *x = a, *y = b;
-    size_t i = 0;
-    switch (op) {
-    case SYMM_OP_SUM:
-        RED_BF16_LOOP_(_mm256_add_ps(u, v))
-    case SYMM_OP_PROD:
-        RED_BF16_LOOP_(_mm256_mul_ps(u, v))
-    case SYMM_OP_MIN:
-        RED_BF16_LOOP_(_mm256_min_ps(v, u))
-    case SYMM_OP_MAX:
-        RED_BF16_LOOP_(_mm256_max_ps(v, u))
-    default:
-        break;
+#define RED_HALF8_FN_(NAME, TARGET, LOAD, STORE, TAIL)                                   \
+    __attribute__((target(TARGET))) static void NAME(symm_op_t op, void *dst,           \
+                                                     const void *a, const void *b,      \
+                                                     size_t n)                          \
+    {                                                                                    \
+        uint16_t *d = dst;                                                               \
+        const uint16_t *x = a, *y = b;                                                   \
+        size_t i = 0;                                                                    \
+        switch (op) {                                                                    \
+        case SYMM_OP_SUM:                                                                \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_add_ps(u, v))                            \
+        case SYMM_OP_PROD:                                                               \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_mul_ps(u, v))                            \
+        case SYMM_OP_MIN:                                                                \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_min_ps(v, u))                            \
+        case SYMM_OP_MAX:                                                                \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_max_ps(v, u))                            \
+        default:                                                                         \
+            break;                                                                       \
+        }                                                                                \
+        if (i < n) TAIL(op, d + i, x + i, y + i, n - i);                                 \
     }
-    if (i < n) red_bf16(op, d + i, x + i, y + i, n - i);
-}
-#undef RED_BF16_LOOP_
+RED_HALF8_FN_(red_fp16_f16c, "avx,f16c", red_fp16x8_load, red_fp16x8_store, red_fp16)
+RED_HALF8_FN_(red_bf16_avx2, "avx2", red_bf16x8_load, red_bf16x8_store, red_bf16)
+#undef RED_HALF8_FN_
+#undef RED_HALF8_LOOP_
 #endif
 
 static const symm_reduce_fn_t red_table[SYMM_TYPE_COUNT] = {
