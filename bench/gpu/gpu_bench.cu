@@ -14,22 +14,7 @@
 #include "symm_cuda.h"
 #include "symm_device.cuh"
 
-#define OK(x)                                                                              \
-    do {                                                                                   \
-        symm_status_t s_ = (x);                                                            \
-        if (s_) {                                                                          \
-            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, symm_last_error());      \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
-#define CU(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                       \
-        }                                                                                  \
-    } while (0)
+#include "bench_check.h"
 
 static double now_us(void)
 {
