@@ -192,20 +192,19 @@ symm_status_t tile_check(const char *fn, const char *what, const symm_tile_t &t,
     return SYMM_SUCCESS;
 }
 
-/* Host side of symm_tm::tile_flat_ok: in -> out takes the kernels' flat vector path (all
- * row starts 16-byte aligned on every PE, whole vectors per row). Every PE that passes the
+/* symm_tm::tile_flat_ok with the heap deltas taken here: in -> out takes the kernels'
+ * flat vector path (all row starts 16-byte aligned on every PE, whole vectors per row;
+ * an empty tile does not). Every PE that passes the
  * same symmetric tiles gets the same answer: the heap deltas are all multiples of 16 on
  * every PE or on none. */
 bool host_flat_ok(const symm_tile_t &out, const symm_tile_t &in, size_t es)
 {
-    if (tile_empty(in) || ((uintptr_t)in.base & 15) || ((uintptr_t)out.base & 15) ||
-        (in.ld * es) % 16 || (out.ld * es) % 16 || (in.cols * es) % 16)
-        return false;
-    for (int pe = 0; pe < symm_n_pes(); pe++) {
+    bool d16 = !tile_empty(in);
+    for (int pe = 0; pe < symm_n_pes() && d16; pe++) {
         const uint8_t *q = (const uint8_t *)symm_gpu_ptr(in.base, pe);
-        if (!q || ((uintptr_t)q - (uintptr_t)in.base) & 15) return false;
+        d16 = q && (((uintptr_t)q - (uintptr_t)in.base) & 15) == 0;
     }
-    return true;
+    return symm_tm::tile_flat_ok(out, in, es, d16);
 }
 
 symm_status_t launched(const char *fn, symm_status_t st)
