@@ -109,7 +109,20 @@ static void test_units(void)
         symm_tm_split16(a, len, es, 1, &h, &nv, &t);
         CHECK_T(h + nv * (16 / es) + t == len && (h == len || ((a + h * es) & 15) == 0),
                 "split16 a %zu len %llu", (size_t)a, (unsigned long long)len);
+        /* the kernels' division: 32 bits when both fit, else 64 */
+        uint64_t x = next(), d = 1 + next() % 1000;
+        if (it % 3 == 0) x &= 0xffffffffu;
+        if (it % 5 == 0) d = (next() >> (next() % 64)) | 1;
+        if (it % 7 == 0) d = 0xffffffffu - next() % 3;
+        CHECK_T(symm_tm_div(x, d) == x / d, "symm_tm_div(%llu, %llu)", (unsigned long long)x,
+                (unsigned long long)d);
     }
+    /* MoE workspace: SYMM_TM_A2A_COPIES tables; entries indexed in 32 bits */
+    CHECK_T(symm_tm_a2a_ws_bytes(3, 5) == (SYMM_TM_A2A_HDR + 2 * 15) * 8 * SYMM_TM_A2A_COPIES,
+            "ws bytes of 3 x 5");
+    CHECK_T(symm_tm_a2a_ws_bytes(1 << 16, 1 << 15) == 0, "n * ne = 2^31 must be refused");
+    CHECK_T(symm_tm_a2a_ws_bytes(1 << 16, (1 << 15) - 1) != 0, "n * ne < 2^31 must be taken");
+    CHECK_T(symm_tm_a2a_ws_bytes(0, 4) == 0 && symm_tm_a2a_ws_bytes(4, 0) == 0, "empty team");
 }
 
 /* The device layout (a2a_impl's warp-0 loop), one lane at a time. */

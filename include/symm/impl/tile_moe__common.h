@@ -24,17 +24,23 @@
  * through the units of its band in order. */
 #define SYMM_TM_UNIT_BYTES 16384u
 
-/* The MoE workspace, per member, in the GPU symmetric heap: a header of
- * SYMM_TM_A2A_HDR words (status, out_capacity, reserved, argument fingerprint), then
+/* The MoE workspace, per member, in the GPU symmetric heap: SYMM_TM_A2A_COPIES copies of
+ * one table (block b of a call uses copy b % SYMM_TM_A2A_COPIES: a line shared by every
+ * block of the grid cost microseconds of L2 contention per call). A table is a header
+ * of SYMM_TM_A2A_HDR words (status, out_capacity, reserved, argument fingerprint), then
  * (count, source offset) for every (receiver j, index e), receiver-major. */
 #define SYMM_TM_A2A_HDR 4
+#define SYMM_TM_A2A_COPIES 32
 /* Bytes of workspace a team of n members with ne experts each needs (0 on overflow). */
 SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
 {
     if (n < 1 || ne < 1) return 0;
     size_t k = (size_t)n * (size_t)ne;
-    if (k / (size_t)n != (size_t)ne || k > (SIZE_MAX / 16) - SYMM_TM_A2A_HDR) return 0;
-    return (SYMM_TM_A2A_HDR + 2 * k) * 8;
+    /* n * ne < 2^31: the kernels index entries in 32 bits */
+    if (k / (size_t)n != (size_t)ne || k >= 0x80000000u ||
+        k > (SIZE_MAX / 16 / SYMM_TM_A2A_COPIES) - SYMM_TM_A2A_HDR)
+        return 0;
+    return (SYMM_TM_A2A_HDR + 2 * k) * 8 * SYMM_TM_A2A_COPIES;
 }
 
 /* ---------------------------------------------------------------- bands and units */
@@ -97,6 +103,14 @@ SYMM_TM_HD void symm_tm_split16(uintptr_t a, uint64_t len, uint32_t esize, int v
 }
 
 /* ---------------------------------------------------------------- MoE layout */
+/* x / d, in 32 bits when both fit: on a GPU a 64-bit division is a long chain of
+ * dependent instructions (~1000 cycles per division measured on an H200 in the MoE
+ * kernel's layout, where it sat on every block's critical path). */
+SYMM_TM_HD uint64_t symm_tm_div(uint64_t x, uint64_t d)
+{
+    return ((x | d) >> 32) ? x / d : (uint64_t)((uint32_t)x / (uint32_t)d);
+}
+
 /* Rows a dispatch segment of len rows takes with major_align A (A == 0: len; else len
  * rounded up to a multiple of A, at least A). Returns 1 on overflow. */
 SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
@@ -106,7 +120,7 @@ SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
         return 0;
     }
     if (len > UINT64_MAX - (A - 1)) return 1;
-    uint64_t a = (len + A - 1) / A * A;
+    uint64_t a = symm_tm_div(len + A - 1, A) * A;
     *out = a < A ? A : a;
     return 0;
 }

@@ -29,13 +29,14 @@
  * MoE: the split tables never go through the host. Every block of every member writes its
  * (count, source offset) table, its out_capacity, its status (its own in_splits checked
  * against in_capacity) and a fingerprint of the common arguments into its symmetric
- * workspace `ws` (symm_tm_a2a_ws_bytes(n, ne) bytes in the GPU symmetric heap; every block
- * writes the same values), then a round; each block reads every member's header and its
- * column of every table, agrees on validity and on every member's capacity (the same
- * verdict everywhere: any failure fails every member and nothing is written), lays out
- * its output (warp scans, in windows of entries: no limit on n * ne) and copies band
- * `part` of the moved rows (output order, padding excluded) with 16-byte vectors where
- * aligned. Part 0 writes out_splits / out_offsets / *out_rows (device memory, each may be
+ * workspace `ws` (symm_tm_a2a_ws_bytes(n, ne) bytes in the GPU symmetric heap; block b
+ * writes copy b % SYMM_TM_A2A_COPIES, all copies hold the same values), then a round;
+ * each block reads, in one pass of parallel loads, every member's header, the counts of
+ * the capacity check and its column of every table, agrees on validity and on every
+ * member's capacity (the same verdict everywhere: any failure fails every member and
+ * nothing is written), lays out its output (warp scans, in windows of entries: n * ne <
+ * 2^31) and copies its chunks of the moved rows (output order, padding excluded) with
+ * 16-byte vectors where aligned. Part 0 writes out_splits / out_offsets / *out_rows (device memory, each may be
  * NULL). A closing round keeps inputs and workspaces alive until every member has read.
  * Two calls in one kernel that follow each other must use different workspaces (a peer's
  * other block may still be reading the first). */
@@ -553,32 +554,106 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 #define SYMM_TM_MOE_CHUNK 65536u /* 32 KiB and 128 KiB were slower */
 
 #define SYMM_TM_WIN 256
+#define SYMM_TM_DL 32 /* heap deltas kept in shared memory */
 
+/* Inclusive saturating sum of v over the block's threads, in thread order (block size a
+ * multiple of 32); *total: the block's sum. Every thread calls. */
+SYMM_DEV uint64_t block_scan_sat(uint64_t v, uint64_t *total)
+{
+    using namespace symm_detail;
+    __shared__ uint64_t s_w[32];
+    const uint32_t tid = thread_linear(), lane = tid & 31u, warp = tid >> 5,
+                   nw = block_threads() / 32;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        uint64_t x = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= (uint32_t)d) v = sat_add(v, x);
+    }
+    if (lane == 31) s_w[warp] = v;
+    __syncthreads();
+    if (warp == 0) {
+        uint64_t w = lane < nw ? s_w[lane] : 0;
+#pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            uint64_t x = __shfl_up_sync(0xffffffffu, w, d);
+            if (lane >= (uint32_t)d) w = sat_add(w, x);
+        }
+        if (lane < nw) s_w[lane] = w;
+    }
+    __syncthreads();
+    if (warp) v = sat_add(v, s_w[warp - 1]);
+    *total = s_w[nw - 1];
+    __syncthreads(); /* s_w is free for the next call */
+    return v;
+}
+
+/* The MoE body. The work before the copy is a chain of round trips to memory that every
+ * block runs (~10 us when each was its own step); it is cut to: the claim and the loads
+ * of my splits in flight together; my table written; one round; one parallel pass of
+ * loads (every member's header, the counts of the capacity check, the first window of my
+ * column); the layout in shared memory. Block `part` uses copy part % SYMM_TM_A2A_COPIES
+ * of the table, so that few blocks share a line of it. */
 SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part,
                       uint32_t nparts)
 {
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_MOE;
-    __shared__ int s_mine, s_rc, s_fail_m;
-    __shared__ uint64_t s_moved_me, s_total;
+    __shared__ int s_claim, s_rc, s_bad_s, s_fail_m;
+    __shared__ uint64_t s_ep, s_moved_me, s_total;
+    /* a window of my column: count, source offset, destination, moved position, my first
+     * and last chunk, source member */
     __shared__ uint64_t s_cnt[SYMM_TM_WIN], s_src[SYMM_TM_WIN], s_dst[SYMM_TM_WIN],
-        s_mov[SYMM_TM_WIN];
-    int owned = 0;
-    int rc = enter_block(t, W, &owned);
-    if (rc) return rc;
+        s_mov[SYMM_TM_WIN], s_c1[SYMM_TM_WIN], s_cl[SYMM_TM_WIN];
+    __shared__ int s_sm[SYMM_TM_WIN];
+    __shared__ int64_t s_dl[SYMM_TM_DL]; /* heap deltas of members < SYMM_TM_DL */
     const int n = t.n, me = t.me, ne = a.ne;
     const uint32_t tid = thread_linear(), nthr = block_threads(), lane = tid & 31u,
                    warp = tid >> 5, nwarps = (nthr + 31) / 32;
     /* Arguments every member passes alike. */
-    if (ne < 1 || a.row_bytes == 0 || nparts == 0 || part >= nparts || !a.ws ||
-        !symm_tm_a2a_ws_bytes(n, ne) || nthr < 32 || (nthr & 31) ||
-        (a.kind != SYMM_TM_A2A_DISPATCH && a.major_align) ||
-        (a.kind == SYMM_TM_A2A_1D && ne != 1)) {
+    const bool bad_args = n < 1 || ne < 1 || a.row_bytes == 0 || nparts == 0 ||
+                          part >= nparts || !a.ws || !symm_tm_a2a_ws_bytes(n, ne) ||
+                          nthr < 32 || (nthr & 31) ||
+                          (a.kind != SYMM_TM_A2A_DISPATCH && a.major_align) ||
+                          (a.kind == SYMM_TM_A2A_1D && ne != 1);
+    const uint64_t N = bad_args ? 0 : (uint64_t)n * (uint64_t)ne, cap_in = a.in_capacity;
+    const bool publish = !bad_args && !a.fail;
+    /* My entry k (receiver-major: j = k / ne, e = k % ne): its count, and for a combine
+     * its source offset; issued before the claim so that both are in flight together. */
+    auto load_entry = [&](uint64_t k, uint64_t *cnt, uint64_t *off) {
+        *cnt = 0;
+        *off = 0;
+        if (!publish || k >= N) return;
+        if (a.kind == SYMM_TM_A2A_COMBINE) { /* 32-bit: N < 2^31 (symm_tm_a2a_ws_bytes) */
+            uint32_t j = (uint32_t)k / (uint32_t)ne, e = (uint32_t)k % (uint32_t)ne;
+            uint64_t ki = (uint64_t)e * (uint64_t)n + j;
+            *cnt = a.in_splits[ki];
+            *off = a.in_offsets[ki];
+        } else {
+            *cnt = a.in_splits[k];
+        }
+    };
+    uint64_t cnt0, off0;
+    load_entry(tid, &cnt0, &off0);
+    /* the heap deltas, from the block's last threads (thread 0 claims meanwhile) */
+    for (int s = (int)(nthr - 1 - tid); !bad_args && s < n && s < SYMM_TM_DL; s += (int)nthr)
+        s_dl[s] = t.heap_delta[s];
+
+    __syncthreads(); /* nobody still reads the shared variables of an earlier call */
+    int owned = 0;
+    uint64_t ep0 = 0;
+    if (tid == 0) {
+        int c = claim(t, W, holder_tag(SUB_BLOCK));
+        owned = c == 1;
+        s_claim = c < 0 ? c : 0;
+        if (c >= 0) ep0 = my_block(t)[1]; /* the episode counter, kept in s_ep meanwhile */
+    }
+    __syncthreads();
+    if (s_claim) return s_claim;
+    if (bad_args) {
         if (part == 0 && tid == 0) record(t, SYMM_ERR_INVALID_ARG, W, 0, 0);
         leave_block(t, owned);
         return SYMM_ERR_INVALID_ARG;
     }
-    const uint64_t N = (uint64_t)n * (uint64_t)ne;
     uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
     fp = symm_tm_mix(fp, (uint64_t)ne);
     fp = symm_tm_mix(fp, a.row_bytes);
@@ -586,138 +661,142 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     fp = symm_tm_mix(fp, nparts);
     fp = symm_tm_mix(fp, (uint64_t)n);
 
-    /* ---- publish my table (warp 0), checked against in_capacity */
-    uint64_t *ws = (uint64_t *)a.ws;
-    if (warp == 0) {
-        const uint64_t cap = a.in_capacity;
-        int badl = 0;
-        uint64_t run = 0; /* dispatch / 1-D: running source offset (<= cap while valid) */
-        for (uint64_t c0 = 0; c0 < N && !a.fail; c0 += 32) {
-            uint64_t k = c0 + lane; /* receiver-major: j = k / ne, e = k % ne */
-            bool valid = k < N;
-            uint64_t cnt = 0, off = 0;
-            if (valid) {
-                if (a.kind == SYMM_TM_A2A_COMBINE) {
-                    uint64_t j = k / (uint64_t)ne, e = k % (uint64_t)ne, ki = e * (uint64_t)n + j;
-                    cnt = a.in_splits[ki];
-                    off = a.in_offsets[ki];
-                    if (cnt && (cnt > cap || off > cap - cnt)) badl = 1;
-                } else {
-                    cnt = a.in_splits[k];
-                    if (cnt > cap) badl = 1;
-                }
-            }
-            if (a.kind != SYMM_TM_A2A_COMBINE) {
-                uint64_t c = badl ? 0 : cnt; /* sums stay below 33 * cap: no overflow */
-                uint64_t incl = warp_incl_scan(c, lane);
-                off = run + incl - c;
-                if (valid && off + c > cap) badl = 1;
-                run += __shfl_sync(0xffffffffu, incl, 31);
-            }
-            if (valid) {
-                ws[SYMM_TM_A2A_HDR + 2 * k] = cnt;
-                ws[SYMM_TM_A2A_HDR + 2 * k + 1] = off;
-            }
-            badl = __any_sync(0xffffffffu, badl);
-            if (badl) break;
+    /* ---- publish my table in my copy, checked against in_capacity */
+    const uint64_t tw = SYMM_TM_A2A_HDR + 2 * N, copy = (part % SYMM_TM_A2A_COPIES) * tw;
+    uint64_t *ws = (uint64_t *)a.ws + copy;
+    int bad = 0;
+    uint64_t run = 0; /* dispatch / 1-D: source offset of the chunk's first entry */
+    for (uint64_t c0 = 0; publish && c0 < N; c0 += nthr) {
+        const uint64_t k = c0 + tid;
+        uint64_t cnt = cnt0, off = off0, total;
+        if (c0) load_entry(k, &cnt, &off);
+        if (a.kind == SYMM_TM_A2A_COMBINE) {
+            if (cnt && (cnt > cap_in || off > cap_in - cnt)) bad = 1;
+        } else {
+            uint64_t incl = sat_add(run, block_scan_sat(cnt, &total));
+            off = incl - cnt; /* exact while incl <= cap_in, which is checked */
+            if (incl > cap_in) bad = 1;
+            run = sat_add(run, total);
         }
-        if (lane == 0) {
-            s_mine = a.fail ? a.fail : badl ? SYMM_ERR_OVERFLOW : 0;
-            ws[0] = (uint64_t)(int64_t)s_mine;
-            ws[1] = a.out_capacity;
-            ws[2] = 0;
-            ws[3] = fp;
+        if (k < N) {
+            ws[SYMM_TM_A2A_HDR + 2 * k] = cnt;
+            ws[SYMM_TM_A2A_HDR + 2 * k + 1] = off;
         }
     }
-    __syncthreads();
-    rc = round_block(t, W); /* every member's table and input are ready */
-    if (rc) {
-        leave_block(t, owned);
-        return rc;
-    }
-
-    /* ---- agree: statuses, fingerprints, then every member's capacity */
+    bad = __syncthreads_or(bad);
+    const int mine = a.fail ? a.fail : bad ? SYMM_ERR_OVERFLOW : 0;
     if (tid == 0) {
-        s_rc = s_mine;
+        ws[0] = (uint64_t)(int64_t)mine;
+        ws[1] = a.out_capacity;
+        ws[2] = 0;
+        ws[3] = fp;
+        s_ep = ep0;
+        s_rc = mine;
+        s_bad_s = n;
         s_fail_m = n;
         s_moved_me = 0;
     }
-    __syncthreads();
-    if (tid == 0 && !s_mine) {
-        for (int s = 0; s < n; s++) {
-            const uint64_t *h = peer(t, (const uint64_t *)a.ws, s);
-            int64_t st = (int64_t)ldcg(h);
-            if (st) {
-                s_rc = (int)st;
-                break;
-            }
-            if (ldcg(h + 3) != fp) {
-                s_rc = SYMM_ERR_MISMATCH;
-                break;
-            }
-        }
+    __syncthreads(); /* the table is written (a round's release covers the block's stores) */
+    const uint64_t ep = s_ep;
+    int rc = round_part(t, ep + 1, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
+    if (__syncthreads_or(rc != 0)) { /* every member's table and input are ready */
+        if (tid == 0) my_block(t)[1] = ep + 1;
+        leave_block(t, owned);
+        return SYMM_ERR_TIMEOUT;
     }
-    __syncthreads();
+
+    /* ---- one pass of loads: headers, the counts of the capacity check, window 0; with
+     * four warps or more, each on its own warps so that the loads are in flight together */
+    const uint64_t *wsb = (const uint64_t *)a.ws + copy;
+    auto wsp = [&](int s) {
+        return (const uint64_t *)((const char *)wsb + (s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s]));
+    };
     const bool pad_mode = a.kind == SYMM_TM_A2A_DISPATCH && a.major_align > 0;
-    if (!s_rc) {
-        for (int m = (int)warp; m < n; m += (int)nwarps) {
-            uint64_t need = 0, moved = 0;
-            for (int e = (int)lane; e < ne; e += 32) {
-                uint64_t len = 0;
-                for (int s = 0; s < n; s++)
-                    len = sat_add(len, ldcg(peer(t, (const uint64_t *)a.ws, s) + SYMM_TM_A2A_HDR +
-                                            2 * ((uint64_t)m * ne + e)));
-                uint64_t al;
-                if (len == UINT64_MAX || symm_tm_aligned_len(len, pad_mode ? a.major_align : 0, &al))
-                    al = UINT64_MAX;
-                need = sat_add(need, al);
-                moved = sat_add(moved, len);
-            }
-#pragma unroll
-            for (int d = 16; d > 0; d >>= 1) {
-                need = sat_add(need, __shfl_xor_sync(0xffffffffu, need, d));
-                moved = sat_add(moved, __shfl_xor_sync(0xffffffffu, moved, d));
-            }
-            uint64_t cap = ldcg(peer(t, (const uint64_t *)a.ws, m) + 1);
-            if (lane == 0) {
-                if (need == UINT64_MAX || need > cap) atomicMin(&s_fail_m, m);
-                if (m == me) s_moved_me = moved;
-            }
+    const int inner = a.kind == SYMM_TM_A2A_DISPATCH ? n : ne;
+    /* Window w0 of my column: (count, source offset) of output entries [w0, w0 + wn), by
+     * threads first, first + step, ... */
+    auto load_window = [&](uint64_t w0, uint64_t wn, uint32_t first, uint32_t step) {
+        for (uint64_t w = first; w < wn; w += step) {
+            /* output entry o: dispatch o = e * n + s, else o = s * ne + e (32-bit) */
+            uint32_t o = (uint32_t)(w0 + w), q = o / (uint32_t)inner, r = o % (uint32_t)inner;
+            int s = a.kind == SYMM_TM_A2A_DISPATCH ? (int)r : (int)q;
+            int e = a.kind == SYMM_TM_A2A_DISPATCH ? (int)q : (int)r;
+            const uint64_t *tb = wsp(s) + SYMM_TM_A2A_HDR + 2 * ((uint64_t)me * ne + e);
+            uint64_t c = ldcg(tb), so = ldcg(tb + 1);
+            s_cnt[w] = c;
+            s_src[w] = so;
+            s_sm[w] = s;
         }
-        __syncthreads();
-        if (tid == 0 && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
-        __syncthreads();
+    };
+    const bool roles = nwarps >= 4;
+    const uint32_t need_warps = roles ? nwarps - 2 : nwarps;
+    if (!roles || warp == nwarps - 1) {
+        for (int s = (int)(roles ? lane : tid); s < n; s += (int)(roles ? 32 : nthr)) {
+            const uint64_t *h = wsp(s);
+            uint64_t st = ldcg(h), f = ldcg(h + 3);
+            if (st || f != fp) atomicMin(&s_bad_s, s);
+        }
     }
+    if (!roles || warp == nwarps - 2)
+        load_window(0, N < SYMM_TM_WIN ? N : SYMM_TM_WIN, roles ? lane : tid, roles ? 32 : nthr);
+    for (int m = (int)warp; m < n && warp < need_warps; m += (int)need_warps) {
+        uint64_t need = 0, moved = 0, cap = ldcg(wsp(m) + 1);
+        for (int e = (int)lane; e < ne; e += 32) {
+            uint64_t len = 0;
+            for (int s = 0; s < n; s++)
+                len = sat_add(len, ldcg(wsp(s) + SYMM_TM_A2A_HDR + 2 * ((uint64_t)m * ne + e)));
+            uint64_t al;
+            if (len == UINT64_MAX || symm_tm_aligned_len(len, pad_mode ? a.major_align : 0, &al))
+                al = UINT64_MAX;
+            need = sat_add(need, al);
+            moved = sat_add(moved, len);
+        }
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) {
+            need = sat_add(need, __shfl_xor_sync(0xffffffffu, need, d));
+            moved = sat_add(moved, __shfl_xor_sync(0xffffffffu, moved, d));
+        }
+        if (lane == 0) {
+            if (need == UINT64_MAX || need > cap) atomicMin(&s_fail_m, m);
+            if (m == me) s_moved_me = moved;
+        }
+    }
+    __syncthreads();
+    /* The verdict: my own status, else the first member whose status or arguments are
+     * bad, else the first member whose output would not fit. The same everywhere. */
+    if (tid == 0 && !s_rc && s_bad_s < n) {
+        const int64_t st = (int64_t)ldcg(wsp(s_bad_s));
+        s_rc = st ? (int)st : SYMM_ERR_MISMATCH;
+    }
+    if (tid == 0 && !s_rc && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
+    __syncthreads();
 
     /* ---- layout in windows (warp 0) and copy of my band of the moved rows (all) */
     if (!s_rc) {
-        const int inner = a.kind == SYMM_TM_A2A_DISPATCH ? n : ne;
         /* R rows per chunk: at most SYMM_TM_MOE_CHUNK bytes (at least a row), and close to
          * an equal number of chunks per block, so that no block has one more than most. */
-        const uint64_t rmax =
-            a.row_bytes >= SYMM_TM_MOE_CHUNK ? 1 : SYMM_TM_MOE_CHUNK / a.row_bytes;
-        const uint64_t np = nparts, per_block = (s_moved_me + np * rmax - 1) / (np * rmax);
-        uint64_t R = per_block ? (s_moved_me + np * per_block - 1) / (np * per_block) : 1;
-        if (R < 1) R = 1;
+        /* In double: a 64-bit division is a long chain of dependent instructions, and R
+         * only has to be the same in every block of this member. */
+        const double rmax = a.row_bytes >= SYMM_TM_MOE_CHUNK
+                                ? 1.0
+                                : floor((double)SYMM_TM_MOE_CHUNK / (double)a.row_bytes);
+        const double np = nparts, per_block = ceil((double)s_moved_me / (np * rmax));
+        const double Rd = per_block > 0 ? ceil((double)s_moved_me / (np * per_block)) : 1.0;
+        const uint64_t R = Rd < 1.0 ? 1 : Rd > 9.0e18 ? (uint64_t)9e18 : (uint64_t)Rd;
         uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
         const uint64_t rb = a.row_bytes;
         for (uint64_t w0 = 0; w0 < N; w0 += SYMM_TM_WIN) {
             uint64_t wn = N - w0 < SYMM_TM_WIN ? N - w0 : SYMM_TM_WIN;
+            if (w0) {
+                load_window(w0, wn, tid, nthr);
+                __syncthreads();
+            }
             if (warp == 0) {
                 for (uint64_t c0 = w0; c0 < w0 + wn; c0 += 32) {
                     uint64_t o = c0 + lane;
                     bool valid = o < w0 + wn;
-                    int s = 0, e = 0;
-                    uint64_t cnt = 0, soff = 0;
-                    uint32_t j = 0;
-                    if (valid) {
-                        symm_tm_a2a_entry(a.kind, n, ne, o, &s, &e);
-                        j = (uint32_t)(o % (uint64_t)inner);
-                        const uint64_t *tb = peer(t, (const uint64_t *)a.ws, s) + SYMM_TM_A2A_HDR +
-                                             2 * ((uint64_t)me * ne + e);
-                        cnt = ldcg(tb);
-                        soff = ldcg(tb + 1);
-                    }
+                    uint64_t cnt = valid ? s_cnt[o - w0] : 0;
+                    uint32_t j = (uint32_t)o % (uint32_t)inner;
                     uint64_t incl = warp_incl_scan(cnt, lane);
                     uint64_t mov = c_moved + incl - cnt;
                     /* moved position where this entry's group began */
@@ -733,11 +812,19 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                     uint64_t pincl = warp_incl_scan(pad, lane);
                     uint64_t dst = mov + c_pad + pincl - pad;
                     if (valid) {
-                        uint64_t w = o - w0;
-                        s_cnt[w] = cnt;
-                        s_src[w] = soff;
-                        s_dst[w] = dst;
-                        s_mov[w] = mov;
+                        /* my chunks of this entry: c1, c1 + nparts, ... <= cl (chunk c
+                         * holds moved rows [c * R, (c + 1) * R)); the lanes divide at once */
+                        uint64_t c1 = 1, cl = 0;
+                        if (cnt) {
+                            const uint64_t cf = symm_tm_div(mov, R);
+                            cl = symm_tm_div(mov + cnt - 1, R);
+                            const uint32_t cm = (uint32_t)(cf - symm_tm_div(cf, nparts) * nparts);
+                            c1 = cf + (part + nparts - cm) % nparts;
+                        }
+                        s_c1[o - w0] = c1;
+                        s_cl[o - w0] = cl;
+                        s_dst[o - w0] = dst;
+                        s_mov[o - w0] = mov;
                         if (part == 0) {
                             if (a.out_splits) a.out_splits[o] = cnt;
                             if (a.out_offsets) a.out_offsets[o] = dst;
@@ -752,18 +839,16 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             }
             __syncthreads();
             for (uint64_t w = 0; w < wn; w++) {
-                uint64_t m0 = s_mov[w], cn = s_cnt[w];
-                if (!cn) continue;
-                int s, e;
-                symm_tm_a2a_entry(a.kind, n, ne, w0 + w, &s, &e);
-                const uint64_t cf = m0 / R, cl = (m0 + cn - 1) / R;
-                for (uint64_t c = cf + (part + nparts - cf % nparts) % nparts; c <= cl; c += nparts) {
+                const uint64_t m0 = s_mov[w], cn = s_cnt[w], cl = s_cl[w];
+                const int s = s_sm[w];
+                const int64_t dl = s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s];
+                for (uint64_t c = s_c1[w]; c <= cl; c += nparts) {
                     uint64_t a0 = c * R > m0 ? c * R : m0;
                     uint64_t a1 = (c + 1) * R < m0 + cn ? (c + 1) * R : m0 + cn;
                     uint64_t d0 = s_dst[w] + (a0 - m0), r = a1 - a0;
                     if (d0 > a.out_capacity || r > a.out_capacity - d0) continue; /* cannot happen */
-                    const uint8_t *src =
-                        (const uint8_t *)peer(t, a.in, s) + (s_src[w] + (a0 - m0)) * rb;
+                    const uint8_t *src = (const uint8_t *)a.in + dl +
+                                         (s_src[w] + (a0 - m0)) * rb;
                     copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb);
                 }
             }
@@ -773,10 +858,12 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     }
     if (s_rc && part == 0 && tid == 0)
         record(t, s_rc, W, s_fail_m < n ? (uint32_t)s_fail_m : 0xffffffffu, 0);
-    int agreed = s_rc;
+    const int agreed = s_rc;
     __syncthreads();
     /* Every member runs the closing round (the verdict above is the same everywhere). */
-    rc = round_block(t, W); /* nobody reads my input or my workspace any more */
+    rc = round_part(t, ep + 2, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
+    rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0; /* nobody reads my input or ws */
+    if (tid == 0) my_block(t)[1] = ep + 2;
     leave_block(t, owned);
     return agreed ? agreed : rc;
 }
