@@ -74,8 +74,11 @@ symm_status_t symm_cuda_check(void);
 
 /* ---------------------------------------------------------------- collectives on a stream */
 /* The device collectives of symm_device.cuh run by one block on the team's duplicate,
- * enqueued on stream; buffers are in the GPU symmetric heap; every member calls with the
- * same arguments. The call returns once the work is enqueued (argument errors at once,
+ * enqueued on stream; from 64 KiB moved per member a cooperative grid shares the data
+ * work (one block per 64 KiB, at most what is resident on this PE's share of the GPU;
+ * SYMM_GPU_COLL_BLOCKS overrides) while its block 0 holds the duplicate and runs the
+ * rounds. Buffers are in the GPU symmetric heap; every member calls with the same
+ * arguments. The call returns once the work is enqueued (argument errors at once,
  * device-side errors through symm_cuda_check). The first call on a team may create its
  * GPU state (collective, see symm_cuda_team_device). */
 symm_status_t symm_barrier_on_stream(symm_team_t team, cudaStream_t stream);

@@ -135,7 +135,7 @@ static void bench_coll(int me)
     CU(cudaEventCreate(&e0));
     CU(cudaEventCreate(&e1));
     if (me == 0)
-        printf("# symm_allreduce_on_stream float sum, one block, %d PEs\n"
+        printf("# symm_allreduce_on_stream float sum (one block below 64 KiB, else a grid), %d PEs\n"
                "# size(B)  count  type  op  latency_us  algbw(GB/s)  busbw(GB/s)  d2d_copy_GB/s\n",
                n);
     for (size_t nb : sizes) {

@@ -36,7 +36,10 @@
     SYMM_ENV(GPU_HEAP_SIZE, SIZE, gpu_heap_size, "1G",                                  \
              "bytes of GPU symmetric heap per PE")                                        \
     SYMM_ENV(GPU_DEVICE, INT, gpu_device, "-1",                                         \
-             "GPU of this PE; -1 lets symmrun's SYMM_GPU_MAP decide (rank mod GPU count)")
+             "GPU of this PE; -1 lets symmrun's SYMM_GPU_MAP decide (rank mod GPU count)") \
+    SYMM_ENV(GPU_COLL_BLOCKS, INT, gpu_coll_blocks, "0",                                \
+             "blocks of a collective on a stream: 0 chooses (one below 64K, else one per " \
+             "64K up to this PE's share of the GPU), 1 always one, N a grid of up to N")
 
 typedef struct symm_config {
 #define SYMM_CONFIG_FIELD_SIZE(f) size_t f;

@@ -1,10 +1,14 @@
 /* coll.cu — collectives on GPU buffers enqueued on a CUDA stream: one block runs the
- * device collective of symm_device.cuh on the team's duplicate. The host side validates
- * the arguments (reported at once); device-side failures go to the error buffer
- * (symm_cuda_check). */
+ * device collective of symm_device.cuh on the team's duplicate, or, from 64 KiB, a
+ * cooperative grid shares the data work (below). The host side validates the arguments
+ * (reported at once); device-side failures go to the error buffer (symm_cuda_check). */
+#include <atomic>
+#include <cooperative_groups.h>
+
 #include "symm_device.cuh"
 
 extern "C" {
+#include "core/config.h"
 #include "core/log.h"
 }
 #include "transport/cuda/cuda_coll.h"
@@ -12,6 +16,145 @@ extern "C" {
 namespace {
 
 const int kThreads = 512;
+
+/* ---------------------------------------------------------------- grid form
+ * A large collective runs as a cooperative grid on the team's one duplicate: block 0
+ * claims it and runs the two rounds of the one-block form; the other blocks wait for it
+ * at a grid synchronisation, share the data work (grid-stride), and meet again before
+ * block 0's closing round. A member's rounds are those of the one-block form, so members
+ * may run different grids. Block 0 tells the others how its first round went through a
+ * slot tagged with the launch's sequence number (a slot is reused 65536 launches later;
+ * a tag that is not this launch's is reported, never taken for a verdict). */
+const size_t kGridMinBytes = 65536, kGridBytesPerBlock = 65536;
+const unsigned kSlots = 65536;
+const unsigned long long kSeqMask = (1ull << 48) - 1;
+__device__ unsigned long long g_verdict[kSlots];
+
+struct grid_tag {
+    unsigned long long seq;
+    unsigned slot;
+};
+
+template <typename Body>
+__device__ void grid_run(const symm_dev_team_t &t, uint32_t what, bool root_ok, grid_tag g,
+                         Body body)
+{
+    using namespace symm_detail;
+    cooperative_groups::grid_group grid = cooperative_groups::this_grid();
+    const unsigned long long tag = (g.seq & kSeqMask) << 16;
+    int owned = 0, rc = 0;
+    if (blockIdx.x == 0) {
+        rc = enter_block(t, what, &owned);
+        if (!rc && !root_ok) rc = SYMM_ERR_INVALID_ARG;
+        if (!rc) rc = round_block(t, what); /* every member's src is ready */
+        if (thread_linear() == 0) g_verdict[g.slot] = tag | (uint16_t)(int16_t)rc;
+    }
+    grid.sync();
+    const unsigned long long v = *(volatile unsigned long long *)&g_verdict[g.slot];
+    if ((v & ~0xffffull) != tag) {
+        if (thread_linear() == 0) record(t, SYMM_ERR_TIMEOUT, what, 0, v);
+    } else if ((int16_t)(v & 0xffff) == 0) {
+        fence_sys(); /* what block 0 acquired from the peers, for this block's reads */
+        body(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
+    }
+    /* the block's stores (into peers' memory too) before block 0's release */
+    __syncthreads();
+    if (thread_linear() == 0) __threadfence_system();
+    grid.sync();
+    if (blockIdx.x == 0) {
+        if (!rc) rc = round_block(t, what); /* my slices are written everywhere */
+        leave_block(t, owned);
+    }
+}
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads)
+    k_reduce_grid(symm_dev_team_t t, T *dest, const T *src, size_t count, symm_op_t op,
+                  int root, grid_tag g)
+{
+    grid_run(t, root < 0 ? SYMM_DEV_WHAT_ALLREDUCE : SYMM_DEV_WHAT_REDUCE, root < t.n, g,
+             [&](uint32_t i0, uint32_t step) {
+                 size_t per = (count + (size_t)t.n - 1) / (size_t)t.n;
+                 size_t lo = per * (size_t)t.me, hi = lo + per < count ? lo + per : count;
+                 if (lo < hi)
+                     symm_detail::reduce_dispatch(t, dest, src, lo, hi, op, root, i0, step);
+             });
+}
+
+__global__ void __launch_bounds__(kThreads)
+    k_broadcast_grid(symm_dev_team_t t, void *dest, const void *src, size_t nbytes, int root,
+                     grid_tag g)
+{
+    grid_run(t, SYMM_DEV_WHAT_BROADCAST, root >= 0 && root < t.n, g,
+             [&](uint32_t i0, uint32_t step) {
+                 if (!(t.me == root && dest == src))
+                     symm_detail::copy_part<true>(dest, symm_detail::peer(t, src, root), nbytes,
+                                                  i0, step);
+             });
+}
+
+/* alltoall == false: fcollect (member j's src into block j of dest); true: alltoall
+ * (block me of member j's src into block j of dest). */
+__global__ void __launch_bounds__(kThreads)
+    k_gather_grid(symm_dev_team_t t, void *dest, const void *src, size_t nbytes,
+                  bool alltoall, grid_tag g)
+{
+    grid_run(t, alltoall ? SYMM_DEV_WHAT_ALLTOALL : SYMM_DEV_WHAT_FCOLLECT, true, g,
+             [&](uint32_t i0, uint32_t step) {
+                 for (int j = 0; j < t.n; j++)
+                     symm_detail::copy_part<true>(
+                         (char *)dest + (size_t)j * nbytes,
+                         (const char *)symm_detail::peer(t, src, j) +
+                             (alltoall ? (size_t)t.me * nbytes : 0),
+                         nbytes, i0, step);
+             });
+}
+
+/* Blocks of the grid form for a collective moving `bytes` per member (1: the one-block
+ * form): SYMM_GPU_COLL_BLOCKS, else one per kGridBytesPerBlock from kGridMinBytes, at
+ * most what can be resident on this PE's share of the GPU. */
+int grid_blocks(const void *kernel, size_t bytes)
+{
+    static int coop = -1;
+    if (coop < 0) {
+        int v = 0;
+        if (cudaDeviceGetAttribute(&v, cudaDevAttrCooperativeLaunch, symm_cuda_device()) !=
+            cudaSuccess) {
+            cudaGetLastError();
+            v = 0;
+        }
+        coop = v != 0;
+    }
+    const int env = symm_config.gpu_coll_blocks;
+    if (!coop || env == 1 || (env <= 0 && bytes < kGridMinBytes)) return 1;
+    int cap = symm_cuda_max_resident_blocks(kernel, kThreads, 0);
+    size_t want = env > 1 ? (size_t)env : (bytes + kGridBytesPerBlock - 1) / kGridBytesPerBlock;
+    if (cap > 0 && want > (size_t)cap) want = (size_t)cap;
+    return want < 2 ? 1 : (int)want;
+}
+
+grid_tag next_tag(void)
+{
+    static std::atomic<unsigned long long> seq{0};
+    unsigned long long s = ++seq;
+    return grid_tag{s, (unsigned)(s % kSlots)};
+}
+
+/* Launches kernel as a cooperative grid of nb blocks; false (error cleared) where the
+ * device refuses it, for the caller to fall back on the one-block form. */
+bool coop_launch(const void *kernel, int nb, void **args, cudaStream_t s)
+{
+    if (nb < 2) return false;
+    cudaError_t e = cudaLaunchCooperativeKernel(kernel, dim3(nb), dim3(kThreads), args, 0, s);
+    if (e == cudaSuccess) return true;
+    cudaGetLastError();
+    static std::atomic<int> told{0};
+    if (!told.exchange(1))
+        SYMM_WARN("stream collectives: a cooperative grid of %d blocks was refused (%s); "
+                  "one block does the work (slower for large buffers)",
+                  nb, cudaGetErrorString(e));
+    return false;
+}
 
 __global__ void k_barrier(symm_dev_team_t t) { symm_dev_barrier_block(t); }
 
@@ -55,7 +198,14 @@ template <typename T>
 void launch_reduce(const symm_dev_team_t &t, void *dest, const void *src, size_t count,
                    symm_op_t op, int root, cudaStream_t s)
 {
-    k_reduce<T><<<1, kThreads, 0, s>>>(t, (T *)dest, (const T *)src, count, op, root);
+    const void *kg = (const void *)k_reduce_grid<T>;
+    int nb = grid_blocks(kg, count * sizeof(T));
+    T *d = (T *)dest;
+    const T *sr = (const T *)src;
+    grid_tag g = next_tag();
+    void *args[] = {(void *)&t, &d, &sr, &count, &op, &root, &g};
+    if (!coop_launch(kg, nb, args, s))
+        k_reduce<T><<<1, kThreads, 0, s>>>(t, d, sr, count, op, root);
 }
 
 symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const void *src,
@@ -114,7 +264,11 @@ extern "C" symm_status_t symm_broadcast_on_stream(symm_team_t team, void *dest, 
     if (root < 0 || root >= t.n)
         return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d of a team of %d", __func__,
                               root, t.n);
-    k_broadcast<<<1, kThreads, 0, stream>>>(t, dest, src, nbytes, root);
+    const void *kg = (const void *)k_broadcast_grid;
+    grid_tag g = next_tag();
+    void *args[] = {&t, &dest, &src, &nbytes, &root, &g};
+    if (!coop_launch(kg, grid_blocks(kg, nbytes), args, stream))
+        k_broadcast<<<1, kThreads, 0, stream>>>(t, dest, src, nbytes, root);
     return launched(__func__);
 }
 
@@ -143,7 +297,12 @@ extern "C" symm_status_t symm_fcollect_on_stream(symm_team_t team, void *dest, c
         return symm_error_set(SYMM_ERR_OVERFLOW, "%s: nbytes %zu", __func__, nbytes);
     symm_dev_team_t t;
     CHECK(prepare(__func__, team, &t, dest, nbytes * (size_t)(n > 0 ? n : 1), src, nbytes));
-    k_fcollect<<<1, kThreads, 0, stream>>>(t, dest, src, nbytes);
+    const void *kg = (const void *)k_gather_grid;
+    grid_tag g = next_tag();
+    bool a2a = false;
+    void *args[] = {&t, &dest, &src, &nbytes, &a2a, &g};
+    if (!coop_launch(kg, grid_blocks(kg, nbytes * (size_t)t.n), args, stream))
+        k_fcollect<<<1, kThreads, 0, stream>>>(t, dest, src, nbytes);
     return launched(__func__);
 }
 
@@ -156,6 +315,11 @@ extern "C" symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, c
     size_t total = nbytes * (size_t)(n > 0 ? n : 1);
     symm_dev_team_t t;
     CHECK(prepare(__func__, team, &t, dest, total, src, total));
-    k_alltoall<<<1, kThreads, 0, stream>>>(t, dest, src, nbytes);
+    const void *kg = (const void *)k_gather_grid;
+    grid_tag g = next_tag();
+    bool a2a = true;
+    void *args[] = {&t, &dest, &src, &nbytes, &a2a, &g};
+    if (!coop_launch(kg, grid_blocks(kg, total), args, stream))
+        k_alltoall<<<1, kThreads, 0, stream>>>(t, dest, src, nbytes);
     return launched(__func__);
 }
