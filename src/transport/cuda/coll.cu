@@ -52,7 +52,7 @@ __device__ void grid_run(const symm_dev_team_t &t, uint32_t what, bool root_ok, 
     grid.sync();
     const unsigned long long v = *(volatile unsigned long long *)&g_verdict[g.slot];
     if ((v & ~0xffffull) != tag) {
-        if (thread_linear() == 0) record(t, SYMM_ERR_TIMEOUT, what, 0, v);
+        if (thread_linear() == 0) record(t, SYMM_ERR_CUDA, what, 0, v); /* slot reused */
     } else if ((int16_t)(v & 0xffff) == 0) {
         fence_sys(); /* what block 0 acquired from the peers, for this block's reads */
         body(blockIdx.x * blockDim.x + threadIdx.x, gridDim.x * blockDim.x);
