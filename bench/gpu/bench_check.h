@@ -1,12 +1,13 @@
-/* bench_check.h — the GPU benchmarks stop at the first failed call, naming it and the PE:
- * OK(symm call), CU(CUDA runtime call). */
+/* bench_check.h — what every GPU benchmark starts and checks with: bench_gpu_init (symm and
+ * the GPU transport, or SKIP without a GPU); OK(symm call) and CU(CUDA runtime call) stop
+ * at the first failed call, naming it and the PE. */
 #ifndef SYMM_BENCH_GPU_BENCH_CHECK_H
 #define SYMM_BENCH_GPU_BENCH_CHECK_H
 
 #include <cstdio>
 #include <cstdlib>
 
-#include "symm.h"
+#include "symm_cuda.h"
 
 #define OK(x)                                                                              \
     do {                                                                                   \
@@ -24,5 +25,20 @@
             exit(1);                                                                       \
         }                                                                                  \
     } while (0)
+
+/* symm_init and symm_cuda_init; false where this machine has no GPU (PE 0 printed "SKIP: no
+ * CUDA device" and symm is finalized: the benchmark returns 0). */
+static inline bool bench_gpu_init(void)
+{
+    OK(symm_init());
+    symm_status_t st = symm_cuda_init();
+    if (st == SYMM_ERR_UNSUPPORTED) {
+        if (symm_my_pe() == 0) printf("SKIP: no CUDA device\n");
+        symm_finalize();
+        return false;
+    }
+    OK(st);
+    return true;
+}
 
 #endif

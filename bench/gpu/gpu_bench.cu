@@ -172,14 +172,7 @@ static void bench_coll(int me)
 
 int main(int argc, char **argv)
 {
-    OK(symm_init());
-    symm_status_t st = symm_cuda_init();
-    if (st == SYMM_ERR_UNSUPPORTED) {
-        if (symm_my_pe() == 0) printf("SKIP: no CUDA device\n");
-        symm_finalize();
-        return 0;
-    }
-    OK(st);
+    if (!bench_gpu_init()) return 0;
     int me = symm_my_pe();
     bool all = argc < 2;
     for (int i = 1; i < argc || all; i++) {

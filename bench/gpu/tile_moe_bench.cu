@@ -146,14 +146,7 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ntok = strtoull(argv[++i], nullptr, 10);
     }
-    OK(symm_init());
-    symm_status_t st = symm_cuda_init();
-    if (st == SYMM_ERR_UNSUPPORTED) {
-        if (symm_my_pe() == 0) printf("SKIP: no CUDA device\n");
-        symm_finalize();
-        return 0;
-    }
-    OK(st);
+    if (!bench_gpu_init()) return 0;
     g_me = symm_my_pe();
     g_n = symm_n_pes();
     if (quick) g_iters = 5;

@@ -128,19 +128,6 @@ SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
 /* The kinds of the all-to-all-v family. */
 enum { SYMM_TM_A2A_1D = 0, SYMM_TM_A2A_DISPATCH = 1, SYMM_TM_A2A_COMBINE = 2 };
 
-/* Output entry o of a receiver (output order: dispatch o = e*n + s, else o = s*ne + e)
- * as (source s, index e). */
-SYMM_TM_HD void symm_tm_a2a_entry(int kind, int n, int ne, uint64_t o, int *s, int *e)
-{
-    if (kind == SYMM_TM_A2A_DISPATCH) {
-        *e = (int)(o / (uint64_t)n);
-        *s = (int)(o % (uint64_t)n);
-    } else {
-        *s = (int)(o / (uint64_t)ne);
-        *e = (int)(o % (uint64_t)ne);
-    }
-}
-
 /* A fingerprint of the arguments every member must pass alike. */
 SYMM_TM_HD uint64_t symm_tm_mix(uint64_t h, uint64_t v)
 {
