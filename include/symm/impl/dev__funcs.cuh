@@ -317,6 +317,55 @@ SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size
     }
 }
 
+/* reduce_slice with 16-byte accesses where every member's src and dest agree modulo 16
+ * (heaps 16-byte apart, src + lo and dest + lo alike): scalar head and tail around vectors
+ * of 16 / sizeof(T) elements, each element combined exactly as reduce_slice does (same
+ * order, same accumulator type), so the results are bitwise the same. Not inlined: one
+ * copy per (type, op), each with its own registers (inlined into one switch, the kernels
+ * spilled). */
+template <typename T, int OP>
+__device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
+                               size_t hi, int root, uint32_t i0, uint32_t step)
+{
+    typedef acc<T> C;
+    constexpr uint32_t V = 16 / sizeof(T);
+    bool vec = hi - lo >= 2 * V &&
+               ((((uintptr_t)(src + lo)) ^ ((uintptr_t)(dest + lo))) & 15) == 0;
+    for (int j = 0; vec && j < t.n; j++) vec = (t.heap_delta[j] & 15) == 0;
+    if (!vec) {
+        reduce_slice<T, OP>(t, dest, src, lo, hi, root, i0, step);
+        return;
+    }
+    const size_t head = ((16 - ((uintptr_t)(src + lo) & 15)) & 15) / sizeof(T);
+    const size_t v0 = lo + head, nv = (hi - v0) / V;
+    reduce_slice<T, OP>(t, dest, src, lo, v0, root, i0, step);
+    for (size_t k = i0; k < nv; k += step) {
+        const size_t i = v0 + k * V;
+        typename C::type a[V];
+        T x[V];
+        uint4 w = __ldcg((const uint4 *)(peer(t, src, 0) + i));
+        memcpy(x, &w, 16);
+#pragma unroll
+        for (uint32_t e = 0; e < V; e++) a[e] = C::in(x[e]);
+        for (int j = 1; j < t.n; j++) {
+            w = __ldcg((const uint4 *)(peer(t, src, j) + i));
+            memcpy(x, &w, 16);
+#pragma unroll
+            for (uint32_t e = 0; e < V; e++)
+                a[e] = apply<typename C::type, OP>(a[e], C::in(x[e]));
+        }
+#pragma unroll
+        for (uint32_t e = 0; e < V; e++) x[e] = C::out(a[e]);
+        memcpy(&w, x, 16);
+        if (root >= 0) {
+            *(uint4 *)(peer(t, dest, root) + i) = w;
+        } else {
+            for (int j = 0; j < t.n; j++) *(uint4 *)(peer(t, dest, j) + i) = w;
+        }
+    }
+    reduce_slice<T, OP>(t, dest, src, v0 + nv * V, hi, root, i0, step);
+}
+
 template <typename T> struct is_int_type {
     static constexpr bool value = T(3) / T(2) == T(1);
 };
@@ -331,21 +380,24 @@ template <typename T>
 SYMM_DEV int reduce_dispatch(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
                              size_t hi, symm_op_t op, int root, uint32_t i0, uint32_t step)
 {
+#define SYMM_RD_CASE_(o)                                                                  \
+    case o: reduce_slice_vec<T, o>(t, dest, src, lo, hi, root, i0, step); return 0;
     switch (op) {
-    case SYMM_OP_SUM: reduce_slice<T, SYMM_OP_SUM>(t, dest, src, lo, hi, root, i0, step); return 0;
-    case SYMM_OP_PROD: reduce_slice<T, SYMM_OP_PROD>(t, dest, src, lo, hi, root, i0, step); return 0;
-    case SYMM_OP_MIN: reduce_slice<T, SYMM_OP_MIN>(t, dest, src, lo, hi, root, i0, step); return 0;
-    case SYMM_OP_MAX: reduce_slice<T, SYMM_OP_MAX>(t, dest, src, lo, hi, root, i0, step); return 0;
+        SYMM_RD_CASE_(SYMM_OP_SUM)
+        SYMM_RD_CASE_(SYMM_OP_PROD)
+        SYMM_RD_CASE_(SYMM_OP_MIN)
+        SYMM_RD_CASE_(SYMM_OP_MAX)
     default: break;
     }
     if constexpr (is_int_type<T>::value) {
         switch (op) {
-        case SYMM_OP_AND: reduce_slice<T, SYMM_OP_AND>(t, dest, src, lo, hi, root, i0, step); return 0;
-        case SYMM_OP_OR: reduce_slice<T, SYMM_OP_OR>(t, dest, src, lo, hi, root, i0, step); return 0;
-        case SYMM_OP_XOR: reduce_slice<T, SYMM_OP_XOR>(t, dest, src, lo, hi, root, i0, step); return 0;
+            SYMM_RD_CASE_(SYMM_OP_AND)
+            SYMM_RD_CASE_(SYMM_OP_OR)
+            SYMM_RD_CASE_(SYMM_OP_XOR)
         default: break;
         }
     }
+#undef SYMM_RD_CASE_
     return SYMM_ERR_INVALID_ARG;
 }
 
