@@ -125,6 +125,58 @@ static void test_units(void)
     CHECK_T(symm_tm_a2a_ws_bytes(0, 4) == 0 && symm_tm_a2a_ws_bytes(4, 0) == 0, "empty team");
 }
 
+/* The MoE copy's chunks (symm_tm_moe_chunk_rows, symm_tm_moe_my_chunks): over all blocks,
+ * every moved row of every entry is copied once, chunks hold at most SYMM_TM_MOE_CHUNK
+ * bytes (or one row), and no block has more than one chunk more than another. */
+static void test_moe_chunks(void)
+{
+    for (int it = 0; it < 400; it++) {
+        const uint64_t rb = it % 5 == 0 ? 100000 + next() % 100000 : 1 + next() % 9000;
+        const uint32_t np = 1 + (uint32_t)(next() % (it % 3 ? 300 : 8));
+        const int ne = 1 + (int)(next() % 40);
+        std::vector<uint64_t> cnt(ne);
+        uint64_t moved = 0;
+        for (int e = 0; e < ne; e++) {
+            cnt[e] = it % 4 == 0 ? next() % 3 : next() % 700;
+            moved += cnt[e];
+        }
+        const uint64_t R = symm_tm_moe_chunk_rows(moved, rb, np);
+        CHECK_T(R >= 1 && (R == 1 || R * rb <= SYMM_TM_MOE_CHUNK), "R %llu for row %llu",
+                (unsigned long long)R, (unsigned long long)rb);
+        std::vector<uint8_t> seen(moved, 0);
+        std::vector<uint64_t> per(np, 0);
+        for (uint32_t p = 0; p < np; p++) {
+            std::vector<uint64_t> mine; /* chunk numbers of this block */
+            uint64_t mov = 0;
+            for (int e = 0; e < ne; e++) {
+                uint64_t c1, cl;
+                symm_tm_moe_my_chunks(mov, cnt[e], R, p, np, &c1, &cl);
+                for (uint64_t c = c1; c <= cl; c += np) {
+                    CHECK_T(c % np == p, "chunk %llu dealt to block %u of %u",
+                            (unsigned long long)c, p, np);
+                    uint64_t a0 = c * R > mov ? c * R : mov;
+                    uint64_t a1 = (c + 1) * R < mov + cnt[e] ? (c + 1) * R : mov + cnt[e];
+                    for (uint64_t r = a0; r < a1; r++) seen[r]++;
+                    if (mine.empty() || mine.back() != c) mine.push_back(c);
+                }
+                mov += cnt[e];
+            }
+            per[p] = mine.size();
+        }
+        for (uint64_t r = 0; r < moved; r++)
+            CHECK_T(seen[r] == 1, "moved row %llu of %llu copied %d times (np %u, R %llu)",
+                    (unsigned long long)r, (unsigned long long)moved, seen[r], np,
+                    (unsigned long long)R);
+        uint64_t lo = UINT64_MAX, hi = 0;
+        for (uint32_t p = 0; p < np; p++) {
+            lo = per[p] < lo ? per[p] : lo;
+            hi = per[p] > hi ? per[p] : hi;
+        }
+        CHECK_T(hi - lo <= 1, "blocks hold %llu to %llu chunks", (unsigned long long)lo,
+                (unsigned long long)hi);
+    }
+}
+
 /* The device layout (a2a_impl's warp-0 loop), one lane at a time. */
 static void emulate_layout(int kind, int n, int ne, uint64_t A, const std::vector<uint64_t> &cnt,
                            std::vector<uint64_t> *dst, std::vector<uint64_t> *mov, uint64_t *total)
@@ -225,6 +277,7 @@ int main(void)
     SYMM_FOREACH_TYPE(FT_)
 #undef FT_
     test_units();
+    test_moe_chunks();
     test_layout();
     if (g_fail) {
         printf("FAILED (%d)\n", g_fail);

@@ -7,6 +7,7 @@
 #ifndef SYMM_IMPL_TILE_MOE__COMMON_H
 #define SYMM_IMPL_TILE_MOE__COMMON_H
 
+#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -123,6 +124,38 @@ SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
     uint64_t a = symm_tm_div(len + A - 1, A) * A;
     *out = a < A ? A : a;
     return 0;
+}
+
+/* MoE rows move in chunks of at most this many bytes (whole rows, at least one); chunk c
+ * of a member's moved rows (output order) is copied by block c % nparts, so all blocks
+ * sweep the output together. */
+#define SYMM_TM_MOE_CHUNK 65536u /* 32 KiB and 128 KiB were slower (H200) */
+
+/* Rows per chunk for `moved` rows of row_bytes over nparts blocks: at most
+ * SYMM_TM_MOE_CHUNK bytes (at least a row), and close to an equal number of chunks per
+ * block, so that no block has one more than most. In double (a 64-bit division is a long
+ * chain on a GPU); it only has to be the same in every block of a member. */
+SYMM_TM_HD uint64_t symm_tm_moe_chunk_rows(uint64_t moved, uint64_t row_bytes, uint32_t nparts)
+{
+    const double rmax =
+        row_bytes >= SYMM_TM_MOE_CHUNK ? 1.0 : floor((double)SYMM_TM_MOE_CHUNK / (double)row_bytes);
+    const double np = nparts ? (double)nparts : 1.0, per_block = ceil((double)moved / (np * rmax));
+    const double r = per_block > 0 ? ceil((double)moved / (np * per_block)) : 1.0;
+    return r < 1.0 ? 1 : r > 9.0e18 ? (uint64_t)9e18 : (uint64_t)r;
+}
+
+/* Block part's chunks of an entry of cnt rows at moved position mov: *c1, *c1 + nparts,
+ * ... up to *cl (chunk c holds moved rows [c * R, (c + 1) * R)); none when *c1 > *cl. */
+SYMM_TM_HD void symm_tm_moe_my_chunks(uint64_t mov, uint64_t cnt, uint64_t R, uint32_t part,
+                                      uint32_t nparts, uint64_t *c1, uint64_t *cl)
+{
+    *c1 = 1;
+    *cl = 0;
+    if (!cnt) return;
+    const uint64_t cf = symm_tm_div(mov, R);
+    const uint32_t cm = (uint32_t)(cf - symm_tm_div(cf, nparts) * nparts);
+    *cl = symm_tm_div(mov + cnt - 1, R);
+    *c1 = cf + (part + nparts - cm) % nparts;
 }
 
 /* The kinds of the all-to-all-v family. */

@@ -548,10 +548,6 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
     for (uint64_t k = tid; k < tail; k += nthr) dst[t0 + k] = __ldcg(src + t0 + k);
 }
 
-/* MoE rows move in chunks of at most this many bytes (whole rows, at least one); chunk c
- * of a member's moved rows (output order) is copied by block c % nparts, so all blocks
- * sweep the output together (see tile_flat). */
-#define SYMM_TM_MOE_CHUNK 65536u /* 32 KiB and 128 KiB were slower */
 
 #define SYMM_TM_WIN 256
 #define SYMM_TM_DL 32 /* heap deltas kept in shared memory */
@@ -773,16 +769,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
 
     /* ---- layout in windows (warp 0) and copy of my band of the moved rows (all) */
     if (!s_rc) {
-        /* R rows per chunk: at most SYMM_TM_MOE_CHUNK bytes (at least a row), and close to
-         * an equal number of chunks per block, so that no block has one more than most. */
-        /* In double: a 64-bit division is a long chain of dependent instructions, and R
-         * only has to be the same in every block of this member. */
-        const double rmax = a.row_bytes >= SYMM_TM_MOE_CHUNK
-                                ? 1.0
-                                : floor((double)SYMM_TM_MOE_CHUNK / (double)a.row_bytes);
-        const double np = nparts, per_block = ceil((double)s_moved_me / (np * rmax));
-        const double Rd = per_block > 0 ? ceil((double)s_moved_me / (np * per_block)) : 1.0;
-        const uint64_t R = Rd < 1.0 ? 1 : Rd > 9.0e18 ? (uint64_t)9e18 : (uint64_t)Rd;
+        const uint64_t R = symm_tm_moe_chunk_rows(s_moved_me, a.row_bytes, nparts);
         uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
         const uint64_t rb = a.row_bytes;
         for (uint64_t w0 = 0; w0 < N; w0 += SYMM_TM_WIN) {
@@ -814,13 +801,8 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                     if (valid) {
                         /* my chunks of this entry: c1, c1 + nparts, ... <= cl (chunk c
                          * holds moved rows [c * R, (c + 1) * R)); the lanes divide at once */
-                        uint64_t c1 = 1, cl = 0;
-                        if (cnt) {
-                            const uint64_t cf = symm_tm_div(mov, R);
-                            cl = symm_tm_div(mov + cnt - 1, R);
-                            const uint32_t cm = (uint32_t)(cf - symm_tm_div(cf, nparts) * nparts);
-                            c1 = cf + (part + nparts - cm) % nparts;
-                        }
+                        uint64_t c1, cl;
+                        symm_tm_moe_my_chunks(mov, cnt, R, part, nparts, &c1, &cl);
                         s_c1[o - w0] = c1;
                         s_cl[o - w0] = cl;
                         s_dst[o - w0] = dst;
