@@ -11,7 +11,8 @@
  *   GB/s    bytes / time  (allreduce: each member reads and writes the tile's bytes once,
  *           as a copy of the same bytes does)
  *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
- * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096) */
+ * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096)
+ *        [--prof] (a build with -DSYMM_TM_PROF only: the MoE dispatch's steps, per PE) */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -128,6 +129,50 @@ static void row(const char *op, size_t bytes, int nb, double t, double tc)
     fflush(stdout);
 }
 
+#ifdef SYMM_TM_PROF
+extern "C" int symm_tm_prof_read(uint64_t *dst, size_t n);
+/* The stamps of the dispatch's last calls (tile_moe__funcs.cuh, SYMM_TM_PROF: the global
+ * timer, one clock for all SMs): per step, the median and the last block's time since the
+ * first block started its body (after the launch wait), in us. PEs print in turn. */
+static void prof_report(int nb)
+{
+    const int S = 16, B = 264, T = 16, START = 1, END = 10;
+    static const char *names[] = {"entry", "start", "claimed", "published", "round 1",
+                                  "loaded", "verdict", "layout", "copied", "round 2", "end"};
+    std::vector<uint64_t> buf((size_t)S * B * T);
+    if (symm_tm_prof_read(buf.data(), buf.size())) {
+        fprintf(stderr, "symm_tm_prof_read failed\n");
+        return;
+    }
+    auto at = [&](int s, int b, int i) { return buf[((size_t)s * B + b) * T + i]; };
+    std::vector<std::pair<uint64_t, int>> order;
+    for (int s = 0; s < S; s++)
+        if (at(s, 0, START)) order.push_back({at(s, 0, START), s});
+    std::sort(order.begin(), order.end());
+    for (int pe = 0; pe < g_n; pe++) {
+        OK(symm_barrier_all());
+        if (pe != g_me) continue;
+        for (size_t k = order.size() >= 5 ? order.size() - 5 : 0; k + 1 < order.size(); k++) {
+            int s = order[k].second;
+            uint64_t t0 = UINT64_MAX;
+            for (int b = 0; b < nb && b < B; b++) t0 = std::min(t0, at(s, b, START));
+            printf("PROF pe %d call at %llu ns (first block's start)\n", g_me,
+                   (unsigned long long)(t0 % 1000000000ull));
+            for (int i = 0; i <= END; i++) {
+                std::vector<double> d;
+                for (int b = 0; b < nb && b < B; b++)
+                    d.push_back((double)(int64_t)(at(s, b, i) - t0) * 1e-3);
+                std::sort(d.begin(), d.end());
+                printf("PROF pe %d   %-10s first %7.2f  median %7.2f  last %7.2f us\n", g_me,
+                       names[i], d.front(), d[d.size() / 2], d.back());
+            }
+        }
+        fflush(stdout);
+    }
+    OK(symm_barrier_all());
+}
+#endif
+
 static void header(const char *title)
 {
     if (g_me) return;
@@ -140,10 +185,11 @@ static void header(const char *title)
 
 int main(int argc, char **argv)
 {
-    bool quick = false;
+    bool quick = false, prof = false;
     size_t ntok = 4096;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
+        else if (!strcmp(argv[i], "--prof")) prof = true;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ntok = strtoull(argv[++i], nullptr, 10);
     }
     if (!bench_gpu_init()) return 0;
@@ -163,8 +209,8 @@ int main(int argc, char **argv)
     CU(cudaMemset(B, 0, maxb));
 
     /* ---- tiles: float sum, automatic block count, vs copy */
-    header("Tile reduce, float sum, 4096 columns");
-    for (size_t bytes : sizes) {
+    if (!prof) header("Tile reduce, float sum, 4096 columns");
+    for (size_t bytes : prof ? std::vector<size_t>() : sizes) {
         symm_tile_t t = {A, bytes / 4 / cols, cols, cols}, o = {B, t.rows, cols, cols};
         double tc = copy_time(B, A, bytes);
         int nb = symm_cuda_tile_moe_auto_blocks(g_pool, 0, bytes);
@@ -209,6 +255,19 @@ int main(int argc, char **argv)
                                           d_bof, nullptr, ws, nb, g_s);
     };
     int nauto = symm_cuda_tile_moe_auto_blocks(g_pool, 1, mb);
+    if (prof) {
+#ifdef SYMM_TM_PROF
+        double tp = timed([&] { return dispatch(0); });
+        if (!g_me) printf("PROF dispatch, %zu tokens, %d blocks: %.2f us per call\n", tokens,
+                          nauto, tp * 1e6);
+        prof_report(nauto);
+#else
+        if (!g_me) printf("--prof: this build has no SYMM_TM_PROF (configure with "
+                          "-DCMAKE_CUDA_FLAGS=-DSYMM_TM_PROF)\n");
+#endif
+        OK(symm_finalize());
+        return 0;
+    }
     header("MoE, 7168-byte rows, 8 experts per PE, major_align 16");
     row("empty kernel (floor)", 0, nauto, timed([&] {
             k_empty<<<nauto, 512, 0, g_s>>>();

@@ -39,7 +39,11 @@
              "GPU of this PE; -1 lets symmrun's SYMM_GPU_MAP decide (rank mod GPU count)") \
     SYMM_ENV(GPU_COLL_BLOCKS, INT, gpu_coll_blocks, "0",                                \
              "blocks of a collective on a stream: 0 chooses (one below 64K, else one per " \
-             "64K up to this PE's share of the GPU), 1 always one, N a grid of up to N")
+             "64K up to this PE's share of the GPU), 1 always one, N a grid of up to N") \
+    SYMM_ENV(GPU_PDL, INT, gpu_pdl, "1",                                                \
+             "1: symm's stream kernels (tile, MoE) launch with programmatic dependent "   \
+             "launch, so each starts while the kernel before it on the stream drains; 0: " \
+             "plain launches")
 
 typedef struct symm_config {
 #define SYMM_CONFIG_FIELD_SIZE(f) size_t f;

@@ -46,6 +46,21 @@ SYMM_DEV void st_release_gpu(unsigned long long *p, unsigned long long v)
     asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 SYMM_DEV void fence_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+/* Programmatic dependent launch (sm_90): wait for the kernels before this one on the
+ * stream to complete (their memory visible), and let the next one start launching. Both
+ * are no-ops in a kernel launched without the attribute. */
+SYMM_DEV void pdl_wait(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+SYMM_DEV void pdl_launch_dependents(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
 SYMM_DEV uint64_t globaltimer(void)
 {
     uint64_t t;

@@ -7,7 +7,6 @@
 #ifndef SYMM_IMPL_TILE_MOE__COMMON_H
 #define SYMM_IMPL_TILE_MOE__COMMON_H
 
-#include <math.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -131,17 +130,26 @@ SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
  * sweep the output together. */
 #define SYMM_TM_MOE_CHUNK 65536u /* 32 KiB and 128 KiB were slower (H200) */
 
+/* ceil(x / d), d > 0, without overflow. */
+SYMM_TM_HD uint64_t symm_tm_ceil_div(uint64_t x, uint64_t d)
+{
+    const uint64_t q = symm_tm_div(x, d);
+    return q + (q * d != x);
+}
+
 /* Rows per chunk for `moved` rows of row_bytes over nparts blocks: at most
  * SYMM_TM_MOE_CHUNK bytes (at least a row), and close to an equal number of chunks per
- * block, so that no block has one more than most. In double (a 64-bit division is a long
- * chain on a GPU); it only has to be the same in every block of a member. */
+ * block, so that no block has one more than most. Integer math with 32-bit divisions
+ * when the operands fit (every block of a member computes it, on its critical path). */
 SYMM_TM_HD uint64_t symm_tm_moe_chunk_rows(uint64_t moved, uint64_t row_bytes, uint32_t nparts)
 {
-    const double rmax =
-        row_bytes >= SYMM_TM_MOE_CHUNK ? 1.0 : floor((double)SYMM_TM_MOE_CHUNK / (double)row_bytes);
-    const double np = nparts ? (double)nparts : 1.0, per_block = ceil((double)moved / (np * rmax));
-    const double r = per_block > 0 ? ceil((double)moved / (np * per_block)) : 1.0;
-    return r < 1.0 ? 1 : r > 9.0e18 ? (uint64_t)9e18 : (uint64_t)r;
+    const uint64_t rmax = row_bytes >= SYMM_TM_MOE_CHUNK ? 1 : SYMM_TM_MOE_CHUNK / row_bytes;
+    const uint64_t np = nparts ? nparts : 1;
+    if (!moved) return 1;
+    const uint64_t per_block = symm_tm_ceil_div(moved, np * rmax); /* chunks per block, >= 1 */
+    if (per_block > UINT64_MAX / np) return rmax;
+    const uint64_t r = symm_tm_ceil_div(moved, np * per_block);
+    return r < 1 ? 1 : r > rmax ? rmax : r;
 }
 
 /* Block part's chunks of an entry of cnt rows at moved position mov: *c1, *c1 + nparts,

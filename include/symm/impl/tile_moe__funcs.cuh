@@ -406,7 +406,7 @@ enum { TILE_PATH_ANY = 0, TILE_PATH_FLAT = 1, TILE_PATH_UNITS = 2 };
 template <int TY, int PATH = TILE_PATH_ANY>
 SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &out,
                        const symm_tile_t *in, const int *roots, int nroots, int op,
-                       uint32_t part, uint32_t nparts, bool work)
+                       uint32_t part, uint32_t nparts, bool work, bool trigger = false)
 {
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_TILE;
@@ -452,6 +452,10 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     }
 
     rc = round_block(t, W); /* every member's input is ready */
+    /* The stream form lets the next kernel on the stream launch now: every member's
+     * blocks of this call are resident (they passed the round), so blocks of the next
+     * kernel waiting for SMs cannot keep a member of this call from running. */
+    if (trigger) pdl_launch_dependents();
     if (!rc) {
         if (work && !local) {
             if (kind == TILE_ALL || mine >= 0) {
@@ -509,6 +513,7 @@ struct a2a_args {
     void *ws;
     int fail; /* != 0: this member publishes this status instead of its table (the host
                * wrapper's local argument errors, so that every member fails alike) */
+    int trigger; /* the stream form: let the next kernel launch after the first round */
 };
 
 SYMM_DEV uint64_t warp_incl_scan(uint64_t v, uint32_t lane)
@@ -548,6 +553,49 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
     for (uint64_t k = tid; k < tail; k += nthr) dst[t0 + k] = __ldcg(src + t0 + k);
 }
 
+
+/* A profiling build (-DSYMM_TM_PROF, never the default): thread 0 of every block stamps
+ * the global timer (ns, one clock for every SM) at the steps of the MoE body below (SYMM_TM_PROF_* indices) and, at the end,
+ * copies them with the global timer at entry and exit into prof_buf[call % SLOTS][block]
+ * (call = episode / 2 of the block's duplicate); the host reads them with
+ * symm_tm_prof_read() (tile_moe.cu) and symm-gpu-tile-moe-bench --prof prints them. */
+#ifdef SYMM_TM_PROF
+#define SYMM_TM_PROF_SLOTS 16
+#define SYMM_TM_PROF_BLOCKS 264
+#define SYMM_TM_PROF_STEPS 16
+enum { PROF_ENTRY, PROF_START, PROF_CLAIMED, PROF_PUBLISHED, PROF_ROUND1, PROF_LOADED,
+       PROF_VERDICT, PROF_LAYOUT, PROF_COPIED, PROF_ROUND2, PROF_END, PROF_GT_ENTRY = 14,
+       PROF_GT_END = 15 };
+__device__ uint64_t prof_buf[SYMM_TM_PROF_SLOTS * SYMM_TM_PROF_BLOCKS * SYMM_TM_PROF_STEPS];
+SYMM_DEV uint64_t *prof_s(void)
+{
+    __shared__ uint64_t s[SYMM_TM_PROF_STEPS];
+    return s;
+}
+SYMM_DEV void prof_stamp(int i)
+{
+    if (symm_detail::thread_linear() == 0) prof_s()[i] = symm_detail::globaltimer();
+}
+SYMM_DEV void prof_entry(void)
+{
+    if (symm_detail::thread_linear() == 0) {
+        prof_s()[PROF_ENTRY] = symm_detail::globaltimer();
+        prof_s()[PROF_GT_ENTRY] = prof_s()[PROF_ENTRY];
+    }
+}
+SYMM_DEV void prof_flush(uint64_t ep, uint32_t part)
+{
+    if (symm_detail::thread_linear() != 0 || part >= SYMM_TM_PROF_BLOCKS) return;
+    prof_s()[PROF_END] = symm_detail::globaltimer();
+    prof_s()[PROF_GT_END] = prof_s()[PROF_END];
+    uint64_t *d = prof_buf + ((ep / 2) % SYMM_TM_PROF_SLOTS) * SYMM_TM_PROF_BLOCKS *
+                                 SYMM_TM_PROF_STEPS + (uint64_t)part * SYMM_TM_PROF_STEPS;
+    for (int i = 0; i < SYMM_TM_PROF_STEPS; i++) d[i] = prof_s()[i];
+}
+#define SYMM_TM_STAMP(i) prof_stamp(i)
+#else
+#define SYMM_TM_STAMP(i) ((void)0)
+#endif
 
 #define SYMM_TM_WIN 256
 #define SYMM_TM_DL 32 /* heap deltas kept in shared memory */
@@ -601,7 +649,11 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     __shared__ uint64_t s_cnt[SYMM_TM_WIN], s_src[SYMM_TM_WIN], s_dst[SYMM_TM_WIN],
         s_mov[SYMM_TM_WIN], s_c1[SYMM_TM_WIN], s_cl[SYMM_TM_WIN];
     __shared__ int s_sm[SYMM_TM_WIN];
+    /* the entries of the window where this block has chunks to copy, and their number */
+    __shared__ uint16_t s_list[SYMM_TM_WIN];
+    __shared__ int s_nlist;
     __shared__ int64_t s_dl[SYMM_TM_DL]; /* heap deltas of members < SYMM_TM_DL */
+    SYMM_TM_STAMP(PROF_START);
     const int n = t.n, me = t.me, ne = a.ne;
     const uint32_t tid = thread_linear(), nthr = block_threads(), lane = tid & 31u,
                    warp = tid >> 5, nwarps = (nthr + 31) / 32;
@@ -644,6 +696,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         if (c >= 0) ep0 = my_block(t)[1]; /* the episode counter, kept in s_ep meanwhile */
     }
     __syncthreads();
+    SYMM_TM_STAMP(PROF_CLAIMED);
     if (s_claim) return s_claim;
     if (bad_args) {
         if (part == 0 && tid == 0) record(t, SYMM_ERR_INVALID_ARG, W, 0, 0);
@@ -694,12 +747,15 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     }
     __syncthreads(); /* the table is written (a round's release covers the block's stores) */
     const uint64_t ep = s_ep;
+    SYMM_TM_STAMP(PROF_PUBLISHED);
     int rc = round_part(t, ep + 1, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     if (__syncthreads_or(rc != 0)) { /* every member's table and input are ready */
         if (tid == 0) my_block(t)[1] = ep + 1;
         leave_block(t, owned);
         return SYMM_ERR_TIMEOUT;
     }
+    if (a.trigger) pdl_launch_dependents(); /* see tile_impl */
+    SYMM_TM_STAMP(PROF_ROUND1);
 
     /* ---- one pass of loads: headers, the counts of the capacity check, window 0; with
      * four warps or more, each on its own warps so that the loads are in flight together */
@@ -758,6 +814,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         }
     }
     __syncthreads();
+    SYMM_TM_STAMP(PROF_LOADED);
     /* The verdict: my own status, else the first member whose status or arguments are
      * bad, else the first member whose output would not fit. The same everywhere. */
     if (tid == 0 && !s_rc && s_bad_s < n) {
@@ -766,11 +823,13 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     }
     if (tid == 0 && !s_rc && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
     __syncthreads();
+    SYMM_TM_STAMP(PROF_VERDICT);
 
     /* ---- layout in windows (warp 0) and copy of my band of the moved rows (all) */
     if (!s_rc) {
         const uint64_t R = symm_tm_moe_chunk_rows(s_moved_me, a.row_bytes, nparts);
         uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
+        int c_list = 0;
         const uint64_t rb = a.row_bytes;
         for (uint64_t w0 = 0; w0 < N; w0 += SYMM_TM_WIN) {
             uint64_t wn = N - w0 < SYMM_TM_WIN ? N - w0 : SYMM_TM_WIN;
@@ -798,6 +857,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                     }
                     uint64_t pincl = warp_incl_scan(pad, lane);
                     uint64_t dst = mov + c_pad + pincl - pad;
+                    bool has = false;
                     if (valid) {
                         /* my chunks of this entry: c1, c1 + nparts, ... <= cl (chunk c
                          * holds moved rows [c * R, (c + 1) * R)); the lanes divide at once */
@@ -807,20 +867,31 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                         s_cl[o - w0] = cl;
                         s_dst[o - w0] = dst;
                         s_mov[o - w0] = mov;
+                        has = c1 <= cl;
                         if (part == 0) {
                             if (a.out_splits) a.out_splits[o] = cnt;
                             if (a.out_offsets) a.out_offsets[o] = dst;
                         }
                     }
+                    /* the entries with chunks of mine, in order */
+                    const uint32_t hm = __ballot_sync(0xffffffffu, has);
+                    if (has) s_list[c_list + __popc(hm & ((1u << lane) - 1u))] = (uint16_t)(o - w0);
+                    c_list += __popc(hm);
                     uint32_t starts = __ballot_sync(0xffffffffu, valid && j == 0);
                     if (starts) c_gsm = __shfl_sync(0xffffffffu, mov, 31 - __clz(starts));
                     c_moved += __shfl_sync(0xffffffffu, incl, 31);
                     c_pad += __shfl_sync(0xffffffffu, pincl, 31);
                 }
-                if (lane == 0) s_total = c_moved + c_pad;
+                if (lane == 0) {
+                    s_total = c_moved + c_pad;
+                    s_nlist = c_list;
+                }
+                c_list = 0;
             }
             __syncthreads();
-            for (uint64_t w = 0; w < wn; w++) {
+            if (w0 == 0) SYMM_TM_STAMP(PROF_LAYOUT);
+            for (int i = 0, ni = s_nlist; i < ni; i++) {
+                const uint32_t w = s_list[i];
                 const uint64_t m0 = s_mov[w], cn = s_cnt[w], cl = s_cl[w];
                 const int s = s_sm[w];
                 const int64_t dl = s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s];
@@ -838,6 +909,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         }
         if (part == 0 && tid == 0 && a.out_rows) *a.out_rows = s_total;
     }
+    SYMM_TM_STAMP(PROF_COPIED);
     if (s_rc && part == 0 && tid == 0)
         record(t, s_rc, W, s_fail_m < n ? (uint32_t)s_fail_m : 0xffffffffu, 0);
     const int agreed = s_rc;
@@ -845,8 +917,12 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     /* Every member runs the closing round (the verdict above is the same everywhere). */
     rc = round_part(t, ep + 2, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0; /* nobody reads my input or ws */
+    SYMM_TM_STAMP(PROF_ROUND2);
     if (tid == 0) my_block(t)[1] = ep + 2;
     leave_block(t, owned);
+#ifdef SYMM_TM_PROF
+    prof_flush(ep, part);
+#endif
     return agreed ? agreed : rc;
 }
 
@@ -893,7 +969,7 @@ SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
                                          uint32_t part, uint32_t nparts)
 {
     symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
-                           nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws, 0};
+                           nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws, 0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
@@ -906,7 +982,7 @@ SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
 {
     symm_tm::a2a_args a = {SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity,
                            in_splits, nullptr, ne, row_bytes, major_align, out_splits,
-                           out_offsets, out_rows, ws, 0};
+                           out_offsets, out_rows, ws, 0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
@@ -919,7 +995,7 @@ SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
 {
     symm_tm::a2a_args a = {SYMM_TM_A2A_COMBINE, out, out_capacity, in, in_capacity,
                            in_splits, in_offsets, ne, row_bytes, 0, out_splits, out_offsets,
-                           out_rows, ws, 0};
+                           out_rows, ws, 0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 

@@ -16,6 +16,22 @@ symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_
                                      const void *dest, size_t dest_bytes, const void *src,
                                      size_t src_bytes);
 symm_status_t symm_cuda_error(const char *fn, cudaError_t e);
+/* A pool's first chunk of duplicates as kernel parameters: symm's stream kernels resolve
+ * duplicate b < count from these (no loads of the pool's tables) when n <= the maximum. */
+#define SYMM_CUDA_FAST_MAX 8
+typedef struct symm_cuda_fast {
+    uint32_t count;      /* duplicates [0, count) are in the first chunk; 0: none */
+    uint32_t block_size; /* bytes per duplicate per member */
+    uint8_t *base[SYMM_CUDA_FAST_MAX]; /* member j's chunk base, as mapped here */
+    int64_t delta[SYMM_CUDA_FAST_MAX]; /* member j's GPU heap address - mine */
+} symm_cuda_fast_t;
+/* Fills *out for pool (count 0 when it has more than SYMM_CUDA_FAST_MAX members). */
+symm_status_t symm_cuda_pool_fast(symm_pool_t pool, symm_cuda_fast_t *out);
+/* symm_cuda_launch with programmatic dependent launch (SYMM_GPU_PDL): only for symm's own
+ * kernels, which execute griddepcontrol.wait (symm_detail::pdl_wait) before they read or
+ * write anything that earlier work on the stream may touch. */
+symm_status_t symm_cuda_launch_pdl(const void *kernel, dim3 grid, dim3 block, void **args,
+                                   size_t shared_mem, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

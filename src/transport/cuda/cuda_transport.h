@@ -10,6 +10,7 @@
 
 #include "core/arena.h"
 #include "symm_cuda.h"
+#include "transport/cuda/cuda_coll.h"
 #include "team/team.h"
 
 /* GPU team region per PE: sync blocks (16 + 8 n bytes per duplicate per member) and
@@ -52,6 +53,7 @@ typedef struct symm_cuda_pool {
     uint64_t *retired;       /* earlier tables: kernels launched before a growth use them */
     size_t nretired;
     symm_dev_pool_t dev;
+    symm_cuda_fast_t fast;   /* the first chunk, for kernel parameters (cuda_coll.h) */
 } symm_cuda_pool_t;
 
 static inline uint8_t *symm_cuda_team_ptr(uint64_t off)

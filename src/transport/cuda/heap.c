@@ -10,6 +10,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "transport/cuda/cuda_coll.h"
 #include "transport/cuda/cuda_transport.h"
 
 symm_cuda_state_t symm_cuda = {.device = -1};
@@ -339,10 +340,11 @@ int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared
     return per_sm * symm_cuda.sm_count / (symm_cuda.sharers > 0 ? symm_cuda.sharers : 1);
 }
 
-symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void **args,
-                               size_t shared_mem, cudaStream_t stream)
+/* pdl: launch with programmatic stream serialisation (symm's own kernels, which execute
+ * griddepcontrol.wait before they read anything; SYMM_GPU_PDL=0 turns it off). */
+static symm_status_t launch(const char *fn, const void *kernel, dim3 grid, dim3 block,
+                            void **args, size_t shared_mem, cudaStream_t stream, int pdl)
 {
-    static const char fn[] = "symm_cuda_launch";
     CHECK(symm_cuda_require(fn));
     if (!kernel) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: kernel is NULL", fn);
     uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
@@ -354,8 +356,37 @@ symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void *
                               "most %d: %d SMs, %d PEs on the GPU); blocks that wait on peers "
                               "would wait for ever", fn, (unsigned long long)blocks, threads,
                               symm_cuda.device, max, symm_cuda.sm_count, symm_cuda.sharers);
-    cudaError_t e = cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream);
+    cudaError_t e;
+    if (pdl && symm_config.gpu_pdl) {
+        cudaLaunchAttribute attr;
+        memset(&attr, 0, sizeof attr);
+        attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attr.val.programmaticStreamSerializationAllowed = 1;
+        cudaLaunchConfig_t cfg;
+        memset(&cfg, 0, sizeof cfg);
+        cfg.gridDim = grid;
+        cfg.blockDim = block;
+        cfg.dynamicSmemBytes = shared_mem;
+        cfg.stream = stream;
+        cfg.attrs = &attr;
+        cfg.numAttrs = 1;
+        e = cudaLaunchKernelExC(&cfg, kernel, args);
+    } else {
+        e = cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream);
+    }
     return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
+}
+
+symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void **args,
+                               size_t shared_mem, cudaStream_t stream)
+{
+    return launch("symm_cuda_launch", kernel, grid, block, args, shared_mem, stream, 0);
+}
+
+symm_status_t symm_cuda_launch_pdl(const void *kernel, dim3 grid, dim3 block, void **args,
+                                   size_t shared_mem, cudaStream_t stream)
+{
+    return launch("symm_cuda_launch", kernel, grid, block, args, shared_mem, stream, 1);
 }
 
 static const char *what_name(uint32_t w)

@@ -121,6 +121,14 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
             bases[j] = symm_cuda.peer_base[w] + symm_cuda.heap_size + recv[j];
             delta[j] = symm_cuda.delta[w];
         }
+        if (!g->nchunks && n <= SYMM_CUDA_FAST_MAX) {
+            g->fast.count = (uint32_t)count;
+            g->fast.block_size = g->block_size;
+            for (size_t j = 0; j < n; j++) {
+                g->fast.base[j] = bases[j];
+                g->fast.delta[j] = delta[j];
+            }
+        }
         chunks[g->nchunks] = (symm_cuda_chunk_t){my_off, bases_off, first, count};
         for (size_t k = 0; k < nch; k++) {
             dch[k].member_base = (uint8_t *const *)symm_cuda_team_ptr(chunks[k].bases_off);
@@ -253,6 +261,16 @@ symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out)
                               "was destroyed", __func__, (unsigned long long)pool);
     CHECK(symm_cuda_pool_attach(p));
     *out = ((symm_cuda_pool_t *)p->gpu)->dev;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_cuda_pool_fast(symm_pool_t pool, symm_cuda_fast_t *out)
+{
+    symm_pool_obj_t *p = (pool & SYMM_H_POOL_BIT) ? symm_handle_resolve(pool) : NULL;
+    if (!p || !p->gpu)
+        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool handle 0x%llx has no GPU state",
+                              __func__, (unsigned long long)pool);
+    *out = ((symm_cuda_pool_t *)p->gpu)->fast;
     return SYMM_SUCCESS;
 }
 

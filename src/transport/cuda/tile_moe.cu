@@ -25,11 +25,38 @@ const size_t kTileBytesPerBlock = (size_t)32 << 10;
 const int kMultiMax = 64;
 
 struct tile_params {
+    symm_cuda_fast_t fast;
     int kind, nroots, op, work;
     symm_tile_t out;
     symm_tile_t in[kMultiMax];
     int roots[kMultiMax];
 };
+
+/* Duplicate b of the pool: from the kernel's parameters when it lies in the pool's first
+ * chunk (its addresses are then loaded from the parameter bank, not from the pool's
+ * tables in memory: two dependent loads less before the claim), else from the tables. */
+__device__ __forceinline__ symm_dev_team_t team_of(const symm_dev_pool_t &pool,
+                                                   const symm_cuda_fast_t &f, uint32_t b)
+{
+    if (b >= f.count || b >= pool.size) return symm_dev_pool_team(pool, b);
+    symm_dev_team_t t;
+    t.member_base = f.base;
+    t.off = (uint64_t)b * f.block_size;
+    t.heap_delta = f.delta;
+    t.err = pool.err;
+    t.timeout_ns = pool.timeout_ns;
+    t.n = pool.n;
+    t.me = pool.me;
+    t.dup = b;
+    t.pool_id = pool.pool_id;
+    return t;
+}
+
+/* Every kernel here is launched with programmatic dependent launch (symm_cuda_launch_pdl):
+ * it may begin while the kernel before it on the stream drains, so it reads nothing before
+ * this wait; it lets the next kernel launch once all of its blocks have passed their first
+ * round (trigger, in the bodies). */
+__device__ __forceinline__ void kernel_start(void) { symm_detail::pdl_wait(); }
 
 /* PATH: symm_tm::TILE_PATH_FLAT when tile_run has checked that the tile takes the flat
  * vector path, else TILE_PATH_UNITS. */
@@ -37,15 +64,26 @@ template <int TY, int PATH>
 __global__ void __launch_bounds__(kThreads)
     k_tile(symm_dev_pool_t pool, const __grid_constant__ tile_params p)
 {
-    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    kernel_start();
+    symm_dev_team_t t = team_of(pool, p.fast, blockIdx.x);
     symm_tm::tile_impl<TY, PATH>(t, p.kind, p.out, p.in, p.roots, p.nroots, p.op, blockIdx.x,
-                                 gridDim.x, p.work != 0);
+                                 gridDim.x, p.work != 0, true);
 }
 
-__global__ void __launch_bounds__(kThreads) k_a2a(symm_dev_pool_t pool, symm_tm::a2a_args a)
+struct a2a_params {
+    symm_dev_pool_t pool;
+    symm_cuda_fast_t fast;
+    symm_tm::a2a_args a;
+};
+
+__global__ void __launch_bounds__(kThreads) k_a2a(const __grid_constant__ a2a_params p)
 {
-    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
-    symm_tm::a2a_impl(t, a, blockIdx.x, gridDim.x);
+#ifdef SYMM_TM_PROF
+    symm_tm::prof_entry();
+#endif
+    kernel_start();
+    symm_dev_team_t t = team_of(p.pool, p.fast, blockIdx.x);
+    symm_tm::a2a_impl(t, p.a, blockIdx.x, gridDim.x);
 }
 
 const void *tile_kernel(symm_type_t type, bool flat)
@@ -315,6 +353,7 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
 
     tile_params p;
     memset(&p, 0, sizeof p);
+    if (symm_cuda_pool_fast(pool, &p.fast)) p.fast.count = 0;
     p.kind = kind;
     p.op = op;
     p.work = !local;
@@ -323,7 +362,7 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
     symm_status_t st = SYMM_SUCCESS;
     if (kind == symm_tm::TILE_ALL) {
         p.in[0] = in[0];
-        st = symm_cuda_launch(kern, dim3(nb), dim3(kThreads), args, 0, stream);
+        st = symm_cuda_launch_pdl(kern, dim3(nb), dim3(kThreads), args, 0, stream);
     } else {
         /* Chunks of roots, one kernel each (every member launches the same ones). */
         int k0 = 0;
@@ -334,7 +373,7 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
                 p.in[k] = in[k0 + k];
                 p.roots[k] = roots[k0 + k];
             }
-            st = launched(fn, symm_cuda_launch(kern, dim3(nb), dim3(kThreads), args, 0, stream));
+            st = launched(fn, symm_cuda_launch_pdl(kern, dim3(nb), dim3(kThreads), args, 0, stream));
             k0 += cnt;
         } while (!st && k0 < nroots);
     }
@@ -408,9 +447,15 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
         a.out_capacity = 0;
         a.out_splits = a.out_offsets = a.out_rows = nullptr;
     }
-    void *args[] = {&dp, &a};
+    a2a_params p;
+    memset(&p, 0, sizeof p);
+    p.pool = dp;
+    if (symm_cuda_pool_fast(pool, &p.fast)) p.fast.count = 0;
+    p.a = a;
+    p.a.trigger = 1;
+    void *args[] = {&p};
     symm_status_t st =
-        launched(fn, symm_cuda_launch((const void *)k_a2a, dim3(nb), dim3(kThreads), args, 0,
+        launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb), dim3(kThreads), args, 0,
                                       stream));
     if (st) return st;
     if (local) return symm_error_set(local, "%s", why);
@@ -532,3 +577,12 @@ extern "C" int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t
                         : resident_cap((const void *)k_a2a);
     return auto_blocks(cap, dp, kind, bytes);
 }
+
+#ifdef SYMM_TM_PROF
+/* The profiling build's stamps (tile_moe__funcs.cuh): n words of symm_tm::prof_buf. */
+extern "C" int symm_tm_prof_read(uint64_t *dst, size_t n)
+{
+    return cudaMemcpyFromSymbol(dst, symm_tm::prof_buf, n * sizeof(uint64_t)) == cudaSuccess ? 0
+                                                                                            : -1;
+}
+#endif
