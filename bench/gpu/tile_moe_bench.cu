@@ -136,9 +136,13 @@ extern "C" int symm_tm_prof_read(uint64_t *dst, size_t n);
  * first block started its body (after the launch wait), in us. PEs print in turn. */
 static void prof_report(int nb)
 {
-    const int S = 16, B = 264, T = 16, START = 1, END = 10;
-    static const char *names[] = {"entry", "start", "claimed", "published", "round 1",
-                                  "loaded", "verdict", "layout", "copied", "round 2", "end"};
+    const int S = 16, B = 264, T = 16, START = 1;
+    static const char *names[] = {"entry",  "start",  "claimed", "published",  "round 1",
+                                  "loaded", "verdict", "layout", "copied",     "round 2",
+                                  "end",    "preclaim", "need",  "R",          "chunks",
+                                  "scanned"};
+    /* the steps in the order they happen */
+    static const int steps[] = {0, 1, 11, 2, 3, 4, 12, 5, 6, 13, 14, 15, 7, 8, 9, 10};
     std::vector<uint64_t> buf((size_t)S * B * T);
     if (symm_tm_prof_read(buf.data(), buf.size())) {
         fprintf(stderr, "symm_tm_prof_read failed\n");
@@ -158,7 +162,7 @@ static void prof_report(int nb)
             for (int b = 0; b < nb && b < B; b++) t0 = std::min(t0, at(s, b, START));
             printf("PROF pe %d call at %llu ns (first block's start)\n", g_me,
                    (unsigned long long)(t0 % 1000000000ull));
-            for (int i = 0; i <= END; i++) {
+            for (int i : steps) {
                 std::vector<double> d;
                 for (int b = 0; b < nb && b < B; b++)
                     d.push_back((double)(int64_t)(at(s, b, i) - t0) * 1e-3);

@@ -147,7 +147,9 @@ SYMM_TM_HD uint64_t symm_tm_moe_chunk_rows(uint64_t moved, uint64_t row_bytes, u
     const uint64_t np = nparts ? nparts : 1;
     if (!moved) return 1;
     const uint64_t per_block = symm_tm_ceil_div(moved, np * rmax); /* chunks per block, >= 1 */
-    if (per_block > UINT64_MAX / np) return rmax;
+    /* np < 2^32: the product below fits unless per_block >= 2^32 (a 64-bit division only
+     * then: it is a long routine on a GPU) */
+    if ((per_block >> 32) && per_block > UINT64_MAX / np) return rmax;
     const uint64_t r = symm_tm_ceil_div(moved, np * per_block);
     return r < 1 ? 1 : r > rmax ? rmax : r;
 }

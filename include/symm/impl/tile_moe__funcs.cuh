@@ -564,8 +564,9 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 #define SYMM_TM_PROF_BLOCKS 264
 #define SYMM_TM_PROF_STEPS 16
 enum { PROF_ENTRY, PROF_START, PROF_CLAIMED, PROF_PUBLISHED, PROF_ROUND1, PROF_LOADED,
-       PROF_VERDICT, PROF_LAYOUT, PROF_COPIED, PROF_ROUND2, PROF_END, PROF_GT_ENTRY = 14,
-       PROF_GT_END = 15 };
+       PROF_VERDICT, PROF_LAYOUT, PROF_COPIED, PROF_ROUND2, PROF_END,
+       /* finer steps, in thread 0 */
+       PROF_PRECLAIM, PROF_NEED, PROF_R, PROF_CHUNKS, PROF_SCANNED };
 __device__ uint64_t prof_buf[SYMM_TM_PROF_SLOTS * SYMM_TM_PROF_BLOCKS * SYMM_TM_PROF_STEPS];
 SYMM_DEV uint64_t *prof_s(void)
 {
@@ -580,14 +581,12 @@ SYMM_DEV void prof_entry(void)
 {
     if (symm_detail::thread_linear() == 0) {
         prof_s()[PROF_ENTRY] = symm_detail::globaltimer();
-        prof_s()[PROF_GT_ENTRY] = prof_s()[PROF_ENTRY];
     }
 }
 SYMM_DEV void prof_flush(uint64_t ep, uint32_t part)
 {
     if (symm_detail::thread_linear() != 0 || part >= SYMM_TM_PROF_BLOCKS) return;
     prof_s()[PROF_END] = symm_detail::globaltimer();
-    prof_s()[PROF_GT_END] = prof_s()[PROF_END];
     uint64_t *d = prof_buf + ((ep / 2) % SYMM_TM_PROF_SLOTS) * SYMM_TM_PROF_BLOCKS *
                                  SYMM_TM_PROF_STEPS + (uint64_t)part * SYMM_TM_PROF_STEPS;
     for (int i = 0; i < SYMM_TM_PROF_STEPS; i++) d[i] = prof_s()[i];
@@ -687,6 +686,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         s_dl[s] = t.heap_delta[s];
 
     __syncthreads(); /* nobody still reads the shared variables of an earlier call */
+    SYMM_TM_STAMP(PROF_PRECLAIM);
     int owned = 0;
     uint64_t ep0 = 0;
     if (tid == 0) {
@@ -813,6 +813,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             if (m == me) s_moved_me = moved;
         }
     }
+    SYMM_TM_STAMP(PROF_NEED);
     __syncthreads();
     SYMM_TM_STAMP(PROF_LOADED);
     /* The verdict: my own status, else the first member whose status or arguments are
@@ -831,6 +832,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
         int c_list = 0;
         const uint64_t rb = a.row_bytes;
+        SYMM_TM_STAMP(PROF_R);
         for (uint64_t w0 = 0; w0 < N; w0 += SYMM_TM_WIN) {
             uint64_t wn = N - w0 < SYMM_TM_WIN ? N - w0 : SYMM_TM_WIN;
             if (w0) {
@@ -868,6 +870,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                         s_dst[o - w0] = dst;
                         s_mov[o - w0] = mov;
                         has = c1 <= cl;
+                        if (c0 == 0) SYMM_TM_STAMP(PROF_CHUNKS);
                         if (part == 0) {
                             if (a.out_splits) a.out_splits[o] = cnt;
                             if (a.out_offsets) a.out_offsets[o] = dst;
@@ -886,6 +889,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                     s_total = c_moved + c_pad;
                     s_nlist = c_list;
                 }
+                SYMM_TM_STAMP(PROF_SCANNED);
                 c_list = 0;
             }
             __syncthreads();
