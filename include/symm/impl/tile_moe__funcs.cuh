@@ -526,6 +526,16 @@ SYMM_DEV uint64_t warp_incl_scan(uint64_t v, uint32_t lane)
     return v;
 }
 SYMM_DEV uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+/* Inclusive saturating sum over the warp's lanes, in lane order. */
+SYMM_DEV uint64_t warp_scan_sat(uint64_t v, uint32_t lane)
+{
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+        uint64_t x = __shfl_up_sync(0xffffffffu, v, d);
+        if (lane >= (uint32_t)d) v = sat_add(v, x);
+    }
+    return v;
+}
 
 /* Block copy of nbytes from a peer's memory (read at L2) into local memory: up to eight
  * 16-byte loads in flight per thread before any store (a store could alias the next
@@ -642,7 +652,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_MOE;
     __shared__ int s_claim, s_rc, s_bad_s, s_fail_m;
-    __shared__ uint64_t s_ep, s_moved_me, s_total;
+    __shared__ uint64_t s_ep, s_moved_me, s_total, s_fp, s_R;
     /* a window of my column: count, source offset, destination, moved position, my first
      * and last chunk, source member */
     __shared__ uint64_t s_cnt[SYMM_TM_WIN], s_src[SYMM_TM_WIN], s_dst[SYMM_TM_WIN],
@@ -694,6 +704,14 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         owned = c == 1;
         s_claim = c < 0 ? c : 0;
         if (c >= 0) ep0 = my_block(t)[1]; /* the episode counter, kept in s_ep meanwhile */
+        /* A fingerprint of the arguments every member passes alike, by one thread (the
+         * others would only take issue slots from it): in s_fp for the header checks. */
+        uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
+        fp = symm_tm_mix(fp, (uint64_t)ne);
+        fp = symm_tm_mix(fp, a.row_bytes);
+        fp = symm_tm_mix(fp, a.major_align);
+        fp = symm_tm_mix(fp, nparts);
+        s_fp = symm_tm_mix(fp, (uint64_t)n);
     }
     __syncthreads();
     SYMM_TM_STAMP(PROF_CLAIMED);
@@ -703,19 +721,28 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         leave_block(t, owned);
         return SYMM_ERR_INVALID_ARG;
     }
-    uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
-    fp = symm_tm_mix(fp, (uint64_t)ne);
-    fp = symm_tm_mix(fp, a.row_bytes);
-    fp = symm_tm_mix(fp, a.major_align);
-    fp = symm_tm_mix(fp, nparts);
-    fp = symm_tm_mix(fp, (uint64_t)n);
-
     /* ---- publish my table in my copy, checked against in_capacity */
     const uint64_t tw = SYMM_TM_A2A_HDR + 2 * N, copy = (part % SYMM_TM_A2A_COPIES) * tw;
     uint64_t *ws = (uint64_t *)a.ws + copy;
     int bad = 0;
     uint64_t run = 0; /* dispatch / 1-D: source offset of the chunk's first entry */
-    for (uint64_t c0 = 0; publish && c0 < N; c0 += nthr) {
+    if (N <= 32) { /* one warp: a warp scan, no block barriers */
+        if (warp == 0 && publish) {
+            uint64_t cnt = cnt0, off = off0;
+            if (a.kind == SYMM_TM_A2A_COMBINE) {
+                if (cnt && (cnt > cap_in || off > cap_in - cnt)) bad = 1;
+            } else {
+                const uint64_t incl = warp_scan_sat(cnt, lane);
+                off = incl - cnt; /* exact while incl <= cap_in, which is checked */
+                if (incl > cap_in) bad = 1;
+            }
+            if (tid < N) {
+                ws[SYMM_TM_A2A_HDR + 2 * tid] = cnt;
+                ws[SYMM_TM_A2A_HDR + 2 * tid + 1] = off;
+            }
+        }
+    }
+    for (uint64_t c0 = 0; publish && N > 32 && c0 < N; c0 += nthr) {
         const uint64_t k = c0 + tid;
         uint64_t cnt = cnt0, off = off0, total;
         if (c0) load_entry(k, &cnt, &off);
@@ -738,7 +765,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         ws[0] = (uint64_t)(int64_t)mine;
         ws[1] = a.out_capacity;
         ws[2] = 0;
-        ws[3] = fp;
+        ws[3] = s_fp;
         s_ep = ep0;
         s_rc = mine;
         s_bad_s = n;
@@ -760,6 +787,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     /* ---- one pass of loads: headers, the counts of the capacity check, window 0; with
      * four warps or more, each on its own warps so that the loads are in flight together */
     const uint64_t *wsb = (const uint64_t *)a.ws + copy;
+    const uint64_t fp = s_fp;
     auto wsp = [&](int s) {
         return (const uint64_t *)((const char *)wsb + (s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s]));
     };
@@ -823,12 +851,14 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         s_rc = st ? (int)st : SYMM_ERR_MISMATCH;
     }
     if (tid == 0 && !s_rc && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
+    /* rows per chunk, by one thread for all */
+    if (tid == 0) s_R = symm_tm_moe_chunk_rows(s_moved_me, a.row_bytes, nparts);
     __syncthreads();
     SYMM_TM_STAMP(PROF_VERDICT);
 
     /* ---- layout in windows (warp 0) and copy of my band of the moved rows (all) */
     if (!s_rc) {
-        const uint64_t R = symm_tm_moe_chunk_rows(s_moved_me, a.row_bytes, nparts);
+        const uint64_t R = s_R;
         uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
         int c_list = 0;
         const uint64_t rb = a.row_bytes;
