@@ -443,24 +443,30 @@ SYMM_DEV int reduce_block_impl(const symm_dev_team_t &t, T *dest, const T *src, 
     return rc;
 }
 
+/* Duplicate i of pool with what every duplicate shares filled in; member_base, off and n
+ * left for the caller (n = 0: invalid). */
+SYMM_DEV symm_dev_team_t team_common(const symm_dev_pool_t &pool, uint32_t i)
+{
+    symm_dev_team_t t;
+    t.member_base = nullptr;
+    t.off = 0;
+    t.heap_delta = pool.heap_delta;
+    t.err = pool.err;
+    t.timeout_ns = pool.timeout_ns;
+    t.n = 0;
+    t.me = pool.me;
+    t.dup = i;
+    t.pool_id = pool.pool_id;
+    return t;
+}
+
 } // namespace symm_detail
 
 /* ================================================================ public bodies */
 SYMM_DEV symm_dev_team_t symm_dev_pool_team(const symm_dev_pool_t &pool, uint32_t i)
 {
-    symm_dev_team_t t;
-    t.heap_delta = pool.heap_delta;
-    t.err = pool.err;
-    t.timeout_ns = pool.timeout_ns;
-    t.me = pool.me;
-    t.dup = i;
-    t.pool_id = pool.pool_id;
-    if (i >= pool.size) {
-        t.member_base = nullptr;
-        t.off = 0;
-        t.n = 0;
-        return t;
-    }
+    symm_dev_team_t t = symm_detail::team_common(pool, i);
+    if (i >= pool.size) return t;
     const symm_dev_chunk_t ch = pool.chunks[pool.dup_chunk[i]];
     t.member_base = ch.member_base;
     t.off = (uint64_t)(i - ch.first) * pool.block_size;

@@ -39,16 +39,11 @@ __device__ __forceinline__ symm_dev_team_t team_of(const symm_dev_pool_t &pool,
                                                    const symm_cuda_fast_t &f, uint32_t b)
 {
     if (b >= f.count || b >= pool.size) return symm_dev_pool_team(pool, b);
-    symm_dev_team_t t;
+    symm_dev_team_t t = symm_detail::team_common(pool, b);
     t.member_base = f.base;
     t.off = (uint64_t)b * f.block_size;
     t.heap_delta = f.delta;
-    t.err = pool.err;
-    t.timeout_ns = pool.timeout_ns;
     t.n = pool.n;
-    t.me = pool.me;
-    t.dup = b;
-    t.pool_id = pool.pool_id;
     return t;
 }
 
