@@ -700,10 +700,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     int owned = 0;
     uint64_t ep0 = 0;
     if (tid == 0) {
-        int c = claim(t, W, holder_tag(SUB_BLOCK));
+        /* the claim returns the episode counter (kept in s_ep meanwhile) */
+        int c = claim(t, W, holder_tag(SUB_BLOCK), &ep0);
         owned = c == 1;
         s_claim = c < 0 ? c : 0;
-        if (c >= 0) ep0 = my_block(t)[1]; /* the episode counter, kept in s_ep meanwhile */
         /* A fingerprint of the arguments every member passes alike, by one thread (the
          * others would only take issue slots from it): in s_fp for the header checks. */
         uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
@@ -777,8 +777,11 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     SYMM_TM_STAMP(PROF_PUBLISHED);
     int rc = round_part(t, ep + 1, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     if (__syncthreads_or(rc != 0)) { /* every member's table and input are ready */
-        if (tid == 0) my_block(t)[1] = ep + 1;
-        leave_block(t, owned);
+        __syncthreads();
+        if (tid == 0) {
+            if (owned) unclaim_ep(t, ep + 1);
+            else set_episode(t, ep + 1);
+        }
         return SYMM_ERR_TIMEOUT;
     }
     if (a.trigger) pdl_launch_dependents(); /* see tile_impl */
@@ -986,8 +989,11 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     rc = round_part(t, ep + 2, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0; /* nobody reads my input or ws */
     SYMM_TM_STAMP(PROF_ROUND2);
-    if (tid == 0) my_block(t)[1] = ep + 2;
-    leave_block(t, owned);
+    __syncthreads();
+    if (tid == 0) { /* the episode this call leaves, and the release if the claim was ours */
+        if (owned) unclaim_ep(t, ep + 2);
+        else set_episode(t, ep + 2);
+    }
 #ifdef SYMM_TM_PROF
     prof_flush(ep, part);
 #endif
