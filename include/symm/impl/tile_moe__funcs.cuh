@@ -411,9 +411,33 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_TILE;
     constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    /* The claim returns the episode counter: the rounds below are ep + 1 and ep + 2, with
+     * no load of the counter before each (round_block's). */
+    __shared__ int s_trc;
+    __shared__ uint64_t s_tep;
+    __syncthreads(); /* nobody still reads s_trc / s_tep of an earlier call */
     int owned = 0;
-    int rc = enter_block(t, W, &owned);
+    const uint32_t tid = thread_linear(), nthr = block_threads();
+    if (tid == 0) {
+        uint64_t e;
+        const int c = claim(t, W, holder_tag(SUB_BLOCK), &e);
+        owned = c == 1;
+        s_trc = c < 0 ? c : 0;
+        s_tep = e;
+    }
+    __syncthreads();
+    int rc = s_trc;
     if (rc) return rc;
+    const uint64_t ep = s_tep;
+    uint64_t ep_end = ep; /* the episode this call leaves */
+    /* leaves episode ep_end, releasing the duplicate if the claim was ours */
+    auto finish = [&]() {
+        __syncthreads();
+        if (tid == 0) {
+            if (owned) unclaim_ep(t, ep_end);
+            else set_episode(t, ep_end);
+        }
+    };
     const int n = t.n, me = t.me;
     /* Arguments every member passes alike: every member gives up alike, without a round. */
     int bad = 0;
@@ -433,8 +457,8 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         }
     }
     if (bad) {
-        if (part == 0 && thread_linear() == 0) record(t, bad, W, 0, 0);
-        leave_block(t, owned);
+        if (part == 0 && tid == 0) record(t, bad, W, 0, 0);
+        finish();
         return bad;
     }
     /* A root's own out: checked here, failing on that root only (it still syncs). */
@@ -451,7 +475,9 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         for (int m = 0; m < n; m++) d16 = d16 && (t.heap_delta[m] & 15) == 0;
     }
 
-    rc = round_block(t, W); /* every member's input is ready */
+    ep_end = ep + 1;
+    rc = round_part(t, ep + 1, tid, nthr, W); /* every member's input is ready */
+    rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
     /* The stream form lets the next kernel on the stream launch now: every member's
      * blocks of this call are resident (they passed the round), so blocks of the next
      * kernel waiting for SMs cannot keep a member of this call from running. */
@@ -486,14 +512,15 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         }
         __syncthreads();
         /* Every member runs the closing round, whatever happened above. */
-        int rc2 = round_block(t, W); /* band written everywhere; inputs no longer read */
-        rc = rc2;
+        ep_end = ep + 2;
+        rc = round_part(t, ep + 2, tid, nthr, W); /* band written everywhere; inputs no longer read */
+        rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
     }
     if (!rc && local) {
-        if (part == 0 && thread_linear() == 0) record(t, local, W, (uint32_t)me, 0);
+        if (part == 0 && tid == 0) record(t, local, W, (uint32_t)me, 0);
         rc = local;
     }
-    leave_block(t, owned);
+    finish();
     return rc;
 }
 
