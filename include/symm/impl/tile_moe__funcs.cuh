@@ -411,13 +411,48 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_TILE;
     constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    const uint32_t tid = thread_linear(), nthr = block_threads();
+    const int n = t.n, me = t.me;
+    /* Arguments every member passes alike: every member gives up alike, without a round. */
+    int bad = 0;
+    if (!op_valid(TY, op) || nparts == 0 || part >= nparts) bad = SYMM_ERR_INVALID_ARG;
+    else if (kind == TILE_ALL) {
+        if (!tile_ok(in[0], ES) || !tile_ok(out, ES)) bad = SYMM_ERR_INVALID_ARG;
+        else if (!tile_empty(in[0]) && (out.rows != in[0].rows || out.cols != in[0].cols))
+            bad = SYMM_ERR_INVALID_ARG;
+    } else if (nroots < 0 || nroots > n || (nroots && (!in || !roots))) {
+        bad = SYMM_ERR_INVALID_ARG;
+    } else {
+        for (int k = 0; k < nroots && !bad; k++) {
+            if (roots[k] < 0 || roots[k] >= n) bad = SYMM_ERR_PE_OUT_OF_RANGE;
+            else if (!tile_ok(in[k], ES)) bad = SYMM_ERR_INVALID_ARG;
+            for (int j = 0; j < k && !bad; j++)
+                if (roots[j] == roots[k]) bad = SYMM_ERR_INVALID_ARG;
+        }
+    }
+    /* A root's own out: checked here, failing on that root only (it still syncs). */
+    int mine = -1, local = 0;
+    if (kind == TILE_MULTI && !bad)
+        for (int k = 0; k < nroots; k++)
+            if (roots[k] == me) mine = k;
+    if (mine >= 0 && !tile_empty(in[mine]) &&
+        (!tile_ok(out, ES) || out.rows != in[mine].rows || out.cols != in[mine].cols))
+        local = SYMM_ERR_INVALID_ARG;
+    bool d16 = PATH == TILE_PATH_FLAT;
+    if (PATH == TILE_PATH_ANY || PATH == TILE_PATH_UNITS) {
+        d16 = true;
+        for (int m = 0; m < n; m++) d16 = d16 && (t.heap_delta[m] & 15) == 0;
+    }
+
+    /* The stream form: everything above reads only parameters, so it overlaps the end of
+     * the kernel before this one on the stream; from here on memory it wrote is touched. */
+    if (trigger) pdl_wait();
     /* The claim returns the episode counter: the rounds below are ep + 1 and ep + 2, with
      * no load of the counter before each (round_block's). */
     __shared__ int s_trc;
     __shared__ uint64_t s_tep;
     __syncthreads(); /* nobody still reads s_trc / s_tep of an earlier call */
     int owned = 0;
-    const uint32_t tid = thread_linear(), nthr = block_threads();
     if (tid == 0) {
         uint64_t e;
         const int c = claim(t, W, holder_tag(SUB_BLOCK), &e);
@@ -438,43 +473,11 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
             else set_episode(t, ep_end);
         }
     };
-    const int n = t.n, me = t.me;
-    /* Arguments every member passes alike: every member gives up alike, without a round. */
-    int bad = 0;
-    if (!op_valid(TY, op) || nparts == 0 || part >= nparts) bad = SYMM_ERR_INVALID_ARG;
-    else if (kind == TILE_ALL) {
-        if (!tile_ok(in[0], ES) || !tile_ok(out, ES)) bad = SYMM_ERR_INVALID_ARG;
-        else if (!tile_empty(in[0]) && (out.rows != in[0].rows || out.cols != in[0].cols))
-            bad = SYMM_ERR_INVALID_ARG;
-    } else if (nroots < 0 || nroots > n || (nroots && (!in || !roots))) {
-        bad = SYMM_ERR_INVALID_ARG;
-    } else {
-        for (int k = 0; k < nroots && !bad; k++) {
-            if (roots[k] < 0 || roots[k] >= n) bad = SYMM_ERR_PE_OUT_OF_RANGE;
-            else if (!tile_ok(in[k], ES)) bad = SYMM_ERR_INVALID_ARG;
-            for (int j = 0; j < k && !bad; j++)
-                if (roots[j] == roots[k]) bad = SYMM_ERR_INVALID_ARG;
-        }
-    }
     if (bad) {
         if (part == 0 && tid == 0) record(t, bad, W, 0, 0);
         finish();
         return bad;
     }
-    /* A root's own out: checked here, failing on that root only (it still syncs). */
-    int mine = -1, local = 0;
-    if (kind == TILE_MULTI)
-        for (int k = 0; k < nroots; k++)
-            if (roots[k] == me) mine = k;
-    if (mine >= 0 && !tile_empty(in[mine]) &&
-        (!tile_ok(out, ES) || out.rows != in[mine].rows || out.cols != in[mine].cols))
-        local = SYMM_ERR_INVALID_ARG;
-    bool d16 = PATH == TILE_PATH_FLAT;
-    if (PATH == TILE_PATH_ANY || PATH == TILE_PATH_UNITS) {
-        d16 = true;
-        for (int m = 0; m < n; m++) d16 = d16 && (t.heap_delta[m] & 15) == 0;
-    }
-
     ep_end = ep + 1;
     rc = round_part(t, ep + 1, tid, nthr, W); /* every member's input is ready */
     rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
@@ -540,7 +543,9 @@ struct a2a_args {
     void *ws;
     int fail; /* != 0: this member publishes this status instead of its table (the host
                * wrapper's local argument errors, so that every member fails alike) */
-    int trigger; /* the stream form: let the next kernel launch after the first round */
+    int trigger; /* the stream form (programmatic dependent launch): wait for the kernel
+                  * before on the stream inside the body, let the next one launch after
+                  * the first round */
 };
 
 SYMM_DEV uint64_t warp_incl_scan(uint64_t v, uint32_t lane)
@@ -689,7 +694,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     __shared__ uint16_t s_list[SYMM_TM_WIN];
     __shared__ int s_nlist;
     __shared__ int64_t s_dl[SYMM_TM_DL]; /* heap deltas of members < SYMM_TM_DL */
-    SYMM_TM_STAMP(PROF_START);
     const int n = t.n, me = t.me, ne = a.ne;
     const uint32_t tid = thread_linear(), nthr = block_threads(), lane = tid & 31u,
                    warp = tid >> 5, nwarps = (nthr + 31) / 32;
@@ -716,11 +720,26 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             *cnt = a.in_splits[k];
         }
     };
-    uint64_t cnt0, off0;
-    load_entry(tid, &cnt0, &off0);
     /* the heap deltas, from the block's last threads (thread 0 claims meanwhile) */
     for (int s = (int)(nthr - 1 - tid); !bad_args && s < n && s < SYMM_TM_DL; s += (int)nthr)
         s_dl[s] = t.heap_delta[s];
+    if (tid == 0) {
+        /* A fingerprint of the arguments every member passes alike, by one thread (the
+         * others would only take issue slots from it): in s_fp for the header checks.
+         * (An earlier call of this block read s_fp before its closing round.) */
+        uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
+        fp = symm_tm_mix(fp, (uint64_t)ne);
+        fp = symm_tm_mix(fp, a.row_bytes);
+        fp = symm_tm_mix(fp, a.major_align);
+        fp = symm_tm_mix(fp, nparts);
+        s_fp = symm_tm_mix(fp, (uint64_t)n);
+    }
+    /* The stream form: everything above reads only parameters, so it overlaps the end of
+     * the kernel before this one on the stream; from here on memory it wrote is read. */
+    if (a.trigger) pdl_wait();
+    SYMM_TM_STAMP(PROF_START);
+    uint64_t cnt0, off0;
+    load_entry(tid, &cnt0, &off0);
 
     __syncthreads(); /* nobody still reads the shared variables of an earlier call */
     SYMM_TM_STAMP(PROF_PRECLAIM);
@@ -731,14 +750,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         int c = claim(t, W, holder_tag(SUB_BLOCK), &ep0);
         owned = c == 1;
         s_claim = c < 0 ? c : 0;
-        /* A fingerprint of the arguments every member passes alike, by one thread (the
-         * others would only take issue slots from it): in s_fp for the header checks. */
-        uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
-        fp = symm_tm_mix(fp, (uint64_t)ne);
-        fp = symm_tm_mix(fp, a.row_bytes);
-        fp = symm_tm_mix(fp, a.major_align);
-        fp = symm_tm_mix(fp, nparts);
-        s_fp = symm_tm_mix(fp, (uint64_t)n);
     }
     __syncthreads();
     SYMM_TM_STAMP(PROF_CLAIMED);
