@@ -376,8 +376,9 @@ SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size
  * copy per (type, op), each with its own registers (inlined into one switch, the kernels
  * spilled). */
 template <typename T, int OP>
-__device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
-                               size_t hi, int root, uint32_t i0, uint32_t step)
+__device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest, const T *src,
+                                              size_t lo, size_t hi, int root, uint32_t i0,
+                                              uint32_t step)
 {
     typedef acc<T> C;
     constexpr uint32_t V = 16 / sizeof(T);

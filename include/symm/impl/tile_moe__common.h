@@ -39,7 +39,8 @@ SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
      * their critical path, where a 64-bit division is a long routine) */
     const uint64_t k = (uint64_t)n * (uint64_t)ne;
     /* n * ne < 2^31: the kernels index entries in 32 bits */
-    if (k >= 0x80000000u || k > (uint64_t)(SIZE_MAX / 16 / SYMM_TM_A2A_COPIES) - SYMM_TM_A2A_HDR)
+    if (k >= 0x80000000u ||
+        k > (uint64_t)(SIZE_MAX / 16 / SYMM_TM_A2A_COPIES) - SYMM_TM_A2A_HDR)
         return 0;
     return (SYMM_TM_A2A_HDR + 2 * k) * 8 * SYMM_TM_A2A_COPIES;
 }

@@ -597,8 +597,8 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 
 
 /* A profiling build (-DSYMM_TM_PROF, never the default): thread 0 of every block stamps
- * the global timer (ns, one clock for every SM) at the steps of the MoE body below (SYMM_TM_PROF_* indices) and, at the end,
- * copies them with the global timer at entry and exit into prof_buf[call % SLOTS][block]
+ * the global timer (ns, one clock for every SM) at the steps of the MoE body below (the
+ * PROF_* indices) and, at the end, copies the stamps into prof_buf[call % SLOTS][block]
  * (call = episode / 2 of the block's duplicate); the host reads them with
  * symm_tm_prof_read() (tile_moe.cu) and symm-gpu-tile-moe-bench --prof prints them. */
 #ifdef SYMM_TM_PROF
@@ -903,7 +903,8 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             }
             /* the entries with chunks of mine, in order */
             const uint32_t hm = __ballot_sync(0xffffffffu, has);
-            if (has) s_list[c_list + __popc(hm & ((1u << lane) - 1u))] = (uint16_t)(o - w0);
+            if (has)
+                s_list[c_list + __popc(hm & ((1u << lane) - 1u))] = (uint16_t)(o - w0);
             c_list += __popc(hm);
             uint32_t starts = __ballot_sync(0xffffffffu, valid && j == 0);
             if (starts) c_gsm = __shfl_sync(0xffffffffu, mov, 31 - __clz(starts));
@@ -1080,8 +1081,10 @@ SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
                                          size_t *out_offsets, size_t *out_rows, void *ws,
                                          uint32_t part, uint32_t nparts)
 {
-    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
-                           nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws, 0, 0};
+    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out,        out_capacity, in,
+                           in_capacity,    in_splits,  nullptr,      1,
+                           row_bytes,      0,          out_splits,   out_offsets,
+                           out_rows,       ws,         0,            0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,

@@ -300,11 +300,13 @@ symm_status_t symm_cuda_get_info(symm_cuda_info_t *out)
  * shared memory) does not change. 0 when it cannot be had. */
 static int blocks_per_sm(const void *kernel, int threads, size_t shared_mem)
 {
+    /* room for symm's own kernels (tile: 12 types x 2 paths, MoE, collectives) and the
+     * user's: a kernel not remembered asks the occupancy API on every launch */
     static struct {
         const void *kernel;
         int device, threads, per_sm;
         size_t smem;
-    } memo[32];
+    } memo[128];
     static int nmemo;
     static pthread_mutex_t memo_lock = PTHREAD_MUTEX_INITIALIZER;
     int per_sm = -1;

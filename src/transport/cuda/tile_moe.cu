@@ -365,7 +365,8 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
                 p.in[k] = in[k0 + k];
                 p.roots[k] = roots[k0 + k];
             }
-            st = launched(fn, symm_cuda_launch_pdl(kern, dim3(nb), dim3(kThreads), args, 0, stream));
+            st = launched(fn, symm_cuda_launch_pdl(kern, dim3(nb), dim3(kThreads), args, 0,
+                                                   stream));
             k0 += cnt;
         } while (!st && k0 < nroots);
     }
@@ -447,8 +448,8 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
     p.a.trigger = 1;
     void *args[] = {&p};
     symm_status_t st =
-        launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb), dim3(kThreads), args, 0,
-                                      stream));
+        launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb), dim3(kThreads), args,
+                                          0, stream));
     if (st) return st;
     if (local) return symm_error_set(local, "%s", why);
     return SYMM_SUCCESS;
@@ -574,7 +575,7 @@ extern "C" int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t
 /* The profiling build's stamps (tile_moe__funcs.cuh): n words of symm_tm::prof_buf. */
 extern "C" int symm_tm_prof_read(uint64_t *dst, size_t n)
 {
-    return cudaMemcpyFromSymbol(dst, symm_tm::prof_buf, n * sizeof(uint64_t)) == cudaSuccess ? 0
-                                                                                            : -1;
+    cudaError_t e = cudaMemcpyFromSymbol(dst, symm_tm::prof_buf, n * sizeof(uint64_t));
+    return e == cudaSuccess ? 0 : -1;
 }
 #endif
