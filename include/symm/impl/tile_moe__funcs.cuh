@@ -860,7 +860,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     if (!s_rc) {
         const uint64_t R = s_R;
         uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
-        int c_list = 0;
         const uint64_t rb = a.row_bytes;
         SYMM_TM_STAMP(PROF_R);
         for (uint64_t w0 = 0; w0 < N; w0 += SYMM_TM_WIN) {
@@ -870,6 +869,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                 __syncthreads();
             }
             if (warp == 0) {
+                int c_list = 0; /* entries of this window in s_list */
                 for (uint64_t c0 = w0; c0 < w0 + wn; c0 += 32) {
                     uint64_t o = c0 + lane;
                     bool valid = o < w0 + wn;
@@ -921,7 +921,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                     s_nlist = c_list;
                 }
                 SYMM_TM_STAMP(PROF_SCANNED);
-                c_list = 0;
             }
             __syncthreads();
             if (w0 == 0) SYMM_TM_STAMP(PROF_LAYOUT);
@@ -1003,10 +1002,9 @@ SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
                                          size_t *out_offsets, size_t *out_rows, void *ws,
                                          uint32_t part, uint32_t nparts)
 {
-    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out,        out_capacity, in,
-                           in_capacity,    in_splits,  nullptr,      1,
-                           row_bytes,      0,          out_splits,   out_offsets,
-                           out_rows,       ws,         0,            0};
+    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
+                           nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws,
+                           0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
