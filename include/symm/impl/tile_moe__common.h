@@ -35,10 +35,10 @@
 SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
 {
     if (n < 1 || ne < 1) return 0;
-    /* n, ne < 2^31: the product fits in 64 bits (no division: the kernels check this on
-     * their critical path, where a 64-bit division is a long routine) */
+    /* n, ne < 2^31, so the product fits in 64 bits and needs no division check (the
+     * kernels run this on their critical path); n * ne < 2^31: they index entries in 32
+     * bits */
     const uint64_t k = (uint64_t)n * (uint64_t)ne;
-    /* n * ne < 2^31: the kernels index entries in 32 bits */
     if (k >= 0x80000000u ||
         k > (uint64_t)(SIZE_MAX / 16 / SYMM_TM_A2A_COPIES) - SYMM_TM_A2A_HDR)
         return 0;

@@ -1081,10 +1081,9 @@ SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
                                          size_t *out_offsets, size_t *out_rows, void *ws,
                                          uint32_t part, uint32_t nparts)
 {
-    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out,        out_capacity, in,
-                           in_capacity,    in_splits,  nullptr,      1,
-                           row_bytes,      0,          out_splits,   out_offsets,
-                           out_rows,       ws,         0,            0};
+    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
+                           nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws,
+                           0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
