@@ -30,16 +30,22 @@ SYMM_DEV void add_release_sys(uint64_t *p, uint64_t v)
 {
     asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
-/* The busy word is only used by this PE's own blocks: GPU scope is enough. */
-SYMM_DEV unsigned long long cas_acquire_gpu(unsigned long long *p, unsigned long long cmp,
-                                            unsigned long long val)
+/* The claim words are only used by this PE's own blocks: GPU scope is enough. */
+SYMM_DEV uint64_t or_acquire_gpu(uint64_t *p, uint64_t v)
 {
-    unsigned long long old;
-    asm volatile("atom.acquire.gpu.global.cas.b64 %0, [%1], %2, %3;"
-                 : "=l"(old)
-                 : "l"(p), "l"(cmp), "l"(val)
-                 : "memory");
+    uint64_t old;
+    asm volatile("atom.acquire.gpu.global.or.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
     return old;
+}
+SYMM_DEV uint64_t ld_relaxed_gpu(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+SYMM_DEV void st_relaxed_gpu(uint64_t *p, uint64_t v)
+{
+    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 SYMM_DEV void st_release_gpu(unsigned long long *p, unsigned long long v)
 {
@@ -124,26 +130,50 @@ SYMM_DEV void record(const symm_dev_team_t &t, int status, uint32_t what, uint32
     r->holder = holder;
 }
 
+/* The claim words of a duplicate on this member (dev__types.cuh): word 0 is
+ * (episode << 1) | held, word 1 the holder's tag while held. One atomic OR both claims
+ * the duplicate and returns its episode counter; on a held word it changes nothing. */
+
 /* Claims the duplicate for holder tag `tag`: 1 if claimed now (release at the end),
- * 0 if this holder already has it, or a negative status (recorded). One thread. */
-SYMM_DEV int claim(const symm_dev_team_t &t, uint32_t what, uint64_t tag)
+ * 0 if this holder already has it, or a negative status (recorded); *ep: the episode
+ * counter (valid unless negative). One thread. */
+SYMM_DEV int claim(const symm_dev_team_t &t, uint32_t what, uint64_t tag, uint64_t *ep)
 {
+    *ep = 0;
     if (t.n <= 0 || t.me < 0) {
         record(t, SYMM_ERR_TEAM_INVALID, what, 0, 0);
         return SYMM_ERR_TEAM_INVALID;
     }
-    unsigned long long *busy = (unsigned long long *)my_block(t);
-    /* acquire: see the episode counter as the previous holder left it */
-    unsigned long long old = cas_acquire_gpu(busy, 0ull, (unsigned long long)tag);
-    if (old == 0) return 1;
-    if (old == tag) return 0;
-    record(t, SYMM_ERR_TEAM_BUSY, what, (uint32_t)((old >> 11) & 0x1fffffu), old);
+    uint64_t *w = my_block(t);
+    /* acquire: see the episode and everything else as the previous holder left them */
+    const uint64_t old = or_acquire_gpu(w, 1);
+    *ep = old >> 1;
+    if (!(old & 1)) {
+        st_relaxed_gpu(w + 1, tag);
+        return 1;
+    }
+    /* Held: by this holder (a call inside symm_dev_team_claim_block), or by another, which
+     * writes its tag just after its claim. */
+    uint64_t h = ld_relaxed_gpu(w + 1);
+    for (int i = 0; h == 0 && i < 256; i++) h = ld_relaxed_gpu(w + 1);
+    if (h == tag) return 0;
+    record(t, SYMM_ERR_TEAM_BUSY, what, (uint32_t)((h >> 11) & 0x1fffffu), h);
     return SYMM_ERR_TEAM_BUSY;
 }
-SYMM_DEV void unclaim(const symm_dev_team_t &t)
+/* The holder's episode counter, and its update (the holder only). */
+SYMM_DEV uint64_t episode(const symm_dev_team_t &t) { return ld_relaxed_gpu(my_block(t)) >> 1; }
+SYMM_DEV void set_episode(const symm_dev_team_t &t, uint64_t ep)
 {
-    st_release_gpu((unsigned long long *)my_block(t), 0ull);
+    st_relaxed_gpu(my_block(t), (ep << 1) | 1);
 }
+/* Releases the duplicate, leaving episode ep (release: after all the block did). */
+SYMM_DEV void unclaim_ep(const symm_dev_team_t &t, uint64_t ep)
+{
+    uint64_t *w = my_block(t);
+    st_relaxed_gpu(w + 1, 0);
+    st_release_gpu((unsigned long long *)w, (unsigned long long)(ep << 1));
+}
+SYMM_DEV void unclaim(const symm_dev_team_t &t) { unclaim_ep(t, episode(t)); }
 
 /* Waits until *flag >= ep, bounded by the team's timeout. */
 SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep,
@@ -179,7 +209,8 @@ SYMM_DEV int enter_block(const symm_dev_team_t &t, uint32_t what, int *owned)
     __shared__ int s_rc;
     __syncthreads(); /* nobody still reads s_rc of an earlier call */
     if (thread_linear() == 0) {
-        int rc = claim(t, what, holder_tag(SUB_BLOCK));
+        uint64_t ep;
+        int rc = claim(t, what, holder_tag(SUB_BLOCK), &ep);
         *owned = rc == 1;
         s_rc = rc < 0 ? rc : 0;
     }
@@ -196,8 +227,9 @@ SYMM_DEV int round_block(const symm_dev_team_t &t, uint32_t what)
 {
     __shared__ uint64_t s_ep;
     if (thread_linear() == 0) {
-        uint64_t *b = my_block(t);
-        s_ep = ++b[1];
+        const uint64_t ep = episode(t) + 1;
+        set_episode(t, ep);
+        s_ep = ep;
     }
     __syncthreads();
     int rc = round_part(t, s_ep, thread_linear(), block_threads(), what);
@@ -212,17 +244,22 @@ SYMM_DEV int claim_round_block(const symm_dev_team_t &t, uint32_t what)
     __syncthreads(); /* the block's earlier writes are done; nobody reads s_* any more */
     int owned = 0;
     if (thread_linear() == 0) {
-        int rc = claim(t, what, holder_tag(SUB_BLOCK));
+        uint64_t ep;
+        int rc = claim(t, what, holder_tag(SUB_BLOCK), &ep);
         owned = rc == 1;
-        if (rc >= 0) s_ep2 = ++my_block(t)[1];
+        if (rc >= 0) {
+            s_ep2 = ep + 1;
+            if (!owned) set_episode(t, ep + 1); /* owned: the release below leaves it */
+        }
         s_rc = rc < 0 ? rc : 0;
     }
     __syncthreads();
     int rc = s_rc;
     if (rc) return rc;
-    rc = round_part(t, s_ep2, thread_linear(), block_threads(), what);
+    const uint64_t ep = s_ep2;
+    rc = round_part(t, ep, thread_linear(), block_threads(), what);
     rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
-    if (owned) unclaim(t);
+    if (owned) unclaim_ep(t, ep);
     return rc;
 }
 
@@ -513,17 +550,21 @@ SYMM_DEV int symm_dev_barrier_warp(const symm_dev_team_t &t)
     uint64_t ep = 0;
     __syncwarp();
     if (lane == 0) {
-        rc = claim(t, SYMM_DEV_WHAT_BARRIER, holder_tag(SUB_WARP + thread_linear() / 32));
+        uint64_t e;
+        rc = claim(t, SYMM_DEV_WHAT_BARRIER, holder_tag(SUB_WARP + thread_linear() / 32), &e);
         owned = rc == 1;
         if (rc > 0) rc = 0;
-        if (!rc) ep = ++my_block(t)[1];
+        if (!rc) {
+            ep = e + 1;
+            if (!owned) set_episode(t, ep);
+        }
     }
     rc = __shfl_sync(0xffffffffu, rc, 0);
     if (rc) return rc;
     ep = __shfl_sync(0xffffffffu, ep, 0);
     rc = round_part(t, ep, lane, 32, SYMM_DEV_WHAT_BARRIER);
     rc = __any_sync(0xffffffffu, rc != 0) ? SYMM_ERR_TIMEOUT : 0;
-    if (lane == 0 && owned) unclaim(t);
+    if (lane == 0 && owned) unclaim_ep(t, ep);
     __syncwarp();
     return rc;
 }
@@ -531,12 +572,14 @@ SYMM_DEV int symm_dev_barrier_warp(const symm_dev_team_t &t)
 SYMM_DEV int symm_dev_barrier(const symm_dev_team_t &t)
 {
     using namespace symm_detail;
-    int rc = claim(t, SYMM_DEV_WHAT_BARRIER, holder_tag(SUB_THREAD + thread_linear()));
+    uint64_t ep;
+    int rc = claim(t, SYMM_DEV_WHAT_BARRIER, holder_tag(SUB_THREAD + thread_linear()), &ep);
     if (rc < 0) return rc;
     int owned = rc == 1;
-    uint64_t ep = ++my_block(t)[1];
+    ep++;
+    if (!owned) set_episode(t, ep);
     rc = round_part(t, ep, 0, 1, SYMM_DEV_WHAT_BARRIER);
-    if (owned) unclaim(t);
+    if (owned) unclaim_ep(t, ep);
     return rc;
 }
 

@@ -13,8 +13,8 @@ extern "C" {
 #endif
 
 /* A duplicate's sync block, on every member, in that member's GPU team region:
- *   [0]  busy word (64 bits): 0, or the tag of the block holding the duplicate here
- *   [8]  episode counter of this member (used only by the holder)
+ *   [0]  claim word (64 bits): (episode counter of this member << 1) | held
+ *   [8]  the tag of the block (warp, thread) holding the duplicate here, 0 when free
  *   [16] flag[n]: flag[k] = last episode member k signalled to this member
  * rounded up to SYMM_DEV_BLOCK_ALIGN bytes: 16 + 8 n bytes per member per duplicate. */
 #define SYMM_DEV_BLOCK_HDR 16

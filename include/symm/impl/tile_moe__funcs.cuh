@@ -411,9 +411,7 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_TILE;
     constexpr uint32_t ES = sizeof(typename ty<TY>::T);
-    int owned = 0;
-    int rc = enter_block(t, W, &owned);
-    if (rc) return rc;
+    const uint32_t tid = thread_linear(), nthr = block_threads();
     const int n = t.n, me = t.me;
     /* Arguments every member passes alike: every member gives up alike, without a round. */
     int bad = 0;
@@ -432,14 +430,9 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
                 if (roots[j] == roots[k]) bad = SYMM_ERR_INVALID_ARG;
         }
     }
-    if (bad) {
-        if (part == 0 && thread_linear() == 0) record(t, bad, W, 0, 0);
-        leave_block(t, owned);
-        return bad;
-    }
     /* A root's own out: checked here, failing on that root only (it still syncs). */
     int mine = -1, local = 0;
-    if (kind == TILE_MULTI)
+    if (kind == TILE_MULTI && !bad)
         for (int k = 0; k < nroots; k++)
             if (roots[k] == me) mine = k;
     if (mine >= 0 && !tile_empty(in[mine]) &&
@@ -451,7 +444,43 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         for (int m = 0; m < n; m++) d16 = d16 && (t.heap_delta[m] & 15) == 0;
     }
 
-    rc = round_block(t, W); /* every member's input is ready */
+    /* The stream form: everything above reads only parameters, so it overlaps the end of
+     * the kernel before this one on the stream; from here on memory it wrote is touched. */
+    if (trigger) pdl_wait();
+    /* The claim returns the episode counter: the rounds below are ep + 1 and ep + 2, with
+     * no load of the counter before each (round_block's). */
+    __shared__ int s_trc;
+    __shared__ uint64_t s_tep;
+    __syncthreads(); /* nobody still reads s_trc / s_tep of an earlier call */
+    int owned = 0;
+    if (tid == 0) {
+        uint64_t e;
+        const int c = claim(t, W, holder_tag(SUB_BLOCK), &e);
+        owned = c == 1;
+        s_trc = c < 0 ? c : 0;
+        s_tep = e;
+    }
+    __syncthreads();
+    int rc = s_trc;
+    if (rc) return rc;
+    const uint64_t ep = s_tep;
+    uint64_t ep_end = ep; /* the episode this call leaves */
+    /* leaves episode ep_end, releasing the duplicate if the claim was ours */
+    auto finish = [&]() {
+        __syncthreads();
+        if (tid == 0) {
+            if (owned) unclaim_ep(t, ep_end);
+            else set_episode(t, ep_end);
+        }
+    };
+    if (bad) {
+        if (part == 0 && tid == 0) record(t, bad, W, 0, 0);
+        finish();
+        return bad;
+    }
+    ep_end = ep + 1;
+    rc = round_part(t, ep + 1, tid, nthr, W); /* every member's input is ready */
+    rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
     /* The stream form lets the next kernel on the stream launch now: every member's
      * blocks of this call are resident (they passed the round), so blocks of the next
      * kernel waiting for SMs cannot keep a member of this call from running. */
@@ -486,14 +515,15 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         }
         __syncthreads();
         /* Every member runs the closing round, whatever happened above. */
-        int rc2 = round_block(t, W); /* band written everywhere; inputs no longer read */
-        rc = rc2;
+        ep_end = ep + 2;
+        rc = round_part(t, ep + 2, tid, nthr, W); /* band written everywhere; inputs no longer read */
+        rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
     }
     if (!rc && local) {
-        if (part == 0 && thread_linear() == 0) record(t, local, W, (uint32_t)me, 0);
+        if (part == 0 && tid == 0) record(t, local, W, (uint32_t)me, 0);
         rc = local;
     }
-    leave_block(t, owned);
+    finish();
     return rc;
 }
 
@@ -513,7 +543,9 @@ struct a2a_args {
     void *ws;
     int fail; /* != 0: this member publishes this status instead of its table (the host
                * wrapper's local argument errors, so that every member fails alike) */
-    int trigger; /* the stream form: let the next kernel launch after the first round */
+    int trigger; /* the stream form (programmatic dependent launch): wait for the kernel
+                  * before on the stream inside the body, let the next one launch after
+                  * the first round */
 };
 
 SYMM_DEV uint64_t warp_incl_scan(uint64_t v, uint32_t lane)
@@ -662,7 +694,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     __shared__ uint16_t s_list[SYMM_TM_WIN];
     __shared__ int s_nlist;
     __shared__ int64_t s_dl[SYMM_TM_DL]; /* heap deltas of members < SYMM_TM_DL */
-    SYMM_TM_STAMP(PROF_START);
     const int n = t.n, me = t.me, ne = a.ne;
     const uint32_t tid = thread_linear(), nthr = block_threads(), lane = tid & 31u,
                    warp = tid >> 5, nwarps = (nthr + 31) / 32;
@@ -689,29 +720,36 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             *cnt = a.in_splits[k];
         }
     };
-    uint64_t cnt0, off0;
-    load_entry(tid, &cnt0, &off0);
     /* the heap deltas, from the block's last threads (thread 0 claims meanwhile) */
     for (int s = (int)(nthr - 1 - tid); !bad_args && s < n && s < SYMM_TM_DL; s += (int)nthr)
         s_dl[s] = t.heap_delta[s];
-
-    __syncthreads(); /* nobody still reads the shared variables of an earlier call */
-    SYMM_TM_STAMP(PROF_PRECLAIM);
-    int owned = 0;
-    uint64_t ep0 = 0;
     if (tid == 0) {
-        int c = claim(t, W, holder_tag(SUB_BLOCK));
-        owned = c == 1;
-        s_claim = c < 0 ? c : 0;
-        if (c >= 0) ep0 = my_block(t)[1]; /* the episode counter, kept in s_ep meanwhile */
         /* A fingerprint of the arguments every member passes alike, by one thread (the
-         * others would only take issue slots from it): in s_fp for the header checks. */
+         * others would only take issue slots from it): in s_fp for the header checks.
+         * (An earlier call of this block read s_fp before its closing round.) */
         uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
         fp = symm_tm_mix(fp, (uint64_t)ne);
         fp = symm_tm_mix(fp, a.row_bytes);
         fp = symm_tm_mix(fp, a.major_align);
         fp = symm_tm_mix(fp, nparts);
         s_fp = symm_tm_mix(fp, (uint64_t)n);
+    }
+    /* The stream form: everything above reads only parameters, so it overlaps the end of
+     * the kernel before this one on the stream; from here on memory it wrote is read. */
+    if (a.trigger) pdl_wait();
+    SYMM_TM_STAMP(PROF_START);
+    uint64_t cnt0, off0;
+    load_entry(tid, &cnt0, &off0);
+
+    __syncthreads(); /* nobody still reads the shared variables of an earlier call */
+    SYMM_TM_STAMP(PROF_PRECLAIM);
+    int owned = 0;
+    uint64_t ep0 = 0;
+    if (tid == 0) {
+        /* the claim returns the episode counter (kept in s_ep meanwhile) */
+        int c = claim(t, W, holder_tag(SUB_BLOCK), &ep0);
+        owned = c == 1;
+        s_claim = c < 0 ? c : 0;
     }
     __syncthreads();
     SYMM_TM_STAMP(PROF_CLAIMED);
@@ -777,8 +815,11 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     SYMM_TM_STAMP(PROF_PUBLISHED);
     int rc = round_part(t, ep + 1, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     if (__syncthreads_or(rc != 0)) { /* every member's table and input are ready */
-        if (tid == 0) my_block(t)[1] = ep + 1;
-        leave_block(t, owned);
+        __syncthreads();
+        if (tid == 0) {
+            if (owned) unclaim_ep(t, ep + 1);
+            else set_episode(t, ep + 1);
+        }
         return SYMM_ERR_TIMEOUT;
     }
     if (a.trigger) pdl_launch_dependents(); /* see tile_impl */
@@ -808,8 +849,75 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             s_sm[w] = s;
         }
     };
+    /* Roles with four warps or more: warp 0 loads window 0 of my column, the last warp the
+     * headers, the others the counts of the capacity check, so that the loads are in
+     * flight together. When my column fits in one window (n * ne <= SYMM_TM_WIN), warp 0
+     * goes on at once with its layout (rows per chunk from the column's sum, the scans,
+     * my chunks), while the other warps still check capacities: the layout only fills
+     * shared memory, and nothing is written anywhere before the verdict. */
     const bool roles = nwarps >= 4;
-    const uint32_t need_warps = roles ? nwarps - 2 : nwarps;
+    const bool early = roles && N <= SYMM_TM_WIN;
+    const uint32_t need_first = roles ? 1 : 0, need_warps = roles ? nwarps - 2 : nwarps;
+    const uint64_t rb = a.row_bytes;
+    uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* layout carries, valid in warp 0 */
+    /* The layout of output entries [w0, w0 + wn) (warp 0): destination and moved
+     * positions, my chunks of each entry (c1, c1 + nparts, ... <= cl; chunk c holds moved
+     * rows [c * R, (c + 1) * R)), the list of entries with chunks of mine; with store, part
+     * 0 also writes out_splits / out_offsets. No overflow once the capacities agree (with
+     * early, a failed verdict discards whatever this computed). */
+    auto layout_window = [&](uint64_t w0, uint64_t wn, uint64_t R, bool store) {
+        int c_list = 0;
+        for (uint64_t c0 = w0; c0 < w0 + wn; c0 += 32) {
+            uint64_t o = c0 + lane;
+            bool valid = o < w0 + wn;
+            uint64_t cnt = valid ? s_cnt[o - w0] : 0;
+            uint32_t j = (uint32_t)o % (uint32_t)inner;
+            uint64_t incl = warp_incl_scan(cnt, lane);
+            uint64_t mov = c_moved + incl - cnt;
+            /* moved position where this entry's group began */
+            uint32_t gl = j <= lane ? lane - j : lane;
+            uint64_t gsm_in = __shfl_sync(0xffffffffu, mov, gl);
+            uint64_t gsm = j <= lane ? gsm_in : c_gsm;
+            uint64_t pad = 0;
+            if (valid && pad_mode && j == (uint32_t)inner - 1) {
+                uint64_t len = mov + cnt - gsm, al = len;
+                symm_tm_aligned_len(len, a.major_align, &al);
+                pad = al - len;
+            }
+            uint64_t pincl = warp_incl_scan(pad, lane);
+            uint64_t dst = mov + c_pad + pincl - pad;
+            bool has = false;
+            if (valid) {
+                uint64_t c1, cl; /* the lanes divide at once */
+                symm_tm_moe_my_chunks(mov, cnt, R, part, nparts, &c1, &cl);
+                s_c1[o - w0] = c1;
+                s_cl[o - w0] = cl;
+                s_dst[o - w0] = dst;
+                s_mov[o - w0] = mov;
+                has = c1 <= cl;
+                if (c0 == w0) SYMM_TM_STAMP(PROF_CHUNKS);
+                if (store && part == 0) {
+                    if (a.out_splits) a.out_splits[o] = cnt;
+                    if (a.out_offsets) a.out_offsets[o] = dst;
+                }
+            }
+            /* the entries with chunks of mine, in order */
+            const uint32_t hm = __ballot_sync(0xffffffffu, has);
+            if (has)
+                s_list[c_list + __popc(hm & ((1u << lane) - 1u))] = (uint16_t)(o - w0);
+            c_list += __popc(hm);
+            uint32_t starts = __ballot_sync(0xffffffffu, valid && j == 0);
+            if (starts) c_gsm = __shfl_sync(0xffffffffu, mov, 31 - __clz(starts));
+            c_moved += __shfl_sync(0xffffffffu, incl, 31);
+            c_pad += __shfl_sync(0xffffffffu, pincl, 31);
+        }
+        if (lane == 0) {
+            s_total = c_moved + c_pad;
+            s_nlist = c_list;
+        }
+        SYMM_TM_STAMP(PROF_SCANNED);
+    };
+
     if (!roles || warp == nwarps - 1) {
         for (int s = (int)(roles ? lane : tid); s < n; s += (int)(roles ? 32 : nthr)) {
             const uint64_t *h = wsp(s);
@@ -817,9 +925,21 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             if (st || f != fp) atomicMin(&s_bad_s, s);
         }
     }
-    if (!roles || warp == nwarps - 2)
+    if (!roles || warp == 0)
         load_window(0, N < SYMM_TM_WIN ? N : SYMM_TM_WIN, roles ? lane : tid, roles ? 32 : nthr);
-    for (int m = (int)warp; m < n && warp < need_warps; m += (int)need_warps) {
+    if (early && warp == 0) {
+        __syncwarp();
+        uint64_t mv = 0; /* my column's sum: the rows I receive */
+        for (uint64_t w = lane; w < N; w += 32) mv = sat_add(mv, s_cnt[w]);
+#pragma unroll
+        for (int d = 16; d > 0; d >>= 1) mv = sat_add(mv, __shfl_xor_sync(0xffffffffu, mv, d));
+        const uint64_t R = symm_tm_moe_chunk_rows(mv, rb, nparts);
+        if (lane == 0) s_R = R;
+        SYMM_TM_STAMP(PROF_R);
+        layout_window(0, N, R, false);
+    }
+    for (int m = (int)(warp - need_first); warp >= need_first && m < n && warp < need_first + need_warps;
+         m += (int)need_warps) {
         uint64_t need = 0, moved = 0, cap = ldcg(wsp(m) + 1);
         for (int e = (int)lane; e < ne; e += 32) {
             uint64_t len = 0;
@@ -845,84 +965,40 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     __syncthreads();
     SYMM_TM_STAMP(PROF_LOADED);
     /* The verdict: my own status, else the first member whose status or arguments are
-     * bad, else the first member whose output would not fit. The same everywhere. */
-    if (tid == 0 && !s_rc && s_bad_s < n) {
-        const int64_t st = (int64_t)ldcg(wsp(s_bad_s));
-        s_rc = st ? (int)st : SYMM_ERR_MISMATCH;
+     * bad, else the first member whose output would not fit. The same everywhere (every
+     * thread reads the same shared values, so all take the same branch). */
+    if (s_rc || s_bad_s < n || s_fail_m < n || !early) {
+        if (tid == 0 && !s_rc && s_bad_s < n) {
+            const int64_t st = (int64_t)ldcg(wsp(s_bad_s));
+            s_rc = st ? (int)st : SYMM_ERR_MISMATCH;
+        }
+        if (tid == 0 && !s_rc && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
+        /* rows per chunk, by one thread for all */
+        if (tid == 0 && !early) s_R = symm_tm_moe_chunk_rows(s_moved_me, rb, nparts);
+        __syncthreads();
     }
-    if (tid == 0 && !s_rc && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
-    /* rows per chunk, by one thread for all */
-    if (tid == 0) s_R = symm_tm_moe_chunk_rows(s_moved_me, a.row_bytes, nparts);
-    __syncthreads();
     SYMM_TM_STAMP(PROF_VERDICT);
 
-    /* ---- layout in windows (warp 0) and copy of my band of the moved rows (all) */
+    /* ---- layout in windows (warp 0; done above with early) and copy of my band of the
+     * moved rows (all) */
     if (!s_rc) {
         const uint64_t R = s_R;
-        uint64_t c_moved = 0, c_pad = 0, c_gsm = 0; /* carries, valid in warp 0 */
-        const uint64_t rb = a.row_bytes;
-        SYMM_TM_STAMP(PROF_R);
+        if (early && part == 0) { /* the outputs the layout above held back */
+            for (uint64_t o = tid; o < N; o += nthr) {
+                if (a.out_splits) a.out_splits[o] = s_cnt[o];
+                if (a.out_offsets) a.out_offsets[o] = s_dst[o];
+            }
+        }
         for (uint64_t w0 = 0; w0 < N; w0 += SYMM_TM_WIN) {
             uint64_t wn = N - w0 < SYMM_TM_WIN ? N - w0 : SYMM_TM_WIN;
-            if (w0) {
-                load_window(w0, wn, tid, nthr);
+            if (!early) {
+                if (w0) {
+                    load_window(w0, wn, tid, nthr);
+                    __syncthreads();
+                }
+                if (warp == 0) layout_window(w0, wn, R, true);
                 __syncthreads();
             }
-            if (warp == 0) {
-                int c_list = 0; /* entries of this window in s_list */
-                for (uint64_t c0 = w0; c0 < w0 + wn; c0 += 32) {
-                    uint64_t o = c0 + lane;
-                    bool valid = o < w0 + wn;
-                    uint64_t cnt = valid ? s_cnt[o - w0] : 0;
-                    uint32_t j = (uint32_t)o % (uint32_t)inner;
-                    uint64_t incl = warp_incl_scan(cnt, lane);
-                    uint64_t mov = c_moved + incl - cnt;
-                    /* moved position where this entry's group began */
-                    uint32_t gl = j <= lane ? lane - j : lane;
-                    uint64_t gsm_in = __shfl_sync(0xffffffffu, mov, gl);
-                    uint64_t gsm = j <= lane ? gsm_in : c_gsm;
-                    uint64_t pad = 0;
-                    if (valid && pad_mode && j == (uint32_t)inner - 1) {
-                        uint64_t len = mov + cnt - gsm, al;
-                        symm_tm_aligned_len(len, a.major_align, &al); /* no overflow: agreed */
-                        pad = al - len;
-                    }
-                    uint64_t pincl = warp_incl_scan(pad, lane);
-                    uint64_t dst = mov + c_pad + pincl - pad;
-                    bool has = false;
-                    if (valid) {
-                        /* my chunks of this entry: c1, c1 + nparts, ... <= cl (chunk c
-                         * holds moved rows [c * R, (c + 1) * R)); the lanes divide at once */
-                        uint64_t c1, cl;
-                        symm_tm_moe_my_chunks(mov, cnt, R, part, nparts, &c1, &cl);
-                        s_c1[o - w0] = c1;
-                        s_cl[o - w0] = cl;
-                        s_dst[o - w0] = dst;
-                        s_mov[o - w0] = mov;
-                        has = c1 <= cl;
-                        if (c0 == 0) SYMM_TM_STAMP(PROF_CHUNKS);
-                        if (part == 0) {
-                            if (a.out_splits) a.out_splits[o] = cnt;
-                            if (a.out_offsets) a.out_offsets[o] = dst;
-                        }
-                    }
-                    /* the entries with chunks of mine, in order */
-                    const uint32_t hm = __ballot_sync(0xffffffffu, has);
-                    if (has)
-                        s_list[c_list + __popc(hm & ((1u << lane) - 1u))] = (uint16_t)(o - w0);
-                    c_list += __popc(hm);
-                    uint32_t starts = __ballot_sync(0xffffffffu, valid && j == 0);
-                    if (starts) c_gsm = __shfl_sync(0xffffffffu, mov, 31 - __clz(starts));
-                    c_moved += __shfl_sync(0xffffffffu, incl, 31);
-                    c_pad += __shfl_sync(0xffffffffu, pincl, 31);
-                }
-                if (lane == 0) {
-                    s_total = c_moved + c_pad;
-                    s_nlist = c_list;
-                }
-                SYMM_TM_STAMP(PROF_SCANNED);
-            }
-            __syncthreads();
             if (w0 == 0) SYMM_TM_STAMP(PROF_LAYOUT);
             for (int i = 0, ni = s_nlist; i < ni; i++) {
                 const uint32_t w = s_list[i];
@@ -939,7 +1015,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                     copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb);
                 }
             }
-            __syncthreads();
+            if (!early) __syncthreads();
         }
         if (part == 0 && tid == 0 && a.out_rows) *a.out_rows = s_total;
     }
@@ -952,8 +1028,11 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     rc = round_part(t, ep + 2, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0; /* nobody reads my input or ws */
     SYMM_TM_STAMP(PROF_ROUND2);
-    if (tid == 0) my_block(t)[1] = ep + 2;
-    leave_block(t, owned);
+    __syncthreads();
+    if (tid == 0) { /* the episode this call leaves, and the release if the claim was ours */
+        if (owned) unclaim_ep(t, ep + 2);
+        else set_episode(t, ep + 2);
+    }
 #ifdef SYMM_TM_PROF
     prof_flush(ep, part);
 #endif

@@ -48,10 +48,9 @@ __device__ __forceinline__ symm_dev_team_t team_of(const symm_dev_pool_t &pool,
 }
 
 /* Every kernel here is launched with programmatic dependent launch (symm_cuda_launch_pdl):
- * it may begin while the kernel before it on the stream drains, so it reads nothing before
- * this wait; it lets the next kernel launch once all of its blocks have passed their first
- * round (trigger, in the bodies). */
-__device__ __forceinline__ void kernel_start(void) { symm_detail::pdl_wait(); }
+ * it may begin while the kernel before it on the stream drains. The bodies (trigger /
+ * a.trigger) do the work that reads only parameters first, then griddepcontrol.wait, and
+ * let the next kernel launch once all of their blocks have passed their first round. */
 
 /* PATH: symm_tm::TILE_PATH_FLAT when tile_run has checked that the tile takes the flat
  * vector path, else TILE_PATH_UNITS. */
@@ -59,7 +58,6 @@ template <int TY, int PATH>
 __global__ void __launch_bounds__(kThreads)
     k_tile(symm_dev_pool_t pool, const __grid_constant__ tile_params p)
 {
-    kernel_start();
     symm_dev_team_t t = team_of(pool, p.fast, blockIdx.x);
     symm_tm::tile_impl<TY, PATH>(t, p.kind, p.out, p.in, p.roots, p.nroots, p.op, blockIdx.x,
                                  gridDim.x, p.work != 0, true);
@@ -76,7 +74,6 @@ __global__ void __launch_bounds__(kThreads) k_a2a(const __grid_constant__ a2a_pa
 #ifdef SYMM_TM_PROF
     symm_tm::prof_entry();
 #endif
-    kernel_start();
     symm_dev_team_t t = team_of(p.pool, p.fast, blockIdx.x);
     symm_tm::a2a_impl(t, p.a, blockIdx.x, gridDim.x);
 }
