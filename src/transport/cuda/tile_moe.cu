@@ -32,9 +32,9 @@ struct tile_params {
     int roots[kMultiMax];
 };
 
-/* Duplicate b of the pool: from the kernel's parameters when it lies in the pool's first
- * chunk (its addresses are then loaded from the parameter bank, not from the pool's
- * tables in memory: two dependent loads less before the claim), else from the tables. */
+/* Duplicate b of the pool: from the kernel's parameters (their copy in shared memory)
+ * when it lies in the pool's first chunk (two dependent loads of the pool's tables in
+ * memory less before the claim), else from the tables. */
 __device__ __forceinline__ symm_dev_team_t team_of(const symm_dev_pool_t &pool,
                                                    const symm_cuda_fast_t &f, uint32_t b)
 {
@@ -52,15 +52,30 @@ __device__ __forceinline__ symm_dev_team_t team_of(const symm_dev_pool_t &pool,
  * a.trigger) do the work that reads only parameters first, then griddepcontrol.wait, and
  * let the next kernel launch once all of their blocks have passed their first round. */
 
+/* The kernel's parameters, copied into shared memory by the block's threads at once: read
+ * from the parameter bank, each new line of it is a constant-cache miss on the body's
+ * chain of dependent steps (a new launch's parameters are never cached); one parallel
+ * copy pays one. On an H200, 29 MB MoE dispatch at 1 PE 21.0 -> 20.1 us, tile allreduce
+ * 1 MiB 4.4 -> 4.0 us, 64 MiB 39.6 -> 38.1 us. */
+template <typename P> __device__ __forceinline__ void params_to_shared(const P &p, P &sp)
+{
+    static_assert(sizeof(P) % 8 == 0, "parameters copied in 8-byte words");
+    for (uint32_t i = threadIdx.x; i < sizeof(P) / 8; i += blockDim.x)
+        ((uint64_t *)&sp)[i] = ((const uint64_t *)&p)[i];
+    __syncthreads();
+}
+
 /* PATH: symm_tm::TILE_PATH_FLAT when tile_run has checked that the tile takes the flat
  * vector path, else TILE_PATH_UNITS. */
 template <int TY, int PATH>
 __global__ void __launch_bounds__(kThreads)
     k_tile(symm_dev_pool_t pool, const __grid_constant__ tile_params p)
 {
-    symm_dev_team_t t = team_of(pool, p.fast, blockIdx.x);
-    symm_tm::tile_impl<TY, PATH>(t, p.kind, p.out, p.in, p.roots, p.nroots, p.op, blockIdx.x,
-                                 gridDim.x, p.work != 0, true);
+    __shared__ __align__(16) tile_params sp;
+    params_to_shared(p, sp);
+    symm_dev_team_t t = team_of(pool, sp.fast, blockIdx.x);
+    symm_tm::tile_impl<TY, PATH>(t, sp.kind, sp.out, sp.in, sp.roots, sp.nroots, sp.op,
+                                 blockIdx.x, gridDim.x, sp.work != 0, true);
 }
 
 struct a2a_params {
@@ -74,8 +89,10 @@ __global__ void __launch_bounds__(kThreads) k_a2a(const __grid_constant__ a2a_pa
 #ifdef SYMM_TM_PROF
     symm_tm::prof_entry();
 #endif
-    symm_dev_team_t t = team_of(p.pool, p.fast, blockIdx.x);
-    symm_tm::a2a_impl(t, p.a, blockIdx.x, gridDim.x);
+    __shared__ __align__(16) a2a_params sp;
+    params_to_shared(p, sp);
+    symm_dev_team_t t = team_of(sp.pool, sp.fast, blockIdx.x);
+    symm_tm::a2a_impl(t, sp.a, blockIdx.x, gridDim.x);
 }
 
 const void *tile_kernel(symm_type_t type, bool flat)
