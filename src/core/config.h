@@ -40,6 +40,9 @@
     SYMM_ENV(GPU_COLL_BLOCKS, INT, gpu_coll_blocks, "0",                                \
              "blocks of a collective on a stream: 0 chooses (one below 64K, else one per " \
              "64K up to this PE's share of the GPU), 1 always one, N a grid of up to N") \
+    SYMM_ENV(GPU_SYNC_SYS, INT, gpu_sync_sys, "0",                                      \
+             "1: device rounds always at system scope; 0: at GPU scope in pools whose "   \
+             "members all share this PE's GPU (MPS)")                                     \
     SYMM_ENV(GPU_PDL, INT, gpu_pdl, "1",                                                \
              "1: symm's stream kernels (tile, MoE) launch with programmatic dependent "   \
              "launch, so each starts while the kernel before it on the stream drains; 0: " \

@@ -1,8 +1,10 @@
 /* dev__funcs.cuh — bodies of the device API declared in symm_device.cuh.
  *
  * Synchronisation: a round (episode) on a duplicate is "each member stores the episode
- * number into its flag in every peer's block with st.release.sys, then waits until every
- * peer's flag in its own block reaches it with ld.acquire.sys". Flags only grow, so a
+ * number into its flag in every peer's block with st.release, then waits until every
+ * peer's flag in its own block reaches it with ld.acquire", at system scope, or at GPU
+ * scope when every member of the pool is on this GPU (SYMM_DEV_ONE_GPU: PEs sharing one
+ * GPU under MPS; their heaps meet in the GPU's L2). Flags only grow, so a
  * member one episode ahead is harmless. Each member keeps its own episode counter in its
  * own block; the members call the same collectives on a duplicate, so the counters agree.
  * Data moves by plain loads and stores through the CUDA IPC mappings of the peers' heaps;
@@ -25,6 +27,12 @@ SYMM_DEV uint64_t ld_acquire_sys(const uint64_t *p)
 SYMM_DEV void st_release_sys(uint64_t *p, uint64_t v)
 {
     asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+SYMM_DEV uint64_t ld_acquire_gpu(const uint64_t *p)
+{
+    uint64_t v;
+    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
 }
 SYMM_DEV void add_release_sys(uint64_t *p, uint64_t v)
 {
@@ -175,14 +183,25 @@ SYMM_DEV void unclaim_ep(const symm_dev_team_t &t, uint64_t ep)
 }
 SYMM_DEV void unclaim(const symm_dev_team_t &t) { unclaim_ep(t, episode(t)); }
 
+/* A round's flag, read and written at the team's scope (SYMM_DEV_ONE_GPU: GPU). */
+SYMM_DEV uint64_t ld_flag(const symm_dev_team_t &t, const uint64_t *p)
+{
+    return (t.flags & SYMM_DEV_ONE_GPU) ? ld_acquire_gpu(p) : ld_acquire_sys(p);
+}
+SYMM_DEV void st_flag(const symm_dev_team_t &t, uint64_t *p, uint64_t v)
+{
+    if (t.flags & SYMM_DEV_ONE_GPU) st_release_gpu((unsigned long long *)p, v);
+    else st_release_sys(p, v);
+}
+
 /* Waits until *flag >= ep, bounded by the team's timeout. */
 SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep,
                      uint32_t what, int pe)
 {
-    if (ld_acquire_sys(flag) >= ep) return 0;
+    if (ld_flag(t, flag) >= ep) return 0;
     uint64_t start = globaltimer();
     for (uint32_t i = 1;; i++) {
-        if (ld_acquire_sys(flag) >= ep) return 0;
+        if (ld_flag(t, flag) >= ep) return 0;
         if ((i & 1023u) == 0 && globaltimer() - start > t.timeout_ns) {
             record(t, SYMM_ERR_TIMEOUT, what, (uint32_t)pe, 0);
             return SYMM_ERR_TIMEOUT;
@@ -195,7 +214,7 @@ SYMM_DEV int round_part(const symm_dev_team_t &t, uint64_t ep, uint32_t first,
                         uint32_t stride, uint32_t what)
 {
     for (int pe = (int)first; pe < t.n; pe += (int)stride)
-        if (pe != t.me) st_release_sys(flag_at_peer(t, pe), ep);
+        if (pe != t.me) st_flag(t, flag_at_peer(t, pe), ep);
     int rc = 0;
     for (int pe = (int)first; pe < t.n; pe += (int)stride)
         if (pe != t.me && !rc) rc = wait_ge(t, flag_of_peer(t, pe), ep, what, pe);
@@ -495,6 +514,8 @@ SYMM_DEV symm_dev_team_t team_common(const symm_dev_pool_t &pool, uint32_t i)
     t.me = pool.me;
     t.dup = i;
     t.pool_id = pool.pool_id;
+    t.flags = pool.flags;
+    t.pad = 0;
     return t;
 }
 

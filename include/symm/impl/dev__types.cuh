@@ -59,6 +59,12 @@ typedef struct symm_dev_err_buf {
     symm_dev_err_rec_t rec[SYMM_DEV_ERR_MAX];
 } symm_dev_err_buf_t;
 
+/* symm_dev_pool_t.flags: every member's heap is on this PE's GPU (PEs sharing one GPU
+ * under MPS), so the rounds' flags are stored and read at GPU scope (st.release.gpu /
+ * ld.acquire.gpu: ordered at the GPU's L2, without the system-scope fences a peer on
+ * another GPU needs). SYMM_GPU_SYNC_SYS=1 keeps system scope. */
+#define SYMM_DEV_ONE_GPU 1u
+
 /* Duplicates made by one creation or growth: their blocks are contiguous on every
  * member, at member_base[j] (member j's chunk, as mapped in this process). */
 typedef struct symm_dev_chunk {
@@ -79,7 +85,7 @@ typedef struct symm_dev_pool {
     uint32_t block_size;             /* bytes per duplicate per member */
     int32_t n, me;                   /* members; my team number */
     uint32_t pool_id;
-    uint32_t pad;
+    uint32_t flags;                  /* SYMM_DEV_ONE_GPU */
 } symm_dev_pool_t;
 
 /* One duplicate (a team) on the device: what a collective needs, resolved. */
@@ -91,6 +97,7 @@ typedef struct symm_dev_team {
     uint64_t timeout_ns;
     int32_t n, me;               /* n == 0: invalid team (index out of range) */
     uint32_t dup, pool_id;
+    uint32_t flags, pad;         /* the pool's flags */
 } symm_dev_team_t;
 
 #ifdef __cplusplus

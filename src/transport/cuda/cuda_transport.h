@@ -26,6 +26,7 @@ typedef struct symm_cuda_state {
     size_t heap_size, team_size;
     uint8_t **peer_base;  /* [npes] every PE's allocation as mapped here (mine = base) */
     int64_t *delta;       /* [npes] peer_base[j] - base */
+    uint8_t *same_gpu;    /* [npes] 1: PE j's heap is on my GPU (same PCI bus id) */
     symm_arena_t heap_arena, team_arena;
     pthread_mutex_t lock; /* both arenas */
     symm_dev_err_buf_t *err;

@@ -64,8 +64,10 @@ static void unmap_peers(void)
         if (j != symm_g.me && symm_cuda.peer_base[j]) cudaIpcCloseMemHandle(symm_cuda.peer_base[j]);
     free(symm_cuda.peer_base);
     free(symm_cuda.delta);
+    free(symm_cuda.same_gpu);
     symm_cuda.peer_base = NULL;
     symm_cuda.delta = NULL;
+    symm_cuda.same_gpu = NULL;
 }
 
 static void release_all(void)
@@ -137,7 +139,8 @@ symm_status_t symm_cuda_init(void)
     int bad = -1;
     symm_cuda.peer_base = calloc((size_t)symm_g.npes, sizeof(uint8_t *));
     symm_cuda.delta = calloc((size_t)symm_g.npes, sizeof(int64_t));
-    if (!bst && !st && (!symm_cuda.peer_base || !symm_cuda.delta))
+    symm_cuda.same_gpu = calloc((size_t)symm_g.npes, 1);
+    if (!bst && !st && (!symm_cuda.peer_base || !symm_cuda.delta || !symm_cuda.same_gpu))
         st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
     symm_cuda.sharers = 0;
     for (int j = 0; j < symm_g.npes && !bst; j++) {
@@ -147,7 +150,10 @@ symm_status_t symm_cuda_init(void)
             continue;
         }
         if (st) continue;
-        if (strcmp(c->bus_id, mine.bus_id) == 0) symm_cuda.sharers++;
+        if (strcmp(c->bus_id, mine.bus_id) == 0) {
+            symm_cuda.sharers++;
+            symm_cuda.same_gpu[j] = 1;
+        }
         if (j == symm_g.me) {
             symm_cuda.peer_base[j] = symm_cuda.base;
             continue;

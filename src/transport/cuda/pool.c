@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/config.h"
 #include "core/log.h"
 #include "core/runtime.h"
 #include "transport/cuda/cuda_coll.h"
@@ -184,6 +185,11 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
     d->n = p->n;
     d->me = p->me;
     d->pool_id = p->slot;
+    /* Every member on my GPU (PEs sharing it under MPS): rounds at GPU scope. */
+    int one_gpu = !symm_config.gpu_sync_sys;
+    for (size_t j = 0; j < (size_t)p->n && one_gpu; j++)
+        one_gpu = symm_cuda.same_gpu[p->world[j]];
+    d->flags = one_gpu ? SYMM_DEV_ONE_GPU : 0;
     return SYMM_SUCCESS;
 }
 
@@ -226,6 +232,7 @@ void symm_cuda_dev_team(const symm_pool_obj_t *p, size_t i, symm_dev_team_t *out
     out->me = p->me;
     out->dup = (uint32_t)i;
     out->pool_id = p->slot;
+    out->flags = g->dev.flags;
     if (!ch) return; /* n == 0: invalid */
     out->member_base = (uint8_t *const *)symm_cuda_team_ptr(ch->bases_off);
     out->off = (uint64_t)(i - ch->first) * g->block_size;
