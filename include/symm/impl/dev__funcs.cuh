@@ -18,22 +18,27 @@
 namespace symm_detail {
 
 /* ---------------------------------------------------------------- primitives */
-SYMM_DEV uint64_t ld_acquire_sys(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-SYMM_DEV void st_release_sys(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.release.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-SYMM_DEV uint64_t ld_acquire_gpu(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.acquire.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
+/* 64-bit loads and stores with a memory-model qualifier ("acquire.sys", ...). */
+#define SYMM_DEV_LD_(name, sem)                                                          \
+    SYMM_DEV uint64_t name(const uint64_t *p)                                           \
+    {                                                                                   \
+        uint64_t v;                                                                     \
+        asm volatile("ld." sem ".global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");  \
+        return v;                                                                       \
+    }
+#define SYMM_DEV_ST_(name, sem)                                                          \
+    SYMM_DEV void name(uint64_t *p, uint64_t v)                                         \
+    {                                                                                   \
+        asm volatile("st." sem ".global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");    \
+    }
+SYMM_DEV_LD_(ld_acquire_sys, "acquire.sys")
+SYMM_DEV_LD_(ld_acquire_gpu, "acquire.gpu")
+SYMM_DEV_LD_(ld_relaxed_gpu, "relaxed.gpu")
+SYMM_DEV_ST_(st_release_sys, "release.sys")
+SYMM_DEV_ST_(st_release_gpu, "release.gpu")
+SYMM_DEV_ST_(st_relaxed_gpu, "relaxed.gpu")
+#undef SYMM_DEV_LD_
+#undef SYMM_DEV_ST_
 SYMM_DEV void add_release_sys(uint64_t *p, uint64_t v)
 {
     asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
@@ -44,20 +49,6 @@ SYMM_DEV uint64_t or_acquire_gpu(uint64_t *p, uint64_t v)
     uint64_t old;
     asm volatile("atom.acquire.gpu.global.or.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
     return old;
-}
-SYMM_DEV uint64_t ld_relaxed_gpu(const uint64_t *p)
-{
-    uint64_t v;
-    asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
-    return v;
-}
-SYMM_DEV void st_relaxed_gpu(uint64_t *p, uint64_t v)
-{
-    asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
-}
-SYMM_DEV void st_release_gpu(unsigned long long *p, unsigned long long v)
-{
-    asm volatile("st.release.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
 SYMM_DEV void fence_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
 /* Programmatic dependent launch (sm_90): wait for the kernels before this one on the
@@ -179,7 +170,7 @@ SYMM_DEV void unclaim_ep(const symm_dev_team_t &t, uint64_t ep)
 {
     uint64_t *w = my_block(t);
     st_relaxed_gpu(w + 1, 0);
-    st_release_gpu((unsigned long long *)w, (unsigned long long)(ep << 1));
+    st_release_gpu(w, ep << 1);
 }
 SYMM_DEV void unclaim(const symm_dev_team_t &t) { unclaim_ep(t, episode(t)); }
 
@@ -190,7 +181,7 @@ SYMM_DEV uint64_t ld_flag(const symm_dev_team_t &t, const uint64_t *p)
 }
 SYMM_DEV void st_flag(const symm_dev_team_t &t, uint64_t *p, uint64_t v)
 {
-    if (t.flags & SYMM_DEV_ONE_GPU) st_release_gpu((unsigned long long *)p, v);
+    if (t.flags & SYMM_DEV_ONE_GPU) st_release_gpu(p, v);
     else st_release_sys(p, v);
 }
 
