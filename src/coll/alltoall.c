@@ -24,11 +24,10 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
         CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                 2 * (size_t)n * sizeof(uint64_t)));
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(nbytes, 0, 0, 0), &c);
+    symm_status_t st =
+        symm_coll_enter_shaped(team, fn, symm_coll_args(nbytes, 0, 0, 0), n, me, &c);
     if (st) goto out_free;
-    if (c.n != n || c.me != me) {
-        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
-    } else if (nbytes == 0) {
+    if (nbytes == 0) {
     } else if (n == 1) {
         memcpy(dest, src, nbytes);
     } else if (nbytes <= SYMM_COLL_WORD) {
@@ -131,12 +130,9 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
     if (st) goto out_free;
 
     symm_coll_t c;
-    CHECK_GOTO(symm_coll_enter(team, fn, symm_coll_args(elem_size, 0, 0, 0), &c), st,
-               out_free);
-    if (c.n != n || c.me != me) {
-        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
-        goto out_leave;
-    }
+    CHECK_GOTO(symm_coll_enter_shaped(team, fn, symm_coll_args(elem_size, 0, 0, 0), n, me,
+                                      &c),
+               st, out_free);
     /* sbytes[j] becomes the first exchange's word; rbytes[j] what j sent me */
     int wide = 0, any_wide = 0;
     for (int j = 0; j < n; j++) wide |= sbytes[j] >> 32 || soff[j] >> symm_coll_a2av_off_bits;

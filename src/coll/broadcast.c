@@ -29,11 +29,10 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
         CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                 (size_t)n * sizeof(uint64_t)));
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(nbytes, (uint64_t)root, 0, 0), &c);
+    symm_status_t st = symm_coll_enter_shaped(
+        team, fn, symm_coll_args(nbytes, (uint64_t)root, 0, 0), n, me, &c);
     if (st) goto out_free;
-    if (c.n != n || c.me != me) {
-        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
-    } else if (nbytes == 0) {
+    if (nbytes == 0) {
     } else if (n == 1) {
         if (dest != src) memcpy(dest, src, nbytes);
     } else if (nbytes <= SYMM_COLL_WORD) {

@@ -49,11 +49,10 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
         CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                 (size_t)n * sizeof(uint64_t)));
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(nbytes, (uint64_t)inplace, 0, 0), &c);
+    symm_status_t st = symm_coll_enter_shaped(
+        team, fn, symm_coll_args(nbytes, (uint64_t)inplace, 0, 0), n, me, &c);
     if (st) goto out_free;
-    if (c.n != n || c.me != me) {
-        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
-    } else if (nbytes == 0) {
+    if (nbytes == 0) {
     } else if (n == 1) {
         if (dest != src) memcpy(dest, src, nbytes);
     } else if (nbytes <= SYMM_COLL_WORD) {
@@ -110,12 +109,8 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
     CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, 2 * (size_t)n * sizeof(uint64_t)));
     uint64_t *len = s.p, *off = len + n;
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter(team, fn, 0, &c), local = SYMM_SUCCESS;
+    symm_status_t st = symm_coll_enter_shaped(team, fn, 0, n, me, &c), local = SYMM_SUCCESS;
     if (st) goto out_free;
-    if (c.n != n || c.me != me) {
-        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
-        goto out_leave;
-    }
     CHECK_GOTO(symm_coll_exchange(&c, NULL, nbytes, len), st, out_leave);
     uint64_t total = 0;
     for (int j = 0; j < n; j++) {

@@ -182,12 +182,10 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
         CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                 2 * (size_t)n * sizeof(uint64_t)));
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter(team, fn, symm_coll_args(count, type, op, 0), &c);
+    symm_status_t st =
+        symm_coll_enter_shaped(team, fn, symm_coll_args(count, type, op, 0), n, me, &c);
     if (st) goto out_free;
-    if (c.n != n) {
-        /* the team was resolved twice; only a destroyed-and-reused handle could differ */
-        st = symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
-    } else if (count == 0) {
+    if (count == 0) {
     } else if (n == 1) {
         memcpy(dest, src, nbytes);
     } else if (nbytes <= SYMM_COLL_WORD) {
