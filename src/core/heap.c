@@ -13,29 +13,6 @@
 #include "core/runtime.h"
 #include "team/team.h"
 
-/* The exchange carries one word: a hash of (what, size, align) with the low bit set
- * when this PE failed its local check. */
-static symm_status_t agree(const char *fn, uint64_t args, int local_ok)
-{
-    symm_coll_t c;
-    CHECK(symm_coll_enter(symm_team_internal, fn, 0, &c));
-    uint64_t word = (args & ~(uint64_t)1) | (local_ok ? 0 : 1);
-    uint64_t *recv = malloc((size_t)c.n * sizeof *recv);
-    symm_status_t st = recv ? symm_coll_exchange(&c, NULL, word, recv)
-                            : symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
-    symm_coll_leave(&c);
-    for (int j = 0; j < c.n && !st; j++) {
-        if (recv[j] & 1)
-            st = symm_error_set(SYMM_ERR_INVALID_ARG, "%s failed on PE %d; nothing changed",
-                                fn, j);
-        else if ((recv[j] & ~(uint64_t)1) != (word & ~(uint64_t)1) && local_ok)
-            st = symm_error_set(SYMM_ERR_MISMATCH, "%s: PE %d passed other arguments than "
-                                "PE %d (symmetric allocation needs the same calls on every PE)",
-                                fn, j, symm_g.me);
-    }
-    free(recv);
-    return st;
-}
 
 /* SYMM_HEAP_PREFAULT: map the new object's pages in this process's view of every PE's
  * heap now, so that the first collective on it does not pay a page fault per page and
@@ -82,7 +59,7 @@ static void *heap_alloc(const char *fn, size_t size, size_t align, int zero)
     }
     char why[512] = "";
     if (!ok) snprintf(why, sizeof why, "%s", symm_last_error());
-    symm_status_t st = agree(fn, args, ok);
+    symm_status_t st = symm_agree(fn, args, ok, SYMM_ERR_INVALID_ARG);
     if (st && ok && size) symm_arena_free(&symm_g.heap_arena, off);
     pthread_mutex_unlock(&symm_g.heap_lock);
     if (!ok) symm_error_set(local, "%s", why); /* this PE's own reason, not the agreement's */
@@ -137,7 +114,8 @@ symm_status_t symm_free(void *ptr)
     }
     char why[512] = "";
     if (!ok) snprintf(why, sizeof why, "%s", symm_last_error());
-    symm_status_t st = agree("symm_free", symm_hash64(SYMM_HASH_INIT, off), ok);
+    symm_status_t st =
+        symm_agree("symm_free", symm_hash64(SYMM_HASH_INIT, off), ok, SYMM_ERR_INVALID_ARG);
     if (!st && ok) symm_arena_free(&symm_g.heap_arena, off);
     pthread_mutex_unlock(&symm_g.heap_lock);
     if (!ok) return symm_error_set(local, "%s", why);

@@ -365,6 +365,28 @@ void symm_team_layer_finalize(void)
 /* Creates a pool over `members` with ndups duplicates, exchanging offsets through the
  * collective c of a parent team (every parent member calls; non-members of the new team
  * allocate nothing and get *out = NULL). One exchange episode: O(1) rounds. */
+symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
+                         symm_status_t local_fail)
+{
+    symm_coll_t c;
+    CHECK(symm_coll_enter(symm_team_internal, fn, 0, &c));
+    uint64_t word = (args & ~(uint64_t)1) | (local_ok ? 0 : 1);
+    uint64_t *recv = malloc((size_t)c.n * sizeof *recv);
+    symm_status_t st = recv ? symm_coll_exchange(&c, NULL, word, recv)
+                            : symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    symm_coll_leave(&c);
+    for (int j = 0; j < c.n && !st; j++) {
+        if (recv[j] & 1)
+            st = symm_error_set(local_fail, "%s failed on PE %d; nothing changed", fn, j);
+        else if ((recv[j] & ~(uint64_t)1) != (word & ~(uint64_t)1) && local_ok)
+            st = symm_error_set(SYMM_ERR_MISMATCH, "%s: PE %d passed other arguments than "
+                                "PE %d (symmetric allocation needs the same calls on every PE)",
+                                fn, j, symm_g.me);
+    }
+    free(recv);
+    return st;
+}
+
 symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
                                        symm_kind_t kind, size_t ndups,
                                        symm_pool_obj_t **out)

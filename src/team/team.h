@@ -108,6 +108,13 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
                                   const char *what, uint64_t args, symm_coll_t *c);
 void symm_coll_leave(symm_coll_t *c);
 
+/* One exchange on the internal world team, for calls that every PE makes with the same
+ * arguments (symmetric allocation): every PE passed the same args (a hash; its low bit is
+ * not used) and succeeded locally (local_ok), or every PE returns an error: local_fail
+ * naming the first PE that failed, or SYMM_ERR_MISMATCH naming one whose args differ. */
+symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
+                         symm_status_t local_fail);
+
 /* Pointer to member pe's copy of a symmetric address. */
 static inline void *symm_coll_ptr(const symm_coll_t *c, const void *addr, int pe)
 {

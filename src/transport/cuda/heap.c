@@ -215,27 +215,6 @@ int symm_cuda_device(void) { return symm_cuda.initialized ? symm_cuda.device : -
 int symm_cuda_device_sharers(void) { return symm_cuda.initialized ? symm_cuda.sharers : 1; }
 
 /* ---------------------------------------------------------------- allocation */
-/* One exchange on the internal world team: every PE passes the same arguments and
- * succeeded locally, or nobody keeps anything. */
-static symm_status_t agree(const char *fn, uint64_t args, int local_ok)
-{
-    symm_coll_t c;
-    CHECK(symm_coll_enter(symm_team_internal, fn, 0, &c));
-    uint64_t word = (args & ~(uint64_t)1) | (local_ok ? 0 : 1);
-    uint64_t *recv = malloc((size_t)c.n * sizeof *recv);
-    symm_status_t st = recv ? symm_coll_exchange(&c, NULL, word, recv)
-                            : symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
-    symm_coll_leave(&c);
-    for (int j = 0; j < c.n && !st; j++) {
-        if (recv[j] & 1)
-            st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s failed on PE %d; nothing changed", fn, j);
-        else if ((recv[j] & ~(uint64_t)1) != (word & ~(uint64_t)1) && local_ok)
-            st = symm_error_set(SYMM_ERR_MISMATCH, "%s: PE %d passed other arguments than PE %d",
-                                fn, j, symm_g.me);
-    }
-    free(recv);
-    return st;
-}
 
 void *symm_gpu_malloc(size_t size)
 {
@@ -252,7 +231,8 @@ void *symm_gpu_malloc(size_t size)
         snprintf(why, sizeof why, "%s", symm_last_error());
         ok = 0;
     }
-    symm_status_t st = agree(fn, symm_hash64(SYMM_HASH_INIT, size), ok);
+    symm_status_t st =
+        symm_agree(fn, symm_hash64(SYMM_HASH_INIT, size), ok, SYMM_ERR_NO_MEMORY);
     if (st && ok && size) symm_arena_free(&symm_cuda.heap_arena, off);
     pthread_mutex_unlock(&symm_cuda.lock);
     if (!ok) symm_error_set(SYMM_ERR_NO_MEMORY, "%s", why);
@@ -269,7 +249,9 @@ symm_status_t symm_gpu_free(void *ptr)
              symm_arena_find(&symm_cuda.heap_arena, (uint64_t)((uint8_t *)ptr - symm_cuda.base), 1);
     cudaDeviceSynchronize(); /* no kernel of this PE still uses it */
     pthread_mutex_lock(&symm_cuda.lock);
-    symm_status_t st = agree(fn, symm_hash64(SYMM_HASH_INIT, (uint64_t)((uint8_t *)ptr - symm_cuda.base)), ok);
+    symm_status_t st = symm_agree(
+        fn, symm_hash64(SYMM_HASH_INIT, (uint64_t)((uint8_t *)ptr - symm_cuda.base)), ok,
+        SYMM_ERR_NO_MEMORY);
     if (!st) symm_arena_free(&symm_cuda.heap_arena, (uint64_t)((uint8_t *)ptr - symm_cuda.base));
     pthread_mutex_unlock(&symm_cuda.lock);
     if (!ok)
