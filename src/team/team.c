@@ -463,6 +463,17 @@ static symm_status_t check_out(const char *fn, const void *out)
     return SYMM_SUCCESS;
 }
 
+/* The parent team of a split, of which this PE must be a member. */
+static symm_status_t lookup_parent(const char *fn, symm_team_t parent, symm_pool_obj_t **pp,
+                                   symm_dup_t **pd)
+{
+    CHECK(symm_team_lookup(fn, parent, pp, pd));
+    if ((*pp)->me < 0)
+        return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not in the parent team", fn,
+                              symm_g.me);
+    return SYMM_SUCCESS;
+}
+
 symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride, int size,
                                       symm_team_t *out)
 {
@@ -470,10 +481,7 @@ symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride,
     CHECK(check_out(__func__, out));
     symm_pool_obj_t *pp;
     symm_dup_t *pd;
-    CHECK(symm_team_lookup(__func__, parent, &pp, &pd));
-    if (pp->me < 0)
-        return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not in the parent team",
-                              __func__, symm_g.me);
+    CHECK(lookup_parent(__func__, parent, &pp, &pd));
     int pn = pp->n;
     if (size < 1 || size > pn || start < 0 || start >= pn || (stride == 0 && size > 1))
         return symm_error_set(SYMM_ERR_INVALID_ARG,
@@ -512,10 +520,7 @@ symm_status_t symm_team_split_2d(symm_team_t parent, int xrange, symm_team_t *xa
     CHECK(check_out(__func__, yaxis));
     symm_pool_obj_t *pp;
     symm_dup_t *pd;
-    CHECK(symm_team_lookup(__func__, parent, &pp, &pd));
-    if (pp->me < 0)
-        return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not in the parent team",
-                              __func__, symm_g.me);
+    CHECK(lookup_parent(__func__, parent, &pp, &pd));
     int pn = pp->n;
     if (xrange < 1)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: xrange %d must be positive",
