@@ -25,8 +25,10 @@ typedef struct symm_cuda_fast {
     uint8_t *base[SYMM_CUDA_FAST_MAX]; /* member j's chunk base, as mapped here */
     int64_t delta[SYMM_CUDA_FAST_MAX]; /* member j's GPU heap address - mine */
 } symm_cuda_fast_t;
-/* Fills *out for pool (count 0 when it has more than SYMM_CUDA_FAST_MAX members). */
-symm_status_t symm_cuda_pool_fast(symm_pool_t pool, symm_cuda_fast_t *out);
+/* symm_cuda_pool_device, and (fast != NULL) the pool's first chunk in *fast (count 0 when
+ * the pool has more than SYMM_CUDA_FAST_MAX members): one lookup of the handle. */
+symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
+                                         symm_cuda_fast_t *fast);
 /* symm_cuda_launch with programmatic dependent launch (SYMM_GPU_PDL): only for symm's own
  * kernels, which execute griddepcontrol.wait (symm_detail::pdl_wait) before they read or
  * write anything that earlier work on the stream may touch. */

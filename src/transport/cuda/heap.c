@@ -376,7 +376,7 @@ symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void *
 symm_status_t symm_cuda_launch_pdl(const void *kernel, dim3 grid, dim3 block, void **args,
                                    size_t shared_mem, cudaStream_t stream)
 {
-    return launch("symm_cuda_launch", kernel, grid, block, args, shared_mem, stream, 1);
+    return launch("symm_cuda_launch_pdl", kernel, grid, block, args, shared_mem, stream, 1);
 }
 
 static const char *what_name(uint32_t w)

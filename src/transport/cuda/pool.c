@@ -258,27 +258,25 @@ symm_status_t symm_cuda_pool_create(symm_team_t team, size_t n, symm_pool_t *out
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out)
+symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
+                                         symm_cuda_fast_t *fast)
 {
-    CHECK(symm_cuda_require(__func__));
-    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", __func__);
+    static const char fn[] = "symm_cuda_pool_device";
+    CHECK(symm_cuda_require(fn));
+    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", fn);
     symm_pool_obj_t *p = (pool & SYMM_H_POOL_BIT) ? symm_handle_resolve(pool) : NULL;
     if (!p)
         return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool handle 0x%llx is invalid or "
-                              "was destroyed", __func__, (unsigned long long)pool);
+                              "was destroyed", fn, (unsigned long long)pool);
     CHECK(symm_cuda_pool_attach(p));
     *out = ((symm_cuda_pool_t *)p->gpu)->dev;
+    if (fast) *fast = ((symm_cuda_pool_t *)p->gpu)->fast;
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_cuda_pool_fast(symm_pool_t pool, symm_cuda_fast_t *out)
+symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out)
 {
-    symm_pool_obj_t *p = (pool & SYMM_H_POOL_BIT) ? symm_handle_resolve(pool) : NULL;
-    if (!p || !p->gpu)
-        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool handle 0x%llx has no GPU state",
-                              __func__, (unsigned long long)pool);
-    *out = ((symm_cuda_pool_t *)p->gpu)->fast;
-    return SYMM_SUCCESS;
+    return symm_cuda_pool_device_fast(pool, out, NULL);
 }
 
 symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out)

@@ -141,9 +141,10 @@ int auto_blocks(int cap, const symm_dev_pool_t &dp, int kind, size_t bytes)
     return want < 1 ? 1 : (int)want;
 }
 
-symm_status_t get_pool(const char *fn, symm_pool_t pool, symm_dev_pool_t *dp)
+symm_status_t get_pool(const char *fn, symm_pool_t pool, symm_dev_pool_t *dp,
+                       symm_cuda_fast_t *fast)
 {
-    CHECK(symm_cuda_pool_device(pool, dp));
+    CHECK(symm_cuda_pool_device_fast(pool, dp, fast));
     if (dp->n < 1 || dp->me < 0 || dp->size < 1)
         return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool %lld has no usable GPU state",
                               fn, (long long)pool);
@@ -274,7 +275,8 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
                               "integer types only)",
                               fn, (int)op, symm_op_name(op), symm_type_name(type));
     symm_dev_pool_t dp;
-    CHECK(get_pool(fn, pool, &dp));
+    symm_cuda_fast_t fast;
+    CHECK(get_pool(fn, pool, &dp, &fast));
     const int n = dp.n, me = dp.me;
     uintptr_t olo, ohi, ilo, ihi;
     size_t bytes = 0; /* per member, for the block count */
@@ -362,7 +364,7 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
 
     tile_params p;
     memset(&p, 0, sizeof p);
-    if (symm_cuda_pool_fast(pool, &p.fast)) p.fast.count = 0;
+    p.fast = fast;
     p.kind = kind;
     p.op = op;
     p.work = !local;
@@ -401,7 +403,8 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
                               ">= 1)", fn, a.ne);
     if (a.row_bytes == 0) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: row_bytes is 0", fn);
     symm_dev_pool_t dp;
-    CHECK(get_pool(fn, pool, &dp));
+    symm_cuda_fast_t fast;
+    CHECK(get_pool(fn, pool, &dp, &fast));
     size_t wsb = symm_tm_a2a_ws_bytes(dp.n, a.ne);
     if (!wsb)
         return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %d members x %d experts is too many", fn,
@@ -460,7 +463,7 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
     a2a_params p;
     memset(&p, 0, sizeof p);
     p.pool = dp;
-    if (symm_cuda_pool_fast(pool, &p.fast)) p.fast.count = 0;
+    p.fast = fast;
     p.a = a;
     p.a.trigger = 1;
     void *args[] = {&p};
