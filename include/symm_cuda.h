@@ -113,7 +113,11 @@ symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *
 
 /* Tiles (symm_tile_t of symm.h): in (and out of the allreduce) symmetric and aligned to
  * the element size; a rooted out may be any memory of the root's GPU. Every type and op
- * of symm_tile_reduce, any shape and ld, empty tiles (still collective). */
+ * of symm_tile_reduce, any shape and ld, empty tiles (still collective). Rooted and
+ * multi-root: when a root's out is in the GPU symmetric heap (only the root's out: the
+ * others' are not read) and the tiles have 16-byte aligned rows of whole 16-byte
+ * vectors, every member reduces a share of that tile straight into the root's out, as
+ * the allreduce shares its work; otherwise the root reads every member's tile itself. */
 symm_status_t symm_tile_reduce_on_stream(symm_pool_t pool, symm_tile_t out, symm_tile_t in,
                                          symm_type_t type, symm_op_t op, int root,
                                          int nblocks, cudaStream_t stream);

@@ -212,6 +212,8 @@ int main(int argc, char **argv)
     if (!A || !B) OK(symm_last_status());
     CU(cudaMemset(A, 0, maxb));
     CU(cudaMemset(B, 0, maxb));
+    float *L = nullptr; /* a rooted out outside the symmetric heap: the root pulls alone */
+    CU(cudaMalloc(&L, maxb));
 
     /* ---- tiles: float sum, automatic block count, vs copy */
     if (!prof) header("Tile reduce, float sum, 4096 columns");
@@ -227,6 +229,10 @@ int main(int argc, char **argv)
             }), tc);
         row("tile_reduce (root 0)", bytes, nb, timed([&] {
                 return symm_tile_reduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, 0, 0, g_s);
+            }), tc);
+        symm_tile_t lo = {L, t.rows, cols, cols};
+        row("tile_reduce (root 0, local out)", bytes, nb, timed([&] {
+                return symm_tile_reduce_on_stream(g_pool, lo, t, SYMM_FLOAT, SYMM_OP_SUM, 0, 0, g_s);
             }), tc);
     }
 
@@ -308,6 +314,7 @@ int main(int argc, char **argv)
     OK(symm_gpu_free(mid));
     OK(symm_gpu_free(in));
     OK(symm_gpu_free(B));
+    CU(cudaFree(L));
     OK(symm_gpu_free(A));
     OK(symm_pool_destroy(g_pool));
     OK(symm_finalize());

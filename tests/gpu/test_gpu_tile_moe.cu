@@ -3,8 +3,10 @@
  * host from every PE's deterministic input:
  *  - tiles: every type x op, odd shapes and strides, empty tiles, misaligned row starts
  *    (scalar heads/tails), 1..7 blocks and the automatic count; allreduce (separate out
- *    and in place), rooted (non-symmetric out), multi-root (every PE a root of a tile of
- *    its own shape); reference = the CPU library's own reduction kernels, bitwise; bytes
+ *    and in place), rooted (non-symmetric out; symmetric out, which the members share;
+ *    in place), multi-root (every PE a root of a tile of its own shape; flat tiles with
+ *    symmetric and local outs, some members roots, sharing turned off by one root's out
+ *    ld); reference = the CPU library's own reduction kernels, bitwise; bytes
  *    between rows and on non-roots untouched;
  *  - MoE: 1-D, dispatch (major_align 0, 1, 3, 8) and combine of the dispatch output with
  *    its own out_splits / out_offsets (device arrays, never copied to the host in
@@ -132,6 +134,75 @@ static void check_tile(const char *what, const uint8_t *dev, const shape &s, siz
     }
 }
 
+/* Multi-root over flat tiles (16-byte rows, aligned starts): the roots with an even tile
+ * index take a symmetric out (the members share its reduction), the others a local one
+ * (they pull alone); on some ops one root's out has an odd ld, which turns sharing off for
+ * the call; on odd ops only some members are roots. Non-roots' symmetric outs untouched. */
+template <int TY> static void test_multi_shared(symm_op_t op)
+{
+    typedef typename symm_tm::ty<TY>::T T;
+    const size_t es = sizeof(T);
+    static const int kFlat[] = {8, 9, 10, 11, 12};
+    const int nflat = 5;
+    const int nroots = op % 2 ? (g_n + 1) / 2 : g_n;
+    const bool odd_ld = op % 3 == 2;
+    std::vector<symm_tile_t> tin(nroots);
+    std::vector<int> roots(nroots);
+    std::vector<size_t> toff(nroots);
+    const uint64_t seed = 91000u + 100u * TY + op;
+    size_t eoff = 0, maxspan = 0;
+    int mine = -1;
+    for (int k = 0; k < nroots; k++) {
+        const shape &s = kShapes[kFlat[(k + op) % nflat]];
+        tin[k] = {(T *)g_A + eoff, s.rows, s.cols, s.ld};
+        toff[k] = eoff;
+        roots[k] = (g_n - 1 - k + op) % g_n;
+        if (roots[k] == g_me) mine = k;
+        eoff += (span_elems(s) + 16) / 16 * 16;
+        maxspan = std::max(maxspan, s.rows * (s.cols + 1));
+    }
+    for (int k = 0; k < nroots; k++)
+        for (int j = 0; j < k; j++) GT_TRUE(roots[j] != roots[k], "test roots not distinct");
+    upload<TY>(seed, 0, eoff);
+    GT_CUDA(memset_sync(g_B, 0x6B, maxspan * es));
+    GT_CUDA(memset_sync(g_L, 0x6B, maxspan * es));
+    symm_tile_t out = {g_B, 0, 0, 1};
+    size_t lld = 0;
+    bool symm_out = false;
+    if (mine >= 0) {
+        const shape &s = kShapes[kFlat[(mine + op) % nflat]];
+        symm_out = mine % 2 == 0;
+        lld = s.cols + (odd_ld && mine == 0 ? 1 : 0);
+        out = {symm_out ? (void *)g_B : (void *)g_L, s.rows, s.cols, lld};
+    }
+    int nb = kBlocks[(op + 1) % 4];
+    GT_OK(symm_tile_reduce_multi_on_stream(g_pool, out, tin.data(), roots.data(), nroots,
+                                           (symm_type_t)TY, op, nb, g_stream));
+    GT_CUDA(cudaStreamSynchronize(g_stream));
+    GT_OK(symm_cuda_check());
+    GT_OK(symm_barrier_all()); /* every member's stores into the roots' outs have landed */
+    symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, op);
+    std::vector<T> hb(maxspan), hl(maxspan);
+    GT_CUDA(memcpy_sync(hb.data(), g_B, maxspan * es, cudaMemcpyDeviceToHost));
+    GT_CUDA(memcpy_sync(hl.data(), g_L, maxspan * es, cudaMemcpyDeviceToHost));
+    T sent;
+    memset(&sent, 0x6B, sizeof sent);
+    for (size_t i = 0; i < maxspan; i++) {
+        T want_b = sent, want_l = sent;
+        if (mine >= 0) {
+            size_t r = i / lld, c = i % lld;
+            if (r < out.rows && c < out.cols) {
+                T v = ref_elem<TY>(kern, op, seed, toff[mine] + r * tin[mine].ld + c);
+                (symm_out ? want_b : want_l) = v;
+            }
+        }
+        GT_TRUE(!memcmp(&want_b, &hb[i], sizeof(T)) && !memcmp(&want_l, &hl[i], sizeof(T)),
+                "multi shared %s %s: PE %d (tile %d of %d roots, %s out%s) element %zu wrong",
+                symm_type_name((symm_type_t)TY), symm_op_name(op), g_me, mine, nroots,
+                symm_out ? "symmetric" : "local", odd_ld ? ", sharing off" : "", i);
+    }
+}
+
 template <int TY> static void test_tile_type()
 {
     typedef typename symm_tm::ty<TY>::T T;
@@ -183,7 +254,27 @@ template <int TY> static void test_tile_type()
             check_tile<TY>("reduce", (const uint8_t *)lout.base, ls, lld, lspan, o, seed,
                            g_me == root, 0x5A, false, nb);
             cases++;
+
+            /* rooted into a symmetric out: shared by the members where the tile is flat;
+             * the non-roots' outs stay untouched */
+            if (nspan) GT_CUDA(memset_sync(g_B, 0xA5, (nspan + 2) * es));
+            GT_OK(symm_tile_reduce_on_stream(g_pool, out, in, (symm_type_t)TY, o, root, nb,
+                                             g_stream));
+            GT_CUDA(cudaStreamSynchronize(g_stream));
+            GT_OK(symm_cuda_check());
+            check_tile<TY>("reduce symmetric out", (const uint8_t *)out.base, s, s.ld, nspan, o,
+                           seed, g_me == root, 0xA5, false, nb);
+            /* in place on the root; the non-roots' tiles stay as they were */
+            GT_OK(symm_tile_reduce_on_stream(g_pool, in, in, (symm_type_t)TY, o, root, nb,
+                                             g_stream));
+            GT_CUDA(cudaStreamSynchronize(g_stream));
+            GT_OK(symm_cuda_check());
+            check_tile<TY>("reduce in place", (const uint8_t *)in.base, s, s.ld, nspan, o, seed,
+                           g_me == root, 0, true, nb);
+            cases += 2;
         }
+        test_multi_shared<TY>((symm_op_t)op);
+        cases++;
         /* multi-root: PE k's tile has shape kShapes[(k + op) % kNShapes], roots reversed */
         {
             std::vector<symm_tile_t> tin(g_n);

@@ -113,6 +113,12 @@ SYMM_DEV uint64_t *flag_of_peer(const symm_dev_team_t &t, int pe)
     return (uint64_t *)(t.member_base[t.me] + t.off + SYMM_DEV_BLOCK_HDR) + pe;
 }
 
+/* Member pe's mailbox in this duplicate (dev__types.cuh): two words. */
+SYMM_DEV uint64_t *mailbox_of(const symm_dev_team_t &t, int pe)
+{
+    return (uint64_t *)(t.member_base[pe] + t.off + SYMM_DEV_BLOCK_MAILBOX);
+}
+
 SYMM_DEV void record(const symm_dev_team_t &t, int status, uint32_t what, uint32_t other,
                      uint64_t holder)
 {

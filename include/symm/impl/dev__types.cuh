@@ -15,9 +15,13 @@ extern "C" {
 /* A duplicate's sync block, on every member, in that member's GPU team region:
  *   [0]  claim word (64 bits): (episode counter of this member << 1) | held
  *   [8]  the tag of the block (warp, thread) holding the duplicate here, 0 when free
- *   [16] flag[n]: flag[k] = last episode member k signalled to this member
- * rounded up to SYMM_DEV_BLOCK_ALIGN bytes: 16 + 8 n bytes per member per duplicate. */
-#define SYMM_DEV_BLOCK_HDR 16
+ *   [16] mailbox (2 words): what the holder tells its peers in a call, written before the
+ *        call's first round and read by the peers after it (a rooted tile reduce's root
+ *        publishes where its out is, so that every member reduces a share straight into it)
+ *   [32] flag[n]: flag[k] = last episode member k signalled to this member
+ * rounded up to SYMM_DEV_BLOCK_ALIGN bytes: 32 + 8 n bytes per member per duplicate. */
+#define SYMM_DEV_BLOCK_MAILBOX 16
+#define SYMM_DEV_BLOCK_HDR 32
 #define SYMM_DEV_BLOCK_ALIGN 64
 
 /* What a device call was doing when it failed (for the host's message). */

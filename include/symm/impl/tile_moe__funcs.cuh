@@ -19,8 +19,10 @@
  * memory of the root's GPU), element-aligned; peers' tiles are read in place with plain
  * loads through the peer mappings (16-byte vectors where all addresses of a row piece
  * agree modulo 16), never NVLink multicast. A block's two synchronisation rounds (inputs
- * ready; band finished) are on its own duplicate. Rooted and multi-root: each root pulls
- * its tile from every member into its out (out need not be symmetric). Allreduce: member
+ * ready; band finished) are on its own duplicate. Rooted and multi-root: where a root's out
+ * is in the symmetric heap and the tiles take the flat vector path, every member reduces a
+ * share of it straight into that out; otherwise each root pulls its tile from every member
+ * into its out (which then may be any memory of its GPU). Allreduce: member
  * m of block b reduces its share of band b and stores it into every member's out.
  * Arguments every member passes alike are checked alike, so every member returns the same
  * error without communicating; a root whose own out is bad still takes part in both
@@ -396,17 +398,36 @@ SYMM_DEV bool tile_ok(const symm_tile_t &x, uint32_t es)
     return tile_empty(x) || (x.base && x.ld >= x.cols && ((uintptr_t)x.base % es) == 0);
 }
 
+/* Shared rooted reduction. A root whose out lies in the GPU symmetric heap (out_symm: the
+ * host wrapper checked it, or the caller vouches) publishes in its mailbox, before the
+ * first round, the byte offset of its out from its tile in and out's ld; after the round
+ * every member reads the roots' mailboxes and, where a root's out is shared, reduces its
+ * share of that tile (the allreduce's split of the flat path) straight into it, through
+ * the peer mapping, instead of the root reading all n tiles alone: n members' blocks share
+ * the reads. It needs the flat path everywhere: every tile flat (a property of the
+ * symmetric tiles and the heaps: every member sees it alike), and every root's kernel
+ * carrying the flat path (a root publishes it; a root whose out cannot take the flat
+ * path, or whose out failed its checks, turns sharing off for the whole call, and every
+ * root pulls its own tile). At most SYMM_TM_SHARE_MAX roots (one warp reads the
+ * mailboxes); beyond, roots pull alone. Mailbox word 1: (out.ld << 24) | (round-1 episode
+ * & 0x3fffff) << 2 | TM_MB_* (the episode guards against a stale word: members that
+ * disagree on the roots fall back to pulling alone instead of writing anywhere). */
+#define SYMM_TM_SHARE_MAX 32
+enum { TM_MB_FLAT = 1, TM_MB_SHARED = 2 };
+
 /* The body of every tile form. kind TILE_ALL: in[0] -> every member's out. TILE_MULTI:
  * in[k] -> out of member roots[k]. work == false: take part in the rounds only (the host
- * wrapper of a root whose out failed its checks). PATH: TILE_PATH_ANY decides per call
- * between the flat vector path and the general one; a host wrapper that has checked
- * tile_flat_ok's conditions itself picks one (each kernel then carries only its own code
- * and keeps fewer registers). */
+ * wrapper of a root whose out failed its checks). out_symm: this member's out (when it is
+ * a root) is in the GPU symmetric heap, so that the members may share its reduction (see
+ * above). PATH: TILE_PATH_ANY decides per call between the flat vector path and the
+ * general one; a host wrapper that has checked tile_flat_ok's conditions itself picks one
+ * (each kernel then carries only its own code and keeps fewer registers). */
 enum { TILE_PATH_ANY = 0, TILE_PATH_FLAT = 1, TILE_PATH_UNITS = 2 };
 template <int TY, int PATH = TILE_PATH_ANY>
 SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &out,
                        const symm_tile_t *in, const int *roots, int nroots, int op,
-                       uint32_t part, uint32_t nparts, bool work, bool trigger = false)
+                       uint32_t part, uint32_t nparts, bool work, bool out_symm = false,
+                       bool trigger = false)
 {
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_TILE;
@@ -443,6 +464,22 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         d16 = true;
         for (int m = 0; m < n; m++) d16 = d16 && (t.heap_delta[m] & 15) == 0;
     }
+    /* Shared rooted reduction (above): every tile flat, alike on every member. */
+    bool can_share = PATH != TILE_PATH_UNITS && kind == TILE_MULTI && !bad && d16 &&
+                     nroots > 0 && nroots <= SYMM_TM_SHARE_MAX;
+    for (int k = 0; k < nroots && can_share; k++)
+        can_share = tile_empty(in[k]) || tile_flat_ok(in[k], in[k], ES, true);
+    /* What this member publishes as a root: its kernel can share, its out can be shared. */
+    uint64_t mb_off = 0, mb_word = 0;
+    if (mine >= 0 && can_share && work && !local) {
+        mb_word = TM_MB_FLAT;
+        const symm_tile_t &mi = in[mine];
+        if (out_symm && !tile_empty(mi) && tile_flat_ok(out, mi, ES, true) &&
+            out.ld < (1ull << 40)) {
+            mb_word |= TM_MB_SHARED | ((uint64_t)out.ld << 24);
+            mb_off = (uint64_t)((const uint8_t *)out.base - (const uint8_t *)mi.base);
+        }
+    }
 
     /* The stream form: everything above reads only parameters, so it overlaps the end of
      * the kernel before this one on the stream; from here on memory it wrote is touched. */
@@ -459,6 +496,12 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         owned = c == 1;
         s_trc = c < 0 ? c : 0;
         s_tep = e;
+        /* before the round's release: the peers read it after the round */
+        if (c >= 0 && mine >= 0) {
+            uint64_t *mb = mailbox_of(t, me);
+            st_relaxed_gpu(mb, mb_off);
+            st_relaxed_gpu(mb + 1, mb_word | ((e + 1) & 0x3fffffu) << 2);
+        }
     }
     __syncthreads();
     int rc = s_trc;
@@ -485,33 +528,61 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
      * blocks of this call are resident (they passed the round), so blocks of the next
      * kernel waiting for SMs cannot keep a member of this call from running. */
     if (trigger) pdl_launch_dependents();
-    if (!rc) {
-        if (work && !local) {
-            if (kind == TILE_ALL || mine >= 0) {
-                const symm_tile_t &src = in[kind == TILE_ALL ? 0 : mine];
-                /* Every member decides alike: the tiles are symmetric and d16 is a
-                 * property of the heaps, so an allreduce's members split bands alike. */
-                const bool flat = PATH == TILE_PATH_FLAT    ? true
-                                  : PATH == TILE_PATH_UNITS ? false
-                                                            : tile_flat_ok(out, src, ES, d16);
-                if constexpr (PATH != TILE_PATH_UNITS)
-                    if (flat)
-                        tile_flat_op<TY>(t, op, out, src, kind == TILE_ALL,
-                                         tile_empty(src) ? 0 : src.rows * (src.cols * ES / 16),
-                                         part, nparts, kind == TILE_ALL ? (uint32_t)me : 0,
-                                         kind == TILE_ALL ? (uint32_t)n : 1);
-                if constexpr (PATH != TILE_PATH_FLAT)
-                    if (!flat) {
-                        uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
-                        uint64_t lo, hi, mlo = 0, mhi;
-                        symm_tm_band(u, nparts, part, &lo, &hi);
-                        mhi = hi - lo;
-                        if (kind == TILE_ALL)
-                            symm_tm_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
-                        tile_units_op<TY>(t, op, out, src, kind == TILE_ALL, lo + mlo,
-                                          lo + mhi, d16);
-                    }
+    /* The roots' mailboxes: which tiles every member reduces a share of (bit k). */
+    __shared__ uint32_t s_share;
+    __shared__ symm_tile_t s_dst[SYMM_TM_SHARE_MAX]; /* a shared tile's out, mapped here */
+    uint32_t share_mask = 0;
+    if (!rc && can_share) {
+        if (tid < 32) {
+            const int k = (int)tid;
+            bool ok = true, sh = false;
+            if (k < nroots) {
+                const uint64_t *mb = mailbox_of(t, roots[k]);
+                const uint64_t off = ld_flag(t, mb), w = ld_flag(t, mb + 1);
+                ok = ((w >> 2) & 0x3fffffu) == ((ep + 1) & 0x3fffffu) && (w & TM_MB_FLAT);
+                sh = ok && (w & TM_MB_SHARED);
+                const symm_tile_t &src = in[k];
+                s_dst[k] = {(uint8_t *)src.base + t.heap_delta[roots[k]] + (int64_t)off, src.rows,
+                            src.cols, (size_t)(w >> 24)};
             }
+            const bool all_ok = __all_sync(0xffffffffu, ok);
+            const uint32_t m = __ballot_sync(0xffffffffu, sh);
+            if (tid == 0) s_share = all_ok ? m : 0;
+        }
+        __syncthreads();
+        share_mask = s_share;
+    }
+    if (!rc) {
+        /* Each shared tile: this member's share, into the root's out. */
+        if constexpr (PATH != TILE_PATH_UNITS)
+            for (int k = 0; k < nroots && share_mask; k++)
+                if ((share_mask >> k) & 1)
+                    tile_flat_op<TY>(t, op, s_dst[k], in[k], false,
+                                     in[k].rows * (in[k].cols * ES / 16), part, nparts,
+                                     (uint32_t)me, (uint32_t)n);
+        /* The allreduce's share; a root's own tile, when not shared. */
+        const bool all = kind == TILE_ALL;
+        if (work && !local && (all || (mine >= 0 && !(share_mask && ((share_mask >> mine) & 1))))) {
+            const symm_tile_t &src = in[all ? 0 : mine];
+            /* Every member decides alike: the tiles are symmetric and d16 is a property of
+             * the heaps, so an allreduce's members split bands alike. */
+            const bool flat = PATH == TILE_PATH_FLAT    ? true
+                              : PATH == TILE_PATH_UNITS ? false
+                                                        : tile_flat_ok(out, src, ES, d16);
+            if constexpr (PATH != TILE_PATH_UNITS)
+                if (flat)
+                    tile_flat_op<TY>(t, op, out, src, all,
+                                     tile_empty(src) ? 0 : src.rows * (src.cols * ES / 16), part,
+                                     nparts, all ? (uint32_t)me : 0, all ? (uint32_t)n : 1);
+            if constexpr (PATH != TILE_PATH_FLAT)
+                if (!flat) {
+                    uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
+                    uint64_t lo, hi, mlo = 0, mhi;
+                    symm_tm_band(u, nparts, part, &lo, &hi);
+                    mhi = hi - lo;
+                    if (all) symm_tm_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
+                    tile_units_op<TY>(t, op, out, src, all, lo + mlo, lo + mhi, d16);
+                }
         }
         __syncthreads();
         /* Every member runs the closing round, whatever happened above. */
@@ -1042,14 +1113,19 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
 } // namespace symm_tm
 
 /* ================================================================ public device calls */
-/* T: int8_t .. uint64_t, float, double, __half, __nv_bfloat16. */
+/* T: int8_t .. uint64_t, float, double, __half, __nv_bfloat16. out_symmetric (rooted
+ * forms): the caller vouches that a root's out is in the GPU symmetric heap, so that the
+ * members may share its reduction (each reduces a share straight into it; without it the
+ * root reads every member's tile alone). */
 template <typename T>
 SYMM_DEV int symm_dev_tile_reduce_block(const symm_dev_team_t &t, symm_tile_t out,
                                         symm_tile_t in, symm_op_t op, int root,
-                                        uint32_t part, uint32_t nparts)
+                                        uint32_t part, uint32_t nparts,
+                                        bool out_symmetric = false)
 {
     return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_MULTI, out, &in,
-                                                          &root, 1, op, part, nparts, true);
+                                                          &root, 1, op, part, nparts, true,
+                                                          out_symmetric);
 }
 template <typename T>
 SYMM_DEV int symm_dev_tile_allreduce_block(const symm_dev_team_t &t, symm_tile_t out,
@@ -1065,10 +1141,11 @@ template <typename T>
 SYMM_DEV int symm_dev_tile_reduce_multi_block(const symm_dev_team_t &t, symm_tile_t out,
                                               const symm_tile_t *in, const int *roots,
                                               int nroots, symm_op_t op, uint32_t part,
-                                              uint32_t nparts)
+                                              uint32_t nparts, bool out_symmetric = false)
 {
     return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_MULTI, out, in,
-                                                          roots, nroots, op, part, nparts, true);
+                                                          roots, nroots, op, part, nparts, true,
+                                                          out_symmetric);
 }
 
 /* MoE: the arguments of the CPU calls of symm.h, plus in_capacity (rows of in: every

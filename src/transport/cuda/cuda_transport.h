@@ -13,7 +13,7 @@
 #include "transport/cuda/cuda_coll.h"
 #include "team/team.h"
 
-/* GPU team region per PE: sync blocks (16 + 8 n bytes per duplicate per member) and
+/* GPU team region per PE: sync blocks (32 + 8 n bytes per duplicate per member) and
  * device tables; 64 MiB holds about a million duplicates of a 4-PE team. */
 #define SYMM_CUDA_TEAM_REGION ((size_t)64 << 20)
 

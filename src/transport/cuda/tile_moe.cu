@@ -27,6 +27,7 @@ const int kMultiMax = 64;
 struct tile_params {
     symm_cuda_fast_t fast;
     int kind, nroots, op, work;
+    int out_symm; /* this member's out is in the GPU symmetric heap (a root's may be shared) */
     symm_tile_t out;
     symm_tile_t in[kMultiMax];
     int roots[kMultiMax];
@@ -75,7 +76,7 @@ __global__ void __launch_bounds__(kThreads)
     params_to_shared(p, sp);
     symm_dev_team_t t = team_of(pool, sp.fast, blockIdx.x);
     symm_tm::tile_impl<TY, PATH>(t, sp.kind, sp.out, sp.in, sp.roots, sp.nroots, sp.op,
-                                 blockIdx.x, gridDim.x, sp.work != 0, true);
+                                 blockIdx.x, gridDim.x, sp.work != 0, sp.out_symm != 0, true);
 }
 
 struct a2a_params {
@@ -182,9 +183,11 @@ int in_gpu_heap(const void *p, size_t bytes)
            (uintptr_t)p + bytes > (uintptr_t)p;
 }
 
-/* Readable by this GPU's kernels (device, managed or registered host memory). */
+/* Readable by this GPU's kernels (device, managed or registered host memory). The GPU
+ * heap is known without asking the driver (cudaPointerGetAttributes is ~1 us a call). */
 int dev_accessible(const void *p)
 {
+    if (symm_gpu_ptr(p, symm_my_pe())) return 1;
     cudaPointerAttributes at;
     if (cudaPointerGetAttributes(&at, p) != cudaSuccess) {
         cudaGetLastError();
@@ -278,9 +281,10 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
     symm_cuda_fast_t fast;
     CHECK(get_pool(fn, pool, &dp, &fast));
     const int n = dp.n, me = dp.me;
-    uintptr_t olo, ohi, ilo, ihi;
+    uintptr_t olo = 0, ohi = 0, ilo, ihi;
     size_t bytes = 0; /* per member, for the block count */
     symm_status_t local = SYMM_SUCCESS;
+    bool out_symm = false; /* a root's out in the symmetric heap: its reduction may be shared */
     if (kind == symm_tm::TILE_ALL) {
         CHECK(tile_check(fn, "in", in[0], es, 1, &ilo, &ihi));
         CHECK(tile_check(fn, "out", out, es, 1, &olo, &ohi));
@@ -338,24 +342,20 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
                                                    "needs the same base and ld)"
                                                  : ", which another root reads");
             }
-            if (!local && out.base && !dev_accessible(out.base))
+            out_symm = !local && ohi > olo && in_gpu_heap((const void *)olo, ohi - olo);
+            if (!local && out.base && !out_symm && !dev_accessible(out.base))
                 local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p of root %d is not "
                                        "memory this GPU can write", fn, out.base, me);
         }
     }
-    /* The flat vector path when this PE's tile allows it (the same choice on every member
-     * of an allreduce; a multi-root's roots choose alone, so its grid is sized for the
-     * worse of the two kernels). */
-    bool flat = false;
-    if (kind == symm_tm::TILE_ALL) {
-        flat = host_flat_ok(out, in[0], es);
-    } else if (!local) {
-        for (int k = 0; k < nroots; k++)
-            if (roots[k] == me) flat = host_flat_ok(out, in[k], es);
-    }
-    const void *kern = tile_kernel(type, flat);
+    /* The flat vector path when the tiles allow it: the same choice on every member of an
+     * allreduce. Multi-root (per kernel, i.e. per chunk of roots): every member's kernel
+     * has the flat path when every tile of the chunk is flat (so that the members can
+     * share a root's reduction, tile_moe__funcs.cuh), except a root whose own out cannot
+     * take it (it then publishes that, and every root of the chunk pulls alone); the grid
+     * is sized for the worse of the two kernels. */
     int cap = kind == symm_tm::TILE_ALL
-                  ? resident_cap(kern)
+                  ? resident_cap(tile_kernel(type, host_flat_ok(out, in[0], es)))
                   : resident_cap(tile_kernel(type, true), tile_kernel(type, false));
     int nb;
     CHECK(pick_blocks(fn, cap, dp, 0, bytes, nblocks, &nb));
@@ -373,19 +373,29 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
     symm_status_t st = SYMM_SUCCESS;
     if (kind == symm_tm::TILE_ALL) {
         p.in[0] = in[0];
-        st = symm_cuda_launch_pdl(kern, dim3(nb), dim3(kThreads), args, 0, stream);
+        st = symm_cuda_launch_pdl(tile_kernel(type, host_flat_ok(out, in[0], es)), dim3(nb),
+                                  dim3(kThreads), args, 0, stream);
     } else {
+        p.out_symm = out_symm;
         /* Chunks of roots, one kernel each (every member launches the same ones). */
         int k0 = 0;
         do {
             int cnt = nroots - k0 < kMultiMax ? nroots - k0 : kMultiMax;
+            bool in_flat = true;
+            int mine = -1;
             p.nroots = cnt;
             for (int k = 0; k < cnt; k++) {
                 p.in[k] = in[k0 + k];
                 p.roots[k] = roots[k0 + k];
+                in_flat = in_flat && (tile_empty(in[k0 + k]) ||
+                                      host_flat_ok(in[k0 + k], in[k0 + k], es));
+                if (roots[k0 + k] == me) mine = k0 + k;
             }
-            st = launched(fn, symm_cuda_launch_pdl(kern, dim3(nb), dim3(kThreads), args, 0,
-                                                   stream));
+            bool flat = in_flat;
+            if (mine >= 0 && !local && !tile_empty(in[mine]))
+                flat = host_flat_ok(out, in[mine], es);
+            st = launched(fn, symm_cuda_launch_pdl(tile_kernel(type, flat), dim3(nb),
+                                                   dim3(kThreads), args, 0, stream));
             k0 += cnt;
         } while (!st && k0 < nroots);
     }
