@@ -92,6 +92,13 @@ static void usage(const char *prog)
             "  --tsv FILE         append machine-readable rows to FILE\n"
             "  --anchor FILE      rows of the anchor (the MPI program) for the ratio column\n",
             prog);
+    if (!strcmp(prog, "symm-bench"))
+        fprintf(stderr,
+                "or:    %s gpu-coll|gpu-tile-moe [their options]\n"
+                "  the GPU tables (symm-gpu-bench [pool|barrier|coll], symm-gpu-tile-moe-bench: the\n"
+                "  programs next to this one, built with the CUDA part; gpu-tile-moe takes --quick,\n"
+                "  --tokens N, --prof)\n",
+                prog);
 }
 
 int bench_parse_opts(int argc, char **argv, bench_opts_t *o, const char *prog)

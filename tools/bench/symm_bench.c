@@ -3,6 +3,7 @@
  * many duplicates at once. The anchor numbers come from symm-bench-mpi (bench/). */
 #include "symm_bench.h"
 
+#include <errno.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -352,8 +353,48 @@ int sb_suite_teams(void)
 }
 
 /* ---------------------------------------------------------------- driver */
+/* The GPU suites are programs of their own (CUDA, linked with libsymm_cuda, built where
+ * nvcc is found): run the one next to this program with the arguments after the suite
+ * (it initialises symm itself, under the same symmrun). Returns only on failure, with the
+ * exit status; -1 if suite is not a GPU suite. */
+static int run_gpu_suite(char **argv)
+{
+    static const char *const suites[][2] = {{"gpu-coll", "symm-gpu-bench"},
+                                            {"gpu-tile-moe", "symm-gpu-tile-moe-bench"}};
+    const char *prog = NULL;
+    for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
+        if (!strcmp(argv[1], suites[i][0])) prog = suites[i][1];
+    if (!prog) return -1;
+    char path[4096];
+    ssize_t k = readlink("/proc/self/exe", path, sizeof path - 1);
+    if (k <= 0) {
+        fprintf(stderr, "symm-bench: cannot find this program's directory (/proc/self/exe)\n");
+        return 2;
+    }
+    path[k] = 0;
+    char *slash = strrchr(path, '/');
+    size_t dir = slash ? (size_t)(slash - path) + 1 : 0;
+    if (dir + strlen(prog) + 1 > sizeof path) {
+        fprintf(stderr, "symm-bench: path of %s too long\n", prog);
+        return 2;
+    }
+    strcpy(path + dir, prog);
+    const char *suite = argv[1];
+    argv[1] = path; /* argv[1..] becomes the GPU program's argv */
+    execv(path, argv + 1);
+    fprintf(stderr,
+            "symm-bench: suite %s runs %s, which could not be started (%s: %s); it is built "
+            "with the CUDA part (nvcc found at configure time)\n",
+            suite, prog, path, strerror(errno));
+    return 2;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 2) {
+        int g = run_gpu_suite(argv);
+        if (g >= 0) return g;
+    }
     if (bench_parse_opts(argc, argv, &sb_opts, "symm-bench")) return 2;
     if (symm_init() != SYMM_SUCCESS) {
         fprintf(stderr, "symm-bench: symm_init: %s\n(run it under symmrun -n N)\n",
@@ -373,7 +414,8 @@ int main(int argc, char **argv)
     else if (!strcmp(sb_opts.suite, "tile")) rc = sb_suite_tile();
     else if (!strcmp(sb_opts.suite, "moe")) rc = sb_suite_moe();
     else {
-        fprintf(stderr, "symm-bench: unknown suite %s (teams, coll, tile, moe)\n",
+        fprintf(stderr, "symm-bench: unknown suite %s (teams, coll, tile, moe, gpu-coll, "
+                        "gpu-tile-moe)\n",
                 sb_opts.suite);
         rc = 2;
     }
