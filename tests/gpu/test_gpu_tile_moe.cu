@@ -13,7 +13,10 @@
  *    between), empty splits, odd row widths; rows, padding (untouched), out_splits,
  *    out_offsets and out_rows checked; combine gives back every input exactly;
  *  - agreement: a too-small out_capacity or in_capacity on one PE fails every PE
- *    (symm_cuda_check) and writes nothing; a local argument error on one PE likewise.
+ *    (symm_cuda_check) and writes nothing; a local argument error on one PE likewise;
+ *  - the block-scoped device calls from a user's kernel: tile allreduce and rooted reduce
+ *    with out_symmetric (flat and general paths) against the serial reference, dispatch
+ *    against the stream form.
  * "--quick": fewer cases (for compute-sanitizer). */
 #include <vector>
 
@@ -613,6 +616,16 @@ __global__ void k_user_tile(symm_dev_pool_t pool, symm_tile_t out, symm_tile_t i
     int r = symm_dev_tile_allreduce_block<float>(t, out, in, SYMM_OP_SUM, blockIdx.x, gridDim.x);
     if (threadIdx.x == 0 && r) atomicExch(rc, r);
 }
+/* A user's kernel: the block-scoped rooted reduce into a symmetric out (the members share
+ * it where the tile takes the flat path). */
+__global__ void k_user_rooted(symm_dev_pool_t pool, symm_tile_t out, symm_tile_t in, int root,
+                              int *rc)
+{
+    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    int r = symm_dev_tile_reduce_block<float>(t, out, in, SYMM_OP_SUM, root, blockIdx.x,
+                                              gridDim.x, true);
+    if (threadIdx.x == 0 && r) atomicExch(rc, r);
+}
 /* A user's kernel: the block-scoped MoE dispatch. */
 __global__ void k_user_dispatch(symm_dev_pool_t pool, void *out, size_t cap, const void *in,
                                 size_t in_cap, const size_t *splits, int ne, size_t rb,
@@ -655,6 +668,23 @@ static void test_block_api(void)
         GT_TRUE(rc == 0, "user tile kernel: status %d", rc);
         check_tile<SYMM_FLOAT>("block-scoped allreduce", (const uint8_t *)out.base, s, s.ld,
                                nspan, SYMM_OP_SUM, seed, true, 0xA5, false, blocks[k]);
+        GT_OK(symm_barrier_all());
+
+        /* rooted, out_symmetric: only the root's out is written */
+        int root = (k + 1) % g_n;
+        GT_CUDA(memset_sync(g_B, 0x5C, (nspan + 2) * 4));
+        GT_CUDA(memset_sync(d_rc, 0, sizeof(int)));
+        GT_OK(symm_barrier_all()); /* every out reset before any member writes the root's */
+        void *rargs[] = {&dp, &out, &in, &root, &d_rc};
+        GT_OK(symm_cuda_launch((const void *)k_user_rooted, dim3(blocks[k]), dim3(256), rargs, 0,
+                               g_stream));
+        GT_CUDA(cudaStreamSynchronize(g_stream));
+        GT_OK(symm_cuda_check());
+        rc = -1;
+        GT_CUDA(memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
+        GT_TRUE(rc == 0, "user rooted tile kernel: status %d", rc);
+        check_tile<SYMM_FLOAT>("block-scoped rooted reduce", (const uint8_t *)out.base, s, s.ld,
+                               nspan, SYMM_OP_SUM, seed, g_me == root, 0x5C, false, blocks[k]);
         GT_OK(symm_barrier_all());
     }
 

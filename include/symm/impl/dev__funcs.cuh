@@ -640,45 +640,41 @@ SYMM_DEV int symm_dev_allreduce_block(const symm_dev_team_t &t, T *dest, const T
                                           SYMM_DEV_WHAT_ALLREDUCE);
 }
 
-SYMM_DEV int symm_dev_fcollect_block(const symm_dev_team_t &t, void *dest, const void *src,
-                                     size_t nbytes)
+namespace symm_detail {
+/* fcollect (alltoall == false: member j's src into block j of dest) and alltoall (block
+ * me of member j's src into block j of dest), one block. */
+SYMM_DEV int gather_block_impl(const symm_dev_team_t &t, void *dest, const void *src,
+                               size_t nbytes, bool alltoall)
 {
-    using namespace symm_detail;
-    const uint32_t W = SYMM_DEV_WHAT_FCOLLECT;
+    const uint32_t W = alltoall ? SYMM_DEV_WHAT_ALLTOALL : SYMM_DEV_WHAT_FCOLLECT;
     int owned = 0;
     int rc = enter_block(t, W, &owned);
     if (rc) return rc;
     rc = round_block(t, W);
     if (!rc) {
+        const size_t soff = alltoall ? (size_t)t.me * nbytes : 0;
         for (int j = 0; j < t.n; j++)
-            copy_part<true>((char *)dest + (size_t)j * nbytes, peer(t, src, j), nbytes,
-                      thread_linear(), block_threads());
+            copy_part<true>((char *)dest + (size_t)j * nbytes,
+                            (const char *)peer(t, src, j) + soff, nbytes, thread_linear(),
+                            block_threads());
         __syncthreads();
-        rc = round_block(t, W);
+        rc = round_block(t, W); /* every member's src was read */
     }
     leave_block(t, owned);
     return rc;
+}
+} // namespace symm_detail
+
+SYMM_DEV int symm_dev_fcollect_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                     size_t nbytes)
+{
+    return symm_detail::gather_block_impl(t, dest, src, nbytes, false);
 }
 
 SYMM_DEV int symm_dev_alltoall_block(const symm_dev_team_t &t, void *dest, const void *src,
                                      size_t nbytes)
 {
-    using namespace symm_detail;
-    const uint32_t W = SYMM_DEV_WHAT_ALLTOALL;
-    int owned = 0;
-    int rc = enter_block(t, W, &owned);
-    if (rc) return rc;
-    rc = round_block(t, W);
-    if (!rc) {
-        for (int j = 0; j < t.n; j++)
-            copy_part<true>((char *)dest + (size_t)j * nbytes,
-                            (const char *)peer(t, src, j) + (size_t)t.me * nbytes, nbytes,
-                      thread_linear(), block_threads());
-        __syncthreads();
-        rc = round_block(t, W);
-    }
-    leave_block(t, owned);
-    return rc;
+    return symm_detail::gather_block_impl(t, dest, src, nbytes, true);
 }
 
 SYMM_DEV void symm_dev_put_block(const symm_dev_team_t &t, void *dest, const void *src,
