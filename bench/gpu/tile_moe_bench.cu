@@ -13,7 +13,7 @@
  *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
  * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096)
  *        [--prof] (the MoE dispatch alone; a build with -DSYMM_TM_PROF also prints the
- *        times of its steps, per PE) */
+ *        times of its steps, per PE) [--blocks N] (--prof: N blocks, default automatic) */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -192,10 +192,12 @@ int main(int argc, char **argv)
 {
     bool quick = false, prof = false;
     size_t ntok = 4096;
+    int pblocks = 0; /* --prof: the dispatch's block count (0: automatic) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--prof")) prof = true;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ntok = strtoull(argv[++i], nullptr, 10);
+        else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) pblocks = atoi(argv[++i]);
     }
     if (!bench_gpu_init()) return 0;
     g_me = symm_my_pe();
@@ -267,11 +269,11 @@ int main(int argc, char **argv)
     };
     int nauto = symm_cuda_tile_moe_auto_blocks(g_pool, 1, mb);
     if (prof) { /* the dispatch alone (also a short run to profile with ncu) */
-        double tp = timed([&] { return dispatch(0); });
+        double tp = timed([&] { return dispatch(pblocks); });
         if (!g_me) printf("PROF dispatch, %zu tokens, %d blocks: %.2f us per call\n", tokens,
-                          nauto, tp * 1e6);
+                          pblocks ? pblocks : nauto, tp * 1e6);
 #ifdef SYMM_TM_PROF
-        prof_report(nauto);
+        prof_report(pblocks ? pblocks : nauto);
 #else
         if (!g_me) printf("--prof: no step stamps in this build (configure with "
                           "-DCMAKE_CUDA_FLAGS=-DSYMM_TM_PROF)\n");
