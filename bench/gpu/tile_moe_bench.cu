@@ -137,7 +137,7 @@ extern "C" int symm_tm_prof_read(uint64_t *dst, size_t n);
  * first block started its body (after the launch wait), in us. PEs print in turn. */
 static void prof_report(int nb)
 {
-    const int S = 16, B = 264, T = 16, START = 1;
+    const int S = 16, B = 264, T = 17, START = 1, LAYOUT = 7, COPIED = 8, SMID = 16;
     static const char *names[] = {"entry",  "start",  "claimed", "published",  "round 1",
                                   "loaded", "verdict", "layout", "copied",     "round 2",
                                   "end",    "preclaim", "need",  "R",          "chunks",
@@ -171,6 +171,17 @@ static void prof_report(int nb)
                 printf("PROF pe %d   %-10s first %7.2f  median %7.2f  last %7.2f us\n", g_me,
                        names[i], d.front(), d[d.size() / 2], d.back());
             }
+        }
+        /* the last call, block by block: its SM and its copy's start and end */
+        for (size_t k = order.size() >= 2 ? order.size() - 2 : 0; k + 1 < order.size(); k++) {
+            int s = order[k].second;
+            uint64_t t0 = UINT64_MAX;
+            for (int b = 0; b < nb && b < B; b++) t0 = std::min(t0, at(s, b, START));
+            for (int b = 0; b < nb && b < B; b++)
+                printf("PROFBLK pe %d block %d sm %llu layout %.2f copied %.2f us\n", g_me, b,
+                       (unsigned long long)at(s, b, SMID),
+                       (double)(int64_t)(at(s, b, LAYOUT) - t0) * 1e-3,
+                       (double)(int64_t)(at(s, b, COPIED) - t0) * 1e-3);
         }
         fflush(stdout);
     }

@@ -675,11 +675,11 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 #ifdef SYMM_TM_PROF
 #define SYMM_TM_PROF_SLOTS 16
 #define SYMM_TM_PROF_BLOCKS 264
-#define SYMM_TM_PROF_STEPS 16
+#define SYMM_TM_PROF_STEPS 17 /* the steps below, then the block's SM */
 enum { PROF_ENTRY, PROF_START, PROF_CLAIMED, PROF_PUBLISHED, PROF_ROUND1, PROF_LOADED,
        PROF_VERDICT, PROF_LAYOUT, PROF_COPIED, PROF_ROUND2, PROF_END,
        /* finer steps, in thread 0 */
-       PROF_PRECLAIM, PROF_NEED, PROF_R, PROF_CHUNKS, PROF_SCANNED };
+       PROF_PRECLAIM, PROF_NEED, PROF_R, PROF_CHUNKS, PROF_SCANNED, PROF_SMID };
 __device__ uint64_t prof_buf[SYMM_TM_PROF_SLOTS * SYMM_TM_PROF_BLOCKS * SYMM_TM_PROF_STEPS];
 SYMM_DEV uint64_t *prof_s(void)
 {
@@ -700,6 +700,9 @@ SYMM_DEV void prof_flush(uint64_t ep, uint32_t part)
 {
     if (symm_detail::thread_linear() != 0 || part >= SYMM_TM_PROF_BLOCKS) return;
     prof_s()[PROF_END] = symm_detail::globaltimer();
+    uint32_t sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    prof_s()[PROF_SMID] = sm;
     uint64_t *d = prof_buf + ((ep / 2) % SYMM_TM_PROF_SLOTS) * SYMM_TM_PROF_BLOCKS *
                                  SYMM_TM_PROF_STEPS + (uint64_t)part * SYMM_TM_PROF_STEPS;
     for (int i = 0; i < SYMM_TM_PROF_STEPS; i++) d[i] = prof_s()[i];
