@@ -171,12 +171,8 @@ static void prof_report(int nb)
                 printf("PROF pe %d   %-10s first %7.2f  median %7.2f  last %7.2f us\n", g_me,
                        names[i], d.front(), d[d.size() / 2], d.back());
             }
-        }
-        /* the last call, block by block: its SM and its copy's start and end */
-        for (size_t k = order.size() >= 2 ? order.size() - 2 : 0; k + 1 < order.size(); k++) {
-            int s = order[k].second;
-            uint64_t t0 = UINT64_MAX;
-            for (int b = 0; b < nb && b < B; b++) t0 = std::min(t0, at(s, b, START));
+            if (k + 2 != order.size()) continue;
+            /* the last call, block by block: its SM and its copy's start and end */
             for (int b = 0; b < nb && b < B; b++)
                 printf("PROFBLK pe %d block %d sm %llu layout %.2f copied %.2f us\n", g_me, b,
                        (unsigned long long)at(s, b, SMID),
