@@ -28,12 +28,9 @@
  * one table (block b of a call uses copy b % SYMM_TM_A2A_COPIES: a line shared by every
  * block of the grid cost microseconds of L2 contention per call). A table is a header
  * of SYMM_TM_A2A_HDR words (status, out_capacity, reserved, argument fingerprint), then
- * (count, source offset) for every (receiver j, index e), receiver-major. After the
- * copies, one 64-byte line of this member's own: word 0 is the counter of the copy's
- * claimed chunks (tile_moe__funcs.cuh, a2a_impl). */
+ * (count, source offset) for every (receiver j, index e), receiver-major. */
 #define SYMM_TM_A2A_HDR 4
 #define SYMM_TM_A2A_COPIES 32
-#define SYMM_TM_A2A_TAIL 64
 /* Bytes of workspace a team of n members with ne experts each needs (0 on overflow). */
 SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
 {
@@ -45,7 +42,7 @@ SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
     if (k >= 0x80000000u ||
         k > (uint64_t)(SIZE_MAX / 16 / SYMM_TM_A2A_COPIES) - SYMM_TM_A2A_HDR)
         return 0;
-    return (SYMM_TM_A2A_HDR + 2 * k) * 8 * SYMM_TM_A2A_COPIES + SYMM_TM_A2A_TAIL;
+    return (SYMM_TM_A2A_HDR + 2 * k) * 8 * SYMM_TM_A2A_COPIES;
 }
 
 /* ---------------------------------------------------------------- bands and units */

@@ -225,10 +225,15 @@ SYMM_DEV void tile_units(const symm_dev_team_t &t, const symm_tile_t &out, const
     }
 }
 
-/* Loads and stores of data each block touches once: a peer's input (never cached in L1,
- * which is not coherent with the peers' writes) and the outputs. */
+/* Loads and stores of data each block touches once: a peer's input (read after a round's
+ * acquire, so these weak loads see the peer's writes) and the outputs. By default with the
+ * streaming hint (.cs: evict first), so that the streamed bytes do not push the kernels'
+ * code, the split tables and the round flags out of the L2 between calls. On an H200 with
+ * 4 PEs under MPS, 29 MB MoE dispatch 76.6 -> 72.9 us, 16 MiB tile allreduce 44.5 ->
+ * 41.8 us (an L2 evict-first policy on both was 74.0 us; .cs on the loads or on the stores
+ * alone 77.4 / 76.0 us). SYMM_TM_STREAM_HINTS=0: .cg loads and plain stores. */
 #ifndef SYMM_TM_STREAM_HINTS
-#define SYMM_TM_STREAM_HINTS 0
+#define SYMM_TM_STREAM_HINTS 1
 #endif
 SYMM_DEV uint4 ld_once(const uint4 *p)
 {
@@ -643,10 +648,10 @@ SYMM_DEV uint64_t warp_scan_sat(uint64_t v, uint32_t lane)
 /* Block copy of nbytes from a peer's memory (read at L2) into local memory: up to eight
  * 16-byte loads in flight per thread before any store (a store could alias the next
  * loads, so the compiler would not overlap iterations by itself). */
-SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes, uint32_t tid,
-                             uint32_t nthr)
+SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 {
     constexpr int U = 8; /* measured on an H200: 4, 12 and 16 were slower */
+    const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
     int vec = (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
     uint64_t head, nvec, tail;
     symm_tm_split16((uintptr_t)src, nbytes, 1, vec, &head, &nvec, &tail);
@@ -746,103 +751,6 @@ SYMM_DEV uint64_t block_scan_sat(uint64_t v, uint64_t *total)
     return v;
 }
 
-/* Claimed chunks (the stream form, teams of SYMM_TM_MOE_CLAIM_MIN_N members or more).
- * Blocks of one PE copy equal shares at rates up to 1.7x apart when several PEs share a
- * GPU (4 PEs on an H200, 29 MB: a block's 13-14 chunks take 35.9 to 60.3 us), and the
- * closing round waits for the slowest. So the last SYMM_TM_MOE_CLAIM percent of the
- * chunks are not dealt round-robin but claimed, a whole chunk at a time, by blocks that
- * have finished their dealt ones: thread 0 takes the next index from a counter in this
- * member's workspace while the block copies the current chunk (one atomic per chunk,
- * its latency hidden). The counter word is (tag << 24) | chunks claimed, tag = the
- * grid's id; block 0 installs its tag when the call begins (the kernel before has
- * completed, so nobody else uses the word), and a claim that finds an older tag installs
- * it itself; a chunk claimed twice (block 0 late) is copied twice with the same bytes.
- * Off by default (0) until it has been measured on a GPU: build with
- * -DSYMM_TM_MOE_CLAIM=25 to try it (docs/PERFORMANCE.md, session 7). */
-#ifndef SYMM_TM_MOE_CLAIM
-#define SYMM_TM_MOE_CLAIM 0
-#endif
-#ifndef SYMM_TM_MOE_CLAIM_MIN_N
-#define SYMM_TM_MOE_CLAIM_MIN_N 2
-#endif
-/* The counter: the first word after the workspace's table copies. */
-SYMM_DEV unsigned long long *claim_counter(void *ws, uint64_t N)
-{
-    return (unsigned long long *)((uint64_t *)ws +
-                                  SYMM_TM_A2A_COPIES * (SYMM_TM_A2A_HDR + 2 * N));
-}
-SYMM_DEV unsigned long long claim_tag(void)
-{
-    return (symm_detail::gridid() & ((1ull << 40) - 1)) << 24;
-}
-/* Chunks claimed of `chunks` in all (0: every chunk is dealt). */
-SYMM_DEV uint64_t claimed_chunks(uint64_t chunks, uint32_t nparts, int n)
-{
-    if (SYMM_TM_MOE_CLAIM <= 0 || nparts < 2 || n < SYMM_TM_MOE_CLAIM_MIN_N ||
-        chunks >= (1u << 22))
-        return 0;
-    return chunks * SYMM_TM_MOE_CLAIM / 100;
-}
-SYMM_DEV uint32_t claim_next(unsigned long long *ctr, unsigned long long tag)
-{
-    const unsigned long long mask = (1ull << 24) - 1;
-    unsigned long long v = atomicAdd(ctr, 1ull);
-    if ((v & ~mask) == tag) return (uint32_t)(v & mask);
-    unsigned long long cur = v + 1; /* the word after my add, unless others changed it */
-    for (;;) {
-        if ((cur & ~mask) == tag) { /* installed meanwhile */
-            v = atomicAdd(ctr, 1ull);
-            return (uint32_t)(v & mask);
-        }
-        const unsigned long long w = atomicCAS(ctr, cur, tag | 1ull);
-        if (w == cur) return 0; /* installed by me: chunk 0 is mine */
-        cur = w;
-    }
-}
-
-/* The claimed chunks by the whole block: chunk c0 + i holds moved rows [(c0 + i) * R,
- * ...) up to M, of the layout's n entries in shared memory (moved position, count,
- * destination, source offset, source member). Not inlined: its registers would spill
- * the body's. */
-__device__ __noinline__ void copy_claimed(const a2a_args &a, uint64_t c0, uint64_t nc,
-                                          uint64_t R, uint64_t M, uint32_t n,
-                                          unsigned long long *ctr, const uint64_t *mov,
-                                          const uint64_t *cnt, const uint64_t *dst,
-                                          const uint64_t *src, const int *sm,
-                                          const int64_t *sdl, const int64_t *heap_delta)
-{
-    __shared__ uint32_t s_next[2]; /* two slots: a slow warp may still read the last one */
-    const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
-    const uint64_t rb = a.row_bytes;
-    const unsigned long long tag = claim_tag();
-    if (tid == 0) s_next[0] = claim_next(ctr, tag);
-    __syncthreads();
-    uint32_t it = s_next[0];
-    for (uint32_t k = 1; it < nc; k++) {
-        const uint32_t nx = tid == 0 ? claim_next(ctr, tag) : 0; /* in flight meanwhile */
-        uint64_t p = (c0 + it) * R;
-        const uint64_t p1 = p + R < M ? p + R : M;
-        while (p < p1) {
-            int lo = 0, hi = (int)n - 1; /* the last entry starting at or before p */
-            while (lo < hi) {
-                const int mid = (lo + hi + 1) >> 1;
-                if (mov[mid] <= p) lo = mid;
-                else hi = mid - 1;
-            }
-            const uint64_t m0 = mov[lo], q = p1 < m0 + cnt[lo] ? p1 : m0 + cnt[lo];
-            const int s = sm[lo];
-            const int64_t dl = s < SYMM_TM_DL ? sdl[s] : heap_delta[s];
-            copy_from_peer((uint8_t *)a.out + (dst[lo] + (p - m0)) * rb,
-                           (const uint8_t *)a.in + dl + (src[lo] + (p - m0)) * rb, (q - p) * rb,
-                           tid, nthr);
-            p = q;
-        }
-        if (tid == 0) s_next[k & 1] = nx;
-        __syncthreads();
-        it = s_next[k & 1];
-    }
-}
-
 /* The MoE body. The work before the copy is a chain of round trips to memory that every
  * block runs (~10 us when each was its own step); it is cut to: the claim and the loads
  * of my splits in flight together; my table written; one round; one parallel pass of
@@ -855,7 +763,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_MOE;
     __shared__ int s_claim, s_rc, s_bad_s, s_fail_m;
-    __shared__ uint64_t s_ep, s_moved_me, s_total, s_fp, s_R, s_S;
+    __shared__ uint64_t s_ep, s_moved_me, s_total, s_fp, s_R;
     /* a window of my column: count, source offset, destination, moved position, my first
      * and last chunk, source member */
     __shared__ uint64_t s_cnt[SYMM_TM_WIN], s_src[SYMM_TM_WIN], s_dst[SYMM_TM_WIN],
@@ -909,9 +817,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
      * the kernel before this one on the stream; from here on memory it wrote is read. */
     if (a.trigger) pdl_wait();
     SYMM_TM_STAMP(PROF_START);
-    /* the claimed chunks' counter: this call's tag, before any block can claim */
-    if (a.trigger && part == 0 && tid == 0 && !bad_args && SYMM_TM_MOE_CLAIM > 0)
-        atomicExch(claim_counter(a.ws, N), claim_tag());
     uint64_t cnt0, off0;
     load_entry(tid, &cnt0, &off0);
 
@@ -1108,12 +1013,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
 #pragma unroll
         for (int d = 16; d > 0; d >>= 1) mv = sat_add(mv, __shfl_xor_sync(0xffffffffu, mv, d));
         const uint64_t R = symm_tm_moe_chunk_rows(mv, rb, nparts);
-        /* dealt chunks: the rows [0, S); the others are claimed */
-        const uint64_t C = symm_tm_ceil_div(mv, R), D = a.trigger ? claimed_chunks(C, nparts, n) : 0;
-        if (lane == 0) {
-            s_R = R;
-            s_S = D ? (C - D) * R : mv;
-        }
+        if (lane == 0) s_R = R;
         SYMM_TM_STAMP(PROF_R);
         layout_window(0, N, R, false);
     }
@@ -1153,10 +1053,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         }
         if (tid == 0 && !s_rc && s_fail_m < n) s_rc = SYMM_ERR_OVERFLOW;
         /* rows per chunk, by one thread for all */
-        if (tid == 0 && !early) {
-            s_R = symm_tm_moe_chunk_rows(s_moved_me, rb, nparts);
-            s_S = s_moved_me; /* every chunk dealt */
-        }
+        if (tid == 0 && !early) s_R = symm_tm_moe_chunk_rows(s_moved_me, rb, nparts);
         __syncthreads();
     }
     SYMM_TM_STAMP(PROF_VERDICT);
@@ -1164,7 +1061,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     /* ---- layout in windows (warp 0; done above with early) and copy of my band of the
      * moved rows (all) */
     if (!s_rc) {
-        const uint64_t R = s_R, S = s_S;
+        const uint64_t R = s_R;
         if (early && part == 0) { /* the outputs the layout above held back */
             for (uint64_t o = tid; o < N; o += nthr) {
                 if (a.out_splits) a.out_splits[o] = s_cnt[o];
@@ -1190,23 +1087,15 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                 for (uint64_t c = s_c1[w]; c <= cl; c += nparts) {
                     uint64_t a0 = c * R > m0 ? c * R : m0;
                     uint64_t a1 = (c + 1) * R < m0 + cn ? (c + 1) * R : m0 + cn;
-                    if (a1 > S) a1 = S; /* the dealt chunks only */
-                    if (a0 >= a1) break;
                     uint64_t d0 = s_dst[w] + (a0 - m0), r = a1 - a0;
                     if (d0 > a.out_capacity || r > a.out_capacity - d0) continue; /* cannot happen */
                     const uint8_t *src = (const uint8_t *)a.in + dl +
                                          (s_src[w] + (a0 - m0)) * rb;
-                    copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb, tid, nthr);
+                    copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb);
                 }
             }
             if (!early) __syncthreads();
         }
-        /* The claimed chunks (early: the layout of every entry is in shared memory; S is
-         * a multiple of R there). */
-        if (early && S < s_moved_me)
-            copy_claimed(a, S / R, symm_tm_ceil_div(s_moved_me, R) - S / R, R, s_moved_me,
-                         (uint32_t)N, claim_counter(a.ws, N), s_mov, s_cnt, s_dst, s_src, s_sm,
-                         s_dl, t.heap_delta);
         if (part == 0 && tid == 0 && a.out_rows) *a.out_rows = s_total;
     }
     SYMM_TM_STAMP(PROF_COPIED);
