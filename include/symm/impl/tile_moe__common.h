@@ -130,7 +130,9 @@ SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
 /* MoE rows move in chunks of at most this many bytes (whole rows, at least one); chunk c
  * of a member's moved rows (output order) is copied by block c % nparts, so all blocks
  * sweep the output together. */
-#define SYMM_TM_MOE_CHUNK 65536u /* 32 KiB and 128 KiB were slower (H200) */
+#ifndef SYMM_TM_MOE_CHUNK
+#define SYMM_TM_MOE_CHUNK 65536u /* H200: 32 KiB slower, 96 and 128 KiB no better */
+#endif
 
 /* ceil(x / d), d > 0, without overflow. */
 SYMM_TM_HD uint64_t symm_tm_ceil_div(uint64_t x, uint64_t d)

@@ -650,7 +650,10 @@ SYMM_DEV uint64_t warp_scan_sat(uint64_t v, uint32_t lane)
  * loads, so the compiler would not overlap iterations by itself). */
 SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 {
-    constexpr int U = 8; /* measured on an H200: 4, 12 and 16 were slower */
+#ifndef SYMM_TM_MOE_UNROLL
+#define SYMM_TM_MOE_UNROLL 8 /* H200: 4, 12 and 16 slower; with the .cs hints 6 and 12 too */
+#endif
+    constexpr int U = SYMM_TM_MOE_UNROLL;
     const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
     int vec = (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
     uint64_t head, nvec, tail;
