@@ -276,11 +276,12 @@ int main(int argc, char **argv)
     };
     int nauto = symm_cuda_tile_moe_auto_blocks(g_pool, 1, mb);
     if (prof) { /* the dispatch alone (also a short run to profile with ncu) */
+        const int nb = pblocks ? pblocks : nauto;
         double tp = timed([&] { return dispatch(pblocks); });
         if (!g_me) printf("PROF dispatch, %zu tokens, %d blocks: %.2f us per call\n", tokens,
-                          pblocks ? pblocks : nauto, tp * 1e6);
+                          nb, tp * 1e6);
 #ifdef SYMM_TM_PROF
-        prof_report(pblocks ? pblocks : nauto);
+        prof_report(nb);
 #else
         if (!g_me) printf("--prof: no step stamps in this build (configure with "
                           "-DCMAKE_CUDA_FLAGS=-DSYMM_TM_PROF)\n");

@@ -645,14 +645,17 @@ SYMM_DEV uint64_t warp_scan_sat(uint64_t v, uint32_t lane)
     return v;
 }
 
-/* Block copy of nbytes from a peer's memory (read at L2) into local memory: up to eight
+/* 16-byte loads in flight per thread in copy_from_peer (H200: 4, 12 and 16 slower; with the
+ * .cs hints 6 and 12 too). */
+#ifndef SYMM_TM_MOE_UNROLL
+#define SYMM_TM_MOE_UNROLL 8
+#endif
+
+/* Block copy of nbytes from a peer's memory (read at L2) into local memory: up to U
  * 16-byte loads in flight per thread before any store (a store could alias the next
  * loads, so the compiler would not overlap iterations by itself). */
 SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 {
-#ifndef SYMM_TM_MOE_UNROLL
-#define SYMM_TM_MOE_UNROLL 8 /* H200: 4, 12 and 16 slower; with the .cs hints 6 and 12 too */
-#endif
     constexpr int U = SYMM_TM_MOE_UNROLL;
     const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
     int vec = (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
