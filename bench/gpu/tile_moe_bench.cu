@@ -12,6 +12,7 @@
  *           as a copy of the same bytes does)
  *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
  * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096)
+ *        [--skel] (the dispatch's skeleton, see k_skel)
  *        [--prof] (the MoE dispatch alone; a build with -DSYMM_TM_PROF also prints the
  *        times of its steps, per PE) [--blocks N] (--prof: N blocks, default automatic) */
 #include <algorithm>
@@ -22,6 +23,8 @@
 #include <vector>
 
 #include "symm_cuda.h"
+#include "symm_device.cuh"
+#include "symm/impl/tile_moe__funcs.cuh"
 
 #include "bench_check.h"
 
@@ -185,6 +188,74 @@ static void prof_report(int nb)
 }
 #endif
 
+
+/* --skel: the MoE step's skeleton, to find the floor of its structure. Block b copies
+ * chunks b, b + nb, ... of `rows` rows of rb bytes (R rows a chunk, as the dispatch lays
+ * them out) from the member the chunk's rows come from (rows split evenly over the
+ * members, as the dispatch's column is) into out, with the dispatch's copy loop.
+ * MODE 0: the copy alone; 1: and a closing round on duplicate b; 2: a claim and a first
+ * round before the copy too (the dispatch less its tables and layout). Launched with
+ * programmatic dependent launch, as the dispatch is. */
+template <int MODE>
+__global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out,
+                                              const uint8_t *in, uint64_t rows, uint64_t rb,
+                                              uint64_t R)
+{
+    using namespace symm_detail;
+    __shared__ uint64_t s_ep;
+    __shared__ int s_own;
+    const symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    const uint32_t tid = threadIdx.x, nthr = blockDim.x;
+    pdl_wait();
+    if (MODE >= 1 && tid == 0) {
+        uint64_t ep;
+        s_own = claim(t, SYMM_DEV_WHAT_MOE, holder_tag(SUB_BLOCK), &ep) == 1;
+        s_ep = ep;
+    }
+    __syncthreads();
+    if (MODE >= 2) {
+        round_part(t, s_ep + 1, tid, nthr, SYMM_DEV_WHAT_MOE);
+        __syncthreads();
+    }
+    if (MODE != 1) pdl_launch_dependents();
+    const uint64_t nch = (rows + R - 1) / R, per = (rows + pool.n - 1) / pool.n;
+    for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) {
+        const uint64_t r0 = c * R, r1 = r0 + R < rows ? r0 + R : rows;
+        const int s = (int)(r0 / per);
+        symm_tm::copy_from_peer(out + r0 * rb, in + pool.heap_delta[s] + r0 * rb, (r1 - r0) * rb);
+    }
+    if (MODE == 1) pdl_launch_dependents();
+    if (MODE >= 1) {
+        __syncthreads();
+        round_part(t, s_ep + 2, tid, nthr, SYMM_DEV_WHAT_MOE);
+        __syncthreads();
+        if (tid == 0) {
+            if (s_own) unclaim_ep(t, s_ep + 2);
+            else set_episode(t, s_ep + 2);
+        }
+    }
+}
+
+static symm_status_t skel_launch(int mode, int nb, symm_dev_pool_t dp, uint8_t *out,
+                                 const uint8_t *in, uint64_t rows, uint64_t rb)
+{
+    static const void *ks[] = {(const void *)k_skel<0>, (const void *)k_skel<1>,
+                               (const void *)k_skel<2>};
+    uint64_t R = symm_tm_moe_chunk_rows(rows, rb, (uint32_t)nb);
+    void *args[] = {&dp, &out, &in, &rows, &rb, &R};
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(nb);
+    cfg.blockDim = dim3(512);
+    cfg.stream = g_s;
+    cudaLaunchAttribute at[1];
+    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    at[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = at;
+    cfg.numAttrs = 1;
+    return cudaLaunchKernelExC(&cfg, ks[mode], args) == cudaSuccess ? SYMM_SUCCESS
+                                                                    : SYMM_ERR_CUDA;
+}
+
 static void header(const char *title)
 {
     if (g_me) return;
@@ -197,12 +268,13 @@ static void header(const char *title)
 
 int main(int argc, char **argv)
 {
-    bool quick = false, prof = false;
+    bool quick = false, prof = false, skel = false;
     size_t ntok = 4096;
     int pblocks = 0; /* --prof: the dispatch's block count (0: automatic) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--prof")) prof = true;
+        else if (!strcmp(argv[i], "--skel")) skel = true;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ntok = strtoull(argv[++i], nullptr, 10);
         else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) pblocks = atoi(argv[++i]);
     }
@@ -275,6 +347,26 @@ int main(int argc, char **argv)
                                           d_bof, nullptr, ws, nb, g_s);
     };
     int nauto = symm_cuda_tile_moe_auto_blocks(g_pool, 1, mb);
+    if (skel) { /* the dispatch's skeleton (see k_skel), against the copy and the dispatch */
+        symm_dev_pool_t dp;
+        OK(symm_cuda_pool_device(g_pool, &dp));
+        header("MoE skeleton: the copy loop alone, with a closing round, with both rounds");
+        for (int rep = 0; rep < 2; rep++) {
+            row("copy (cudaMemcpyAsync)", mb, 0, copy_time(back, in, mb), tc);
+            row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
+            const char *names[] = {"skel copy", "skel copy + close", "skel 2 rounds"};
+            for (int m = 0; m < 3; m++)
+                row(names[m], mb, nauto, timed([&] {
+                        return skel_launch(m, nauto, dp, mid, in, tokens, rb);
+                    }), tc);
+            for (int f : {2, 4})
+                row(f == 2 ? "skel copy, 2x blocks" : "skel copy, 4x blocks", mb, f * nauto,
+                    timed([&] { return skel_launch(0, f * nauto, dp, mid, in, tokens, rb); }),
+                    tc);
+        }
+        OK(symm_finalize());
+        return 0;
+    }
     if (prof) { /* the dispatch alone (also a short run to profile with ncu) */
         const int nb = pblocks ? pblocks : nauto;
         double tp = timed([&] { return dispatch(pblocks); });
