@@ -220,9 +220,15 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     if (MODE != 1) pdl_launch_dependents();
     const uint64_t nch = (rows + R - 1) / R, per = (rows + pool.n - 1) / pool.n;
     for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) {
-        const uint64_t r0 = c * R, r1 = r0 + R < rows ? r0 + R : rows;
-        const int s = (int)(r0 / per);
-        symm_tm::copy_from_peer(out + r0 * rb, in + pool.heap_delta[s] + r0 * rb, (r1 - r0) * rb);
+        const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
+        for (uint64_t r0 = c * R, r1; r0 < c1; r0 = r1) { /* pieces by source member */
+            const int s = (int)(r0 / per);
+            r1 = (s + 1) * per < c1 ? (s + 1) * per : c1;
+            /* member s's rows for me: its input's rows [me * per, (me + 1) * per) */
+            const uint64_t src = (uint64_t)pool.me * per + (r0 - s * per);
+            symm_tm::copy_from_peer(out + r0 * rb, in + pool.heap_delta[s] + src * rb,
+                                    (r1 - r0) * rb);
+        }
     }
     if (MODE == 1) pdl_launch_dependents();
     if (MODE >= 1) {
@@ -297,8 +303,8 @@ int main(int argc, char **argv)
     CU(cudaMalloc(&L, maxb));
 
     /* ---- tiles: float sum, automatic block count, vs copy */
-    if (!prof) header("Tile reduce, float sum, 4096 columns");
-    for (size_t bytes : prof ? std::vector<size_t>() : sizes) {
+    if (!prof && !skel) header("Tile reduce, float sum, 4096 columns");
+    for (size_t bytes : prof || skel ? std::vector<size_t>() : sizes) {
         symm_tile_t t = {A, bytes / 4 / cols, cols, cols}, o = {B, t.rows, cols, cols};
         double tc = copy_time(B, A, bytes);
         int nb = symm_cuda_tile_moe_auto_blocks(g_pool, 0, bytes);
