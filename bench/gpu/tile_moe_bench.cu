@@ -193,11 +193,13 @@ static void prof_report(int nb)
  * chunks b, b + nb, ... of `rows` rows of rb bytes (R rows a chunk, as the dispatch lays
  * them out) from the member the chunk's rows come from (rows split evenly over the
  * members, as the dispatch's column is) into out, with the dispatch's copy loop.
- * MODE 0: the copy alone; 1: and a closing round on duplicate b; 2: a claim and a first
- * round before the copy too (the dispatch less its tables and layout). Launched with
- * programmatic dependent launch, as the dispatch is. */
-template <int MODE>
-__global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out,
+ * MODE 0: the copy alone; 2: a claim and a round on duplicate b before it, a closing round
+ * after it (the dispatch less its tables and layout). Launched with programmatic
+ * dependent launch, as the dispatch is, and NT threads a block. (A closing round without
+ * the first one may hang under MPS: the next call's blocks, let in after the copy, can
+ * take the SMs that a peer's blocks of this call still wait for.) */
+template <int MODE, int NT>
+__global__ void __launch_bounds__(NT) k_skel(symm_dev_pool_t pool, uint8_t *out,
                                               const uint8_t *in, uint64_t rows, uint64_t rb,
                                               uint64_t R)
 {
@@ -217,7 +219,7 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
         round_part(t, s_ep + 1, tid, nthr, SYMM_DEV_WHAT_MOE);
         __syncthreads();
     }
-    if (MODE != 1) pdl_launch_dependents();
+    pdl_launch_dependents();
     const uint64_t nch = (rows + R - 1) / R, per = (rows + pool.n - 1) / pool.n;
     for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) {
         const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
@@ -230,7 +232,6 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
                                     (r1 - r0) * rb);
         }
     }
-    if (MODE == 1) pdl_launch_dependents();
     if (MODE >= 1) {
         __syncthreads();
         round_part(t, s_ep + 2, tid, nthr, SYMM_DEV_WHAT_MOE);
@@ -242,23 +243,23 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     }
 }
 
-static symm_status_t skel_launch(int mode, int nb, symm_dev_pool_t dp, uint8_t *out,
+static symm_status_t skel_launch(int mode, int nt, int nb, symm_dev_pool_t dp, uint8_t *out,
                                  const uint8_t *in, uint64_t rows, uint64_t rb)
 {
-    static const void *ks[] = {(const void *)k_skel<0>, (const void *)k_skel<1>,
-                               (const void *)k_skel<2>};
+    const void *k = nt == 1024 ? (mode ? (const void *)k_skel<2, 1024> : (const void *)k_skel<0, 1024>)
+                               : (mode ? (const void *)k_skel<2, 512> : (const void *)k_skel<0, 512>);
     uint64_t R = symm_tm_moe_chunk_rows(rows, rb, (uint32_t)nb);
     void *args[] = {&dp, &out, &in, &rows, &rb, &R};
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(nb);
-    cfg.blockDim = dim3(512);
+    cfg.blockDim = dim3(nt);
     cfg.stream = g_s;
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    return cudaLaunchKernelExC(&cfg, ks[mode], args) == cudaSuccess ? SYMM_SUCCESS
+    return cudaLaunchKernelExC(&cfg, k, args) == cudaSuccess ? SYMM_SUCCESS
                                                                     : SYMM_ERR_CUDA;
 }
 
@@ -356,19 +357,21 @@ int main(int argc, char **argv)
     if (skel) { /* the dispatch's skeleton (see k_skel), against the copy and the dispatch */
         symm_dev_pool_t dp;
         OK(symm_cuda_pool_device(g_pool, &dp));
-        header("MoE skeleton: the copy loop alone, with a closing round, with both rounds");
+        header("MoE skeleton: the copy loop alone, with both rounds");
         for (int rep = 0; rep < 2; rep++) {
             row("copy (cudaMemcpyAsync)", mb, 0, copy_time(back, in, mb), tc);
             row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
-            const char *names[] = {"skel copy", "skel copy + close", "skel 2 rounds"};
-            for (int m = 0; m < 3; m++)
-                row(names[m], mb, nauto, timed([&] {
-                        return skel_launch(m, nauto, dp, mid, in, tokens, rb);
-                    }), tc);
-            for (int f : {2, 4})
-                row(f == 2 ? "skel copy, 2x blocks" : "skel copy, 4x blocks", mb, f * nauto,
-                    timed([&] { return skel_launch(0, f * nauto, dp, mid, in, tokens, rb); }),
-                    tc);
+            for (int nt : {512, 1024})
+                for (int m : {0, 2}) {
+                    char name[64];
+                    snprintf(name, sizeof name, "skel %s, %d threads", m ? "2 rounds" : "copy", nt);
+                    row(name, mb, nauto, timed([&] {
+                            return skel_launch(m, nt, nauto, dp, mid, in, tokens, rb);
+                        }), tc);
+                }
+            row("skel copy, 2x blocks", mb, 2 * nauto, timed([&] {
+                    return skel_launch(0, 512, 2 * nauto, dp, mid, in, tokens, rb);
+                }), tc);
         }
         OK(symm_finalize());
         return 0;

@@ -17,6 +17,11 @@ extern "C" {
 namespace {
 
 const int kThreads = 512;
+/* Threads of a MoE block (one block per SM: its registers allow no second one). */
+#ifndef SYMM_TM_A2A_THREADS
+#define SYMM_TM_A2A_THREADS 512
+#endif
+const int kA2aThreads = SYMM_TM_A2A_THREADS;
 /* Tile bytes per block when choosing the block count. One block moves only ~13 GB/s, so
  * small tiles want many blocks: 32 KiB (was 256 KiB) took a 1 MiB tile allreduce at 1 PE
  * from 23.2 to 8.4 us on an H200 (25% -> 71% of a device copy). */
@@ -85,7 +90,7 @@ struct a2a_params {
     symm_tm::a2a_args a;
 };
 
-__global__ void __launch_bounds__(kThreads) k_a2a(const __grid_constant__ a2a_params p)
+__global__ void __launch_bounds__(kA2aThreads) k_a2a(const __grid_constant__ a2a_params p)
 {
 #ifdef SYMM_TM_PROF
     symm_tm::prof_entry();
@@ -111,11 +116,11 @@ const void *tile_kernel(symm_type_t type, bool flat)
 
 /* Blocks of kernel that can be resident at once on this PE's share of the GPU, or of
  * the worse of two kernels (k2 != NULL: when members may launch different ones). */
-int resident_cap(const void *kernel, const void *k2 = nullptr)
+int resident_cap(const void *kernel, const void *k2 = nullptr, int threads = kThreads)
 {
-    int cap = symm_cuda_max_resident_blocks(kernel, kThreads, 0);
+    int cap = symm_cuda_max_resident_blocks(kernel, threads, 0);
     if (k2) {
-        int c2 = symm_cuda_max_resident_blocks(k2, kThreads, 0);
+        int c2 = symm_cuda_max_resident_blocks(k2, threads, 0);
         if (c2 < cap) cap = c2;
     }
     return cap;
@@ -155,7 +160,7 @@ symm_status_t get_pool(const char *fn, symm_pool_t pool, symm_dev_pool_t *dp,
 /* cap: resident_cap of the kernel(s) the members launch; it must be the same on every
  * member, so that every member picks the same grid (or fails alike). */
 symm_status_t pick_blocks(const char *fn, int cap, const symm_dev_pool_t &dp, int kind,
-                          size_t bytes, int nblocks, int *out)
+                          size_t bytes, int nblocks, int *out, int threads = kThreads)
 {
     if (nblocks < 0)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: nblocks = %d (0: automatic)", fn,
@@ -170,7 +175,7 @@ symm_status_t pick_blocks(const char *fn, int cap, const symm_dev_pool_t &dp, in
                               "%s: nblocks = %d but at most %d blocks of %d threads can be "
                               "resident at once on this PE's share of the GPU (blocks that wait "
                               "on peers would wait for ever)",
-                              fn, nblocks, cap, kThreads);
+                              fn, nblocks, cap, threads);
     *out = nblocks ? nblocks : auto_blocks(cap, dp, kind, bytes);
     return SYMM_SUCCESS;
 }
@@ -461,7 +466,8 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out_splits, out_offsets or out_rows "
                                "is not memory this GPU can write", fn);
     int nb;
-    CHECK(pick_blocks(fn, resident_cap((const void *)k_a2a), dp, 1, 0, nblocks, &nb));
+    CHECK(pick_blocks(fn, resident_cap((const void *)k_a2a, nullptr, kA2aThreads), dp, 1, 0,
+                      nblocks, &nb, kA2aThreads));
     char why[512] = "";
     if (local) {
         snprintf(why, sizeof why, "%s", symm_last_error());
@@ -478,7 +484,7 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
     p.a.trigger = 1;
     void *args[] = {&p};
     symm_status_t st =
-        launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb), dim3(kThreads), args,
+        launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb), dim3(kA2aThreads), args,
                                           0, stream));
     if (st) return st;
     if (local) return symm_error_set(local, "%s", why);
@@ -597,7 +603,7 @@ extern "C" int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t
     symm_dev_pool_t dp;
     if (symm_cuda_pool_device(pool, &dp) || dp.size < 1) return 0;
     int cap = kind == 0 ? resident_cap(tile_kernel(SYMM_FLOAT, true))
-                        : resident_cap((const void *)k_a2a);
+                        : resident_cap((const void *)k_a2a, nullptr, kA2aThreads);
     return auto_blocks(cap, dp, kind, bytes);
 }
 
