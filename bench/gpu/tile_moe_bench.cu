@@ -369,9 +369,10 @@ int main(int argc, char **argv)
                             return skel_launch(m, nt, nauto, dp, mid, in, tokens, rb);
                         }), tc);
                 }
-            row("skel copy, 2x blocks", mb, 2 * nauto, timed([&] {
-                    return skel_launch(0, 512, 2 * nauto, dp, mid, in, tokens, rb);
-                }), tc);
+            for (int m : {0, 2})
+                row(m ? "skel 2 rounds, 2x blocks" : "skel copy, 2x blocks", mb, 2 * nauto,
+                    timed([&] { return skel_launch(m, 512, 2 * nauto, dp, mid, in, tokens, rb); }),
+                    tc);
         }
         OK(symm_finalize());
         return 0;

@@ -22,6 +22,10 @@ const int kThreads = 512;
 #define SYMM_TM_A2A_THREADS 512
 #endif
 const int kA2aThreads = SYMM_TM_A2A_THREADS;
+/* Blocks per SM that the MoE kernel's registers must allow (the automatic count follows). */
+#ifndef SYMM_TM_A2A_MINB
+#define SYMM_TM_A2A_MINB 1
+#endif
 /* Tile bytes per block when choosing the block count. One block moves only ~13 GB/s, so
  * small tiles want many blocks: 32 KiB (was 256 KiB) took a 1 MiB tile allreduce at 1 PE
  * from 23.2 to 8.4 us on an H200 (25% -> 71% of a device copy). */
@@ -90,7 +94,7 @@ struct a2a_params {
     symm_tm::a2a_args a;
 };
 
-__global__ void __launch_bounds__(kA2aThreads) k_a2a(const __grid_constant__ a2a_params p)
+__global__ void __launch_bounds__(kA2aThreads, SYMM_TM_A2A_MINB) k_a2a(const __grid_constant__ a2a_params p)
 {
 #ifdef SYMM_TM_PROF
     symm_tm::prof_entry();
