@@ -369,10 +369,12 @@ int main(int argc, char **argv)
                             return skel_launch(m, nt, nauto, dp, mid, in, tokens, rb);
                         }), tc);
                 }
-            for (int m : {0, 2})
-                row(m ? "skel 2 rounds, 2x blocks" : "skel copy, 2x blocks", mb, 2 * nauto,
-                    timed([&] { return skel_launch(m, 512, 2 * nauto, dp, mid, in, tokens, rb); }),
-                    tc);
+            /* the copy alone only: blocks that wait on peers must all be resident, and
+             * with 2x blocks the next call's (let in after the first round) can take the
+             * SMs a peer's blocks still need (seen hanging at 2 PEs) */
+            row("skel copy, 2x blocks", mb, 2 * nauto, timed([&] {
+                    return skel_launch(0, 512, 2 * nauto, dp, mid, in, tokens, rb);
+                }), tc);
         }
         OK(symm_finalize());
         return 0;
