@@ -17,12 +17,17 @@ extern "C" {
 namespace {
 
 const int kThreads = 512;
-/* Threads of a MoE block (one block per SM: its registers allow no second one). */
+/* The MoE kernel's shape, overridable at build time for A/B runs (scripts/gpu-ab): threads
+ * a block, and blocks per SM its registers must allow (the automatic block count follows
+ * the occupancy). Default: 512 threads, 114 registers, one block per SM. H200, 29 MB
+ * dispatch at 1 / 2 / 4 PEs (docs/PERFORMANCE.md, session 9): 19.7 / 39.0 / 72.2 us;
+ * 1024 threads 35.4 / 64.0 / 120.3, with 4 loads in flight 23.6 / 43.0 / 79.8; two blocks
+ * per SM 29.7 / 53.4 / 95.9, with 4 in flight 80.3 at 4 PEs. Both cap a thread at 64
+ * registers, and the copy loop then spills. */
 #ifndef SYMM_TM_A2A_THREADS
 #define SYMM_TM_A2A_THREADS 512
 #endif
 const int kA2aThreads = SYMM_TM_A2A_THREADS;
-/* Blocks per SM that the MoE kernel's registers must allow (the automatic count follows). */
 #ifndef SYMM_TM_A2A_MINB
 #define SYMM_TM_A2A_MINB 1
 #endif
