@@ -192,20 +192,26 @@ static void prof_report(int nb)
 /* --skel: the MoE step's skeleton, to find the floor of its structure. Block b copies
  * chunks b, b + nb, ... of `rows` rows of rb bytes (R rows a chunk, as the dispatch lays
  * them out) from the member the chunk's rows come from (rows split evenly over the
- * members, as the dispatch's column is) into out, with the dispatch's copy loop.
- * MODE 0: the copy alone; 2: a claim and a round on duplicate b before it, a closing round
- * after it (the dispatch less its tables and layout). Launched with programmatic
- * dependent launch, as the dispatch is, and NT threads a block. (A closing round without
- * the first one may hang under MPS: the next call's blocks, let in after the copy, can
- * take the SMs that a peer's blocks of this call still wait for.) */
-template <int MODE, int NT>
-__global__ void __launch_bounds__(NT) k_skel(symm_dev_pool_t pool, uint8_t *out,
+ * members, as the dispatch's column is) into out, with the dispatch's copy loop (TMA:
+ * with its bulk copies through 128 KiB of shared memory, symm_tm::tma_pipe, as with
+ * SYMM_GPU_MOE_TMA=1). MODE 0: the copy alone; 2: a claim and a round on duplicate b
+ * before it, a closing round after it (the dispatch less its tables and layout).
+ * Launched with programmatic dependent launch, as the dispatch is. (A closing round
+ * without the first one may hang under MPS: the next call's blocks, let in after the
+ * copy, can take the SMs that a peer's blocks of this call still wait for.) */
+const size_t kSkelStage = (size_t)128 << 10;
+template <int MODE, bool TMA>
+__global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out,
                                               const uint8_t *in, uint64_t rows, uint64_t rb,
                                               uint64_t R)
 {
     using namespace symm_detail;
     __shared__ uint64_t s_ep;
     __shared__ int s_own;
+    __shared__ uint64_t s_mbar[SYMM_TM_TMA_SLOTS];
+    __shared__ uint8_t *s_pdst[SYMM_TM_TMA_SLOTS];
+    __shared__ uint32_t s_pbytes[SYMM_TM_TMA_SLOTS];
+    extern __shared__ __align__(128) uint8_t stage[];
     const symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
     const uint32_t tid = threadIdx.x, nthr = blockDim.x;
     pdl_wait();
@@ -221,16 +227,34 @@ __global__ void __launch_bounds__(NT) k_skel(symm_dev_pool_t pool, uint8_t *out,
     }
     pdl_launch_dependents();
     const uint64_t nch = (rows + R - 1) / R, per = (rows + pool.n - 1) / pool.n;
-    for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) {
-        const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
-        for (uint64_t r0 = c * R, r1; r0 < c1; r0 = r1) { /* pieces by source member */
-            const int s = (int)(r0 / per);
-            r1 = (s + 1) * per < c1 ? (s + 1) * per : c1;
-            /* member s's rows for me: its input's rows [me * per, (me + 1) * per) */
-            const uint64_t src = (uint64_t)pool.me * per + (r0 - s * per);
-            symm_tm::copy_from_peer(out + r0 * rb, in + pool.heap_delta[s] + src * rb,
-                                    (r1 - r0) * rb);
+    auto each_chunk = [&](auto &&fn) {
+        for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) {
+            const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
+            for (uint64_t r0 = c * R, r1; r0 < c1; r0 = r1) { /* pieces by source member */
+                const int s = (int)(r0 / per);
+                r1 = (s + 1) * per < c1 ? (s + 1) * per : c1;
+                /* member s's rows for me: its input's rows [me * per, (me + 1) * per) */
+                const uint64_t src = (uint64_t)pool.me * per + (r0 - s * per);
+                fn(out + r0 * rb, in + pool.heap_delta[s] + src * rb, (r1 - r0) * rb);
+            }
         }
+    };
+    if (TMA) {
+        if (tid == 0) {
+            const uint32_t pb = (uint32_t)(kSkelStage / SYMM_TM_TMA_SLOTS);
+            symm_tm::tma_pipe tp = {stage, pb, 0, 0, s_mbar, s_pdst, s_pbytes};
+            symm_tm::tma_begin(tp);
+            each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
+                for (uint64_t o = 0; o < nb; o += pb)
+                    symm_tm::tma_piece(tp, d + o, sr + o,
+                                       (uint32_t)(nb - o < pb ? nb - o : pb));
+            });
+            symm_tm::tma_end(tp);
+        }
+    } else {
+        each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
+            symm_tm::copy_from_peer(d, sr, nb);
+        });
     }
     if (MODE >= 1) {
         __syncthreads();
@@ -243,24 +267,30 @@ __global__ void __launch_bounds__(NT) k_skel(symm_dev_pool_t pool, uint8_t *out,
     }
 }
 
-static symm_status_t skel_launch(int mode, int nt, int nb, symm_dev_pool_t dp, uint8_t *out,
+static symm_status_t skel_launch(int mode, bool tma, int nb, symm_dev_pool_t dp, uint8_t *out,
                                  const uint8_t *in, uint64_t rows, uint64_t rb)
 {
-    const void *k = nt == 1024 ? (mode ? (const void *)k_skel<2, 1024> : (const void *)k_skel<0, 1024>)
-                               : (mode ? (const void *)k_skel<2, 512> : (const void *)k_skel<0, 512>);
+    static const void *const ks[2][2] = {
+        {(const void *)k_skel<0, false>, (const void *)k_skel<0, true>},
+        {(const void *)k_skel<2, false>, (const void *)k_skel<2, true>}};
+    const void *k = ks[mode ? 1 : 0][tma ? 1 : 0];
+    const size_t smem = tma ? kSkelStage : 0;
+    if (tma && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)smem) != cudaSuccess)
+        return SYMM_ERR_CUDA;
     uint64_t R = symm_tm_moe_chunk_rows(rows, rb, (uint32_t)nb);
     void *args[] = {&dp, &out, &in, &rows, &rb, &R};
     cudaLaunchConfig_t cfg = {};
     cfg.gridDim = dim3(nb);
-    cfg.blockDim = dim3(nt);
+    cfg.blockDim = dim3(512);
+    cfg.dynamicSmemBytes = smem;
     cfg.stream = g_s;
     cudaLaunchAttribute at[1];
     at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     at[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = at;
     cfg.numAttrs = 1;
-    return cudaLaunchKernelExC(&cfg, k, args) == cudaSuccess ? SYMM_SUCCESS
-                                                                    : SYMM_ERR_CUDA;
+    return cudaLaunchKernelExC(&cfg, k, args) == cudaSuccess ? SYMM_SUCCESS : SYMM_ERR_CUDA;
 }
 
 static void header(const char *title)
@@ -361,19 +391,20 @@ int main(int argc, char **argv)
         for (int rep = 0; rep < 2; rep++) {
             row("copy (cudaMemcpyAsync)", mb, 0, copy_time(back, in, mb), tc);
             row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
-            for (int nt : {512, 1024})
+            for (int tma = 0; tma < 2; tma++)
                 for (int m : {0, 2}) {
                     char name[64];
-                    snprintf(name, sizeof name, "skel %s, %d threads", m ? "2 rounds" : "copy", nt);
+                    snprintf(name, sizeof name, "skel %s%s", m ? "2 rounds" : "copy",
+                             tma ? ", TMA" : "");
                     row(name, mb, nauto, timed([&] {
-                            return skel_launch(m, nt, nauto, dp, mid, in, tokens, rb);
+                            return skel_launch(m, tma, nauto, dp, mid, in, tokens, rb);
                         }), tc);
                 }
             /* the copy alone only: blocks that wait on peers must all be resident, and
              * with 2x blocks the next call's (let in after the first round) can take the
              * SMs a peer's blocks still need (seen hanging at 2 PEs) */
             row("skel copy, 2x blocks", mb, 2 * nauto, timed([&] {
-                    return skel_launch(0, 512, 2 * nauto, dp, mid, in, tokens, rb);
+                    return skel_launch(0, false, 2 * nauto, dp, mid, in, tokens, rb);
                 }), tc);
         }
         OK(symm_finalize());
