@@ -267,15 +267,18 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     }
 }
 
+/* one: reserve the TMA stage without TMA too, so that one block fits on an SM (the
+ * dispatch's case: its registers allow no second one) */
 static symm_status_t skel_launch(int mode, bool tma, int nb, symm_dev_pool_t dp, uint8_t *out,
-                                 const uint8_t *in, uint64_t rows, uint64_t rb)
+                                 const uint8_t *in, uint64_t rows, uint64_t rb,
+                                 bool one = false)
 {
     static const void *const ks[2][2] = {
         {(const void *)k_skel<0, false>, (const void *)k_skel<0, true>},
         {(const void *)k_skel<2, false>, (const void *)k_skel<2, true>}};
     const void *k = ks[mode ? 1 : 0][tma ? 1 : 0];
-    const size_t smem = tma ? kSkelStage : 0;
-    if (tma && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    const size_t smem = tma || one ? kSkelStage : 0;
+    if (smem && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                     (int)smem) != cudaSuccess)
         return SYMM_ERR_CUDA;
     uint64_t R = symm_tm_moe_chunk_rows(rows, rb, (uint32_t)nb);
@@ -400,6 +403,9 @@ int main(int argc, char **argv)
                             return skel_launch(m, tma, nauto, dp, mid, in, tokens, rb);
                         }), tc);
                 }
+            row("skel copy, 1 block/SM", mb, nauto, timed([&] {
+                    return skel_launch(0, false, nauto, dp, mid, in, tokens, rb, true);
+                }), tc);
             /* the copy alone only: blocks that wait on peers must all be resident, and
              * with 2x blocks the next call's (let in after the first round) can take the
              * SMs a peer's blocks still need (seen hanging at 2 PEs) */
