@@ -3,6 +3,7 @@
  * the automatic block count, and one kernel whose block b runs the block-scoped call on
  * pool duplicate b. Errors only this member can see still launch a kernel that takes part
  * in the synchronisation (and, for MoE, publishes the failure so every member fails). */
+#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -20,7 +21,7 @@ namespace {
 const int kThreads = 512;
 /* The MoE kernel's shape, overridable at build time for A/B runs (scripts/gpu-ab): threads
  * a block, and blocks per SM its registers must allow (the automatic block count follows
- * the occupancy). Default: 512 threads, 114 registers, one block per SM. H200, 29 MB
+ * the occupancy). Default: 512 threads, 127 registers, one block per SM. H200, 29 MB
  * dispatch at 1 / 2 / 4 PEs (docs/PERFORMANCE.md, session 9): 19.7 / 39.0 / 72.2 us;
  * 1024 threads 35.4 / 64.0 / 120.3, with 4 loads in flight 23.6 / 43.0 / 79.8; two blocks
  * per SM 29.7 / 53.4 / 95.9, with 4 in flight 80.3 at 4 PEs. Both cap a thread at 64
@@ -124,16 +125,16 @@ __global__ void __launch_bounds__(kA2aThreads, SYMM_TM_A2A_MINB)
  * -DSYMM_TM_MOE_TMA=1 (k_a2a's dynamic shared memory limit raised on first use), else 0. */
 size_t a2a_stage_bytes(void)
 {
-    static int raised; /* a race only raises it twice */
+    static std::atomic<int> raised{0}; /* threads that race only raise it twice */
     if (!SYMM_TM_MOE_TMA || !symm_config.gpu_moe_tma) return 0;
-    if (!raised) {
+    if (!raised.load(std::memory_order_acquire)) {
         if (cudaFuncSetAttribute((const void *)k_a2a,
                                  cudaFuncAttributeMaxDynamicSharedMemorySize,
                                  (int)kA2aStage) != cudaSuccess) {
             cudaGetLastError();
             return 0;
         }
-        raised = 1;
+        raised.store(1, std::memory_order_release);
     }
     return kA2aStage;
 }
