@@ -25,6 +25,7 @@
 #include "symm_cuda.h"
 #include "symm_device.cuh"
 #include "symm/impl/tile_moe__funcs.cuh"
+#include "transport/cuda/cuda_coll.h"
 
 #include "bench_check.h"
 
@@ -188,19 +189,18 @@ static void prof_report(int nb)
 }
 #endif
 
-
 /* --skel: the MoE step's skeleton, to find the floor of its structure. Block b copies
  * chunks b, b + nb, ... of `rows` rows of rb bytes (R rows a chunk, as the dispatch lays
  * them out) from the member the chunk's rows come from (rows split evenly over the
  * members, as the dispatch's column is) into out, with the dispatch's copy loop (TMA:
  * with its bulk copies through 128 KiB of shared memory, symm_tm::tma_pipe, as with
- * SYMM_GPU_MOE_TMA=1). MODE 0: the copy alone; 2: a claim and a round on duplicate b
- * before it, a closing round after it (the dispatch less its tables and layout).
+ * SYMM_GPU_MOE_TMA=1). ROUNDS: a claim and a round on duplicate b before the copy, a
+ * closing round after it (the dispatch less its tables and layout); else the copy alone.
  * Launched with programmatic dependent launch, as the dispatch is. (A closing round
  * without the first one may hang under MPS: the next call's blocks, let in after the
  * copy, can take the SMs that a peer's blocks of this call still wait for.) */
 const size_t kSkelStage = (size_t)128 << 10;
-template <int MODE, bool TMA>
+template <bool ROUNDS, bool TMA>
 __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out,
                                               const uint8_t *in, uint64_t rows, uint64_t rb,
                                               uint64_t R)
@@ -215,13 +215,13 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     const symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
     const uint32_t tid = threadIdx.x, nthr = blockDim.x;
     pdl_wait();
-    if (MODE >= 1 && tid == 0) {
+    if (ROUNDS && tid == 0) {
         uint64_t ep;
         s_own = claim(t, SYMM_DEV_WHAT_MOE, holder_tag(SUB_BLOCK), &ep) == 1;
         s_ep = ep;
     }
     __syncthreads();
-    if (MODE >= 2) {
+    if (ROUNDS) {
         round_part(t, s_ep + 1, tid, nthr, SYMM_DEV_WHAT_MOE);
         __syncthreads();
     }
@@ -241,13 +241,11 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     };
     if (TMA) {
         if (tid == 0) {
-            const uint32_t pb = (uint32_t)(kSkelStage / SYMM_TM_TMA_SLOTS);
-            symm_tm::tma_pipe tp = {stage, pb, 0, 0, s_mbar, s_pdst, s_pbytes};
+            symm_tm::tma_pipe tp = {stage, (uint32_t)(kSkelStage / SYMM_TM_TMA_SLOTS), 0, 0,
+                                    s_mbar, s_pdst, s_pbytes};
             symm_tm::tma_begin(tp);
             each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-                for (uint64_t o = 0; o < nb; o += pb)
-                    symm_tm::tma_piece(tp, d + o, sr + o,
-                                       (uint32_t)(nb - o < pb ? nb - o : pb));
+                symm_tm::tma_copy(tp, d, sr, nb);
             });
             symm_tm::tma_end(tp);
         }
@@ -256,7 +254,7 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
             symm_tm::copy_from_peer(d, sr, nb);
         });
     }
-    if (MODE >= 1) {
+    if (ROUNDS) {
         __syncthreads();
         round_part(t, s_ep + 2, tid, nthr, SYMM_DEV_WHAT_MOE);
         __syncthreads();
@@ -267,33 +265,29 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     }
 }
 
+static const void *const k_skels[2][2] = {
+    {(const void *)k_skel<false, false>, (const void *)k_skel<false, true>},
+    {(const void *)k_skel<true, false>, (const void *)k_skel<true, true>}};
+
 /* one: reserve the TMA stage without TMA too, so that one block fits on an SM (the
- * dispatch's case: its registers allow no second one) */
-static symm_status_t skel_launch(int mode, bool tma, int nb, symm_dev_pool_t dp, uint8_t *out,
-                                 const uint8_t *in, uint64_t rows, uint64_t rb,
+ * dispatch's case: its registers allow no second one). skel_prepare first. */
+static symm_status_t skel_launch(bool rounds, bool tma, int nb, symm_dev_pool_t dp,
+                                 uint8_t *out, const uint8_t *in, uint64_t rows, uint64_t rb,
                                  bool one = false)
 {
-    static const void *const ks[2][2] = {
-        {(const void *)k_skel<0, false>, (const void *)k_skel<0, true>},
-        {(const void *)k_skel<2, false>, (const void *)k_skel<2, true>}};
-    const void *k = ks[mode ? 1 : 0][tma ? 1 : 0];
-    const size_t smem = tma || one ? kSkelStage : 0;
-    if (smem && cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)smem) != cudaSuccess)
-        return SYMM_ERR_CUDA;
     uint64_t R = symm_tm_moe_chunk_rows(rows, rb, (uint32_t)nb);
     void *args[] = {&dp, &out, &in, &rows, &rb, &R};
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(nb);
-    cfg.blockDim = dim3(512);
-    cfg.dynamicSmemBytes = smem;
-    cfg.stream = g_s;
-    cudaLaunchAttribute at[1];
-    at[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    at[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = at;
-    cfg.numAttrs = 1;
-    return cudaLaunchKernelExC(&cfg, k, args) == cudaSuccess ? SYMM_SUCCESS : SYMM_ERR_CUDA;
+    return symm_cuda_launch_pdl(k_skels[rounds][tma], dim3(nb), dim3(512), args,
+                                tma || one ? kSkelStage : 0, g_s);
+}
+
+/* Lets every skeleton kernel take the stage as dynamic shared memory. */
+static void skel_prepare(void)
+{
+    for (auto &byr : k_skels)
+        for (const void *k : byr)
+            CU(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                    (int)kSkelStage));
 }
 
 static void header(const char *title)
@@ -390,27 +384,28 @@ int main(int argc, char **argv)
     if (skel) { /* the dispatch's skeleton (see k_skel), against the copy and the dispatch */
         symm_dev_pool_t dp;
         OK(symm_cuda_pool_device(g_pool, &dp));
+        skel_prepare();
         header("MoE skeleton: the copy loop alone, with both rounds");
         for (int rep = 0; rep < 2; rep++) {
             row("copy (cudaMemcpyAsync)", mb, 0, copy_time(back, in, mb), tc);
             row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
-            for (int tma = 0; tma < 2; tma++)
-                for (int m : {0, 2}) {
+            for (bool tma : {false, true})
+                for (bool rounds : {false, true}) {
                     char name[64];
-                    snprintf(name, sizeof name, "skel %s%s", m ? "2 rounds" : "copy",
+                    snprintf(name, sizeof name, "skel %s%s", rounds ? "2 rounds" : "copy",
                              tma ? ", TMA" : "");
                     row(name, mb, nauto, timed([&] {
-                            return skel_launch(m, tma, nauto, dp, mid, in, tokens, rb);
+                            return skel_launch(rounds, tma, nauto, dp, mid, in, tokens, rb);
                         }), tc);
                 }
             row("skel copy, 1 block/SM", mb, nauto, timed([&] {
-                    return skel_launch(0, false, nauto, dp, mid, in, tokens, rb, true);
+                    return skel_launch(false, false, nauto, dp, mid, in, tokens, rb, true);
                 }), tc);
             /* the copy alone only: blocks that wait on peers must all be resident, and
              * with 2x blocks the next call's (let in after the first round) can take the
              * SMs a peer's blocks still need (seen hanging at 2 PEs) */
             row("skel copy, 2x blocks", mb, 2 * nauto, timed([&] {
-                    return skel_launch(0, false, 2 * nauto, dp, mid, in, tokens, rb);
+                    return skel_launch(false, false, 2 * nauto, dp, mid, in, tokens, rb);
                 }), tc);
         }
         OK(symm_finalize());

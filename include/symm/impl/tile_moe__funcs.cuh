@@ -761,6 +761,12 @@ SYMM_DEV void tma_piece(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint32_t 
     if (j >= L) tma_store_piece(p, j - L);
     p.j = j + 1;
 }
+/* nbytes (a multiple of 16; src, dst 16-byte aligned) in pieces of at most p.piece. */
+SYMM_DEV void tma_copy(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint64_t nbytes)
+{
+    for (uint64_t o = 0; o < nbytes; o += p.piece)
+        tma_piece(p, dst + o, src + o, (uint32_t)(nbytes - o < p.piece ? nbytes - o : p.piece));
+}
 /* Stores what is left, waits until every store is complete, and makes the stores visible
  * to the generic proxy (the closing round's release follows). */
 SYMM_DEV void tma_end(tma_pipe &p)
@@ -776,7 +782,7 @@ SYMM_DEV void tma_end(tma_pipe &p)
 #else
 #define SYMM_TM_TMA_OK 0
 SYMM_DEV void tma_begin(tma_pipe &) {}
-SYMM_DEV void tma_piece(tma_pipe &, uint8_t *, const uint8_t *, uint32_t) {}
+SYMM_DEV void tma_copy(tma_pipe &, uint8_t *, const uint8_t *, uint64_t) {}
 SYMM_DEV void tma_end(tma_pipe &) {}
 #endif
 
@@ -1221,10 +1227,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                                    s_tma_bytes};
                     tma_begin(tp);
                     each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-                        for (uint64_t o = 0; o < nb; o += tma_piece_bytes)
-                            tma_piece(tp, d + o, sr + o,
-                                      (uint32_t)(nb - o < tma_piece_bytes ? nb - o
-                                                                          : tma_piece_bytes));
+                        tma_copy(tp, d, sr, nb);
                     });
                     tma_end(tp);
                 }

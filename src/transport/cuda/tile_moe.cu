@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(kA2aThreads, SYMM_TM_A2A_MINB)
     __shared__ __align__(16) a2a_params sp;
     extern __shared__ __align__(128) uint8_t a2a_stage[]; /* stage_bytes (SYMM_GPU_MOE_TMA) */
     params_to_shared(p, sp);
-    if (p.a.stage_bytes) {
+    if (SYMM_TM_MOE_TMA && p.a.stage_bytes) {
         if (threadIdx.x == 0) sp.a.stage = a2a_stage;
         __syncthreads();
     }
