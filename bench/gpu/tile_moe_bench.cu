@@ -192,21 +192,28 @@ static void prof_report(int nb)
 /* --skel: the MoE step's skeleton, to find the floor of its structure. Block b copies
  * chunks b, b + nb, ... of `rows` rows of rb bytes (R rows a chunk, as the dispatch lays
  * them out) from the member the chunk's rows come from (rows split evenly over the
- * members, as the dispatch's column is) into out, with the dispatch's copy loop (TMA:
- * with its bulk copies through 128 KiB of shared memory, symm_tm::tma_pipe, as with
- * SYMM_GPU_MOE_TMA=1). ROUNDS: a claim and a round on duplicate b before the copy, a
- * closing round after it (the dispatch less its tables and layout); else the copy alone.
- * Launched with programmatic dependent launch, as the dispatch is. (A closing round
- * without the first one may hang under MPS: the next call's blocks, let in after the
- * copy, can take the SMs that a peer's blocks of this call still wait for.) */
+ * members, as the dispatch's column is) into out, with the dispatch's copy loop. ROUNDS: a
+ * claim and a round on duplicate b before the copy, a closing round after it (the
+ * dispatch less its tables and layout); else the copy alone. MODE: SK_STATIC as above;
+ * SK_TMA with the bulk copies through 128 KiB of shared memory (symm_tm::tma_pipe, as with
+ * SYMM_GPU_MOE_TMA=1); SK_DYN the blocks take chunks in turn from a counter of this PE
+ * (atomicAdd) instead; SK_DYN_ALL the blocks of every member take chunks of every
+ * member's output from one counter on member 0 (ROUNDS only: a member's output is whole
+ * after the closing round). Launched with programmatic dependent launch, as the dispatch
+ * is. (A closing round without the first one may hang under MPS: the next call's blocks,
+ * let in after the copy, can take the SMs that a peer's blocks of this call still wait
+ * for.) */
 const size_t kSkelStage = (size_t)128 << 10;
-template <bool ROUNDS, bool TMA>
+enum { SK_STATIC, SK_TMA, SK_DYN, SK_DYN_ALL, SK_MODES };
+/* SK_DYN's counters, of this PE: chunks taken, blocks done (the last one zeroes both) */
+__device__ unsigned long long g_skel_ctr[2];
+template <bool ROUNDS, int MODE>
 __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out,
                                               const uint8_t *in, uint64_t rows, uint64_t rb,
-                                              uint64_t R)
+                                              uint64_t R, unsigned long long *ctr_all)
 {
     using namespace symm_detail;
-    __shared__ uint64_t s_ep;
+    __shared__ uint64_t s_ep, s_next;
     __shared__ int s_own;
     __shared__ uint64_t s_mbar[SYMM_TM_TMA_SLOTS];
     __shared__ uint8_t *s_pdst[SYMM_TM_TMA_SLOTS];
@@ -226,20 +233,48 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
         __syncthreads();
     }
     pdl_launch_dependents();
-    const uint64_t nch = (rows + R - 1) / R, per = (rows + pool.n - 1) / pool.n;
-    auto each_chunk = [&](auto &&fn) {
-        for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) {
-            const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
-            for (uint64_t r0 = c * R, r1; r0 < c1; r0 = r1) { /* pieces by source member */
-                const int s = (int)(r0 / per);
-                r1 = (s + 1) * per < c1 ? (s + 1) * per : c1;
-                /* member s's rows for me: its input's rows [me * per, (me + 1) * per) */
-                const uint64_t src = (uint64_t)pool.me * per + (r0 - s * per);
-                fn(out + r0 * rb, in + pool.heap_delta[s] + src * rb, (r1 - r0) * rb);
-            }
+    const int n = pool.n;
+    const uint64_t nch = (rows + R - 1) / R, per = (rows + n - 1) / n;
+    const bool all = MODE == SK_DYN_ALL;
+    unsigned long long *ctr =
+        all ? (unsigned long long *)((char *)ctr_all + pool.heap_delta[0]) : g_skel_ctr;
+    const uint64_t ntake = all ? nch * n : nch, nblk = all ? (uint64_t)gridDim.x * n : gridDim.x;
+    /* chunk c of member d's output: fn(dst, src, bytes) for each piece by source member */
+    auto one_chunk = [&](uint64_t c, int d, auto &&fn) {
+        const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
+        uint8_t *o = out + pool.heap_delta[d];
+        for (uint64_t r0 = c * R, r1; r0 < c1; r0 = r1) {
+            const int s = (int)(r0 / per);
+            r1 = (s + 1) * per < c1 ? (s + 1) * per : c1;
+            /* member s's rows for d: its input's rows [d * per, (d + 1) * per) */
+            const uint64_t src = (uint64_t)d * per + (r0 - s * per);
+            fn(o + r0 * rb, in + pool.heap_delta[s] + src * rb, (r1 - r0) * rb);
         }
     };
-    if (TMA) {
+    auto each_chunk = [&](auto &&fn) {
+        if constexpr (MODE == SK_DYN || MODE == SK_DYN_ALL) {
+            for (;;) {
+                if (tid == 0) s_next = atomicAdd(ctr, 1ull);
+                __syncthreads();
+                const uint64_t k = s_next;
+                __syncthreads();
+                if (k >= ntake) break;
+                /* members interleaved, so that every output fills at the same pace */
+                one_chunk(all ? k / n : k, all ? (int)(k % n) : pool.me, fn);
+            }
+            if (tid == 0) {
+                __threadfence();
+                if (atomicAdd(ctr + 1, 1ull) == nblk - 1) { /* every block has taken its last */
+                    ctr[0] = 0;
+                    ctr[1] = 0;
+                    __threadfence();
+                }
+            }
+        } else {
+            for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) one_chunk(c, pool.me, fn);
+        }
+    };
+    if (MODE == SK_TMA) {
         if (tid == 0) {
             symm_tm::tma_pipe tp = {stage, (uint32_t)(kSkelStage / SYMM_TM_TMA_SLOTS), 0, 0,
                                     s_mbar, s_pdst, s_pbytes};
@@ -265,20 +300,24 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     }
 }
 
-static const void *const k_skels[2][2] = {
-    {(const void *)k_skel<false, false>, (const void *)k_skel<false, true>},
-    {(const void *)k_skel<true, false>, (const void *)k_skel<true, true>}};
+static const void *const k_skels[2][SK_MODES] = {
+    {(const void *)k_skel<false, SK_STATIC>, (const void *)k_skel<false, SK_TMA>,
+     (const void *)k_skel<false, SK_DYN>, nullptr},
+    {(const void *)k_skel<true, SK_STATIC>, (const void *)k_skel<true, SK_TMA>,
+     (const void *)k_skel<true, SK_DYN>, (const void *)k_skel<true, SK_DYN_ALL>}};
 
 /* one: reserve the TMA stage without TMA too, so that one block fits on an SM (the
- * dispatch's case: its registers allow no second one). skel_prepare first. */
-static symm_status_t skel_launch(bool rounds, bool tma, int nb, symm_dev_pool_t dp,
+ * dispatch's case: its registers allow no second one); split: chunks of R / split rows.
+ * ctr_all: SK_DYN_ALL's counters (symmetric, zeroed). skel_prepare first. */
+static symm_status_t skel_launch(bool rounds, int mode, int nb, symm_dev_pool_t dp,
                                  uint8_t *out, const uint8_t *in, uint64_t rows, uint64_t rb,
-                                 bool one = false)
+                                 unsigned long long *ctr_all, bool one = false, int split = 1)
 {
     uint64_t R = symm_tm_moe_chunk_rows(rows, rb, (uint32_t)nb);
-    void *args[] = {&dp, &out, &in, &rows, &rb, &R};
-    return symm_cuda_launch_pdl(k_skels[rounds][tma], dim3(nb), dim3(512), args,
-                                tma || one ? kSkelStage : 0, g_s);
+    R = R / split ? R / split : 1;
+    void *args[] = {&dp, &out, &in, &rows, &rb, &R, &ctr_all};
+    return symm_cuda_launch_pdl(k_skels[rounds][mode], dim3(nb), dim3(512), args,
+                                mode == SK_TMA || one ? kSkelStage : 0, g_s);
 }
 
 /* Lets every skeleton kernel take the stage as dynamic shared memory. */
@@ -286,8 +325,9 @@ static void skel_prepare(void)
 {
     for (auto &byr : k_skels)
         for (const void *k : byr)
-            CU(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                    (int)kSkelStage));
+            if (k)
+                CU(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        (int)kSkelStage));
 }
 
 static void header(const char *title)
@@ -385,29 +425,31 @@ int main(int argc, char **argv)
         symm_dev_pool_t dp;
         OK(symm_cuda_pool_device(g_pool, &dp));
         skel_prepare();
+        auto *ctr = (unsigned long long *)symm_gpu_malloc(2 * sizeof(unsigned long long));
+        if (!ctr) OK(symm_last_status());
+        CU(cudaMemset(ctr, 0, 2 * sizeof(unsigned long long)));
+        OK(symm_barrier_all());
         header("MoE skeleton: the copy loop alone, with both rounds");
+        auto skel_row = [&](const char *name, bool rounds, int mode, bool one, int split) {
+            row(name, mb, nauto, timed([&] {
+                    return skel_launch(rounds, mode, nauto, dp, mid, in, tokens, rb, ctr, one,
+                                       split);
+                }), tc);
+        };
         for (int rep = 0; rep < 2; rep++) {
             row("copy (cudaMemcpyAsync)", mb, 0, copy_time(back, in, mb), tc);
             row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
-            for (bool tma : {false, true})
-                for (bool rounds : {false, true}) {
-                    char name[64];
-                    snprintf(name, sizeof name, "skel %s%s", rounds ? "2 rounds" : "copy",
-                             tma ? ", TMA" : "");
-                    row(name, mb, nauto, timed([&] {
-                            return skel_launch(rounds, tma, nauto, dp, mid, in, tokens, rb);
-                        }), tc);
-                }
-            row("skel copy, 1 block/SM", mb, nauto, timed([&] {
-                    return skel_launch(false, false, nauto, dp, mid, in, tokens, rb, true);
-                }), tc);
-            /* the copy alone only: blocks that wait on peers must all be resident, and
-             * with 2x blocks the next call's (let in after the first round) can take the
-             * SMs a peer's blocks still need (seen hanging at 2 PEs) */
-            row("skel copy, 2x blocks", mb, 2 * nauto, timed([&] {
-                    return skel_launch(false, false, 2 * nauto, dp, mid, in, tokens, rb);
-                }), tc);
+            skel_row("skel copy", false, SK_STATIC, false, 1);
+            skel_row("skel 2 rounds", true, SK_STATIC, false, 1);
+            skel_row("skel copy, TMA", false, SK_TMA, false, 1);
+            skel_row("skel copy, 1 block/SM", false, SK_STATIC, true, 1);
+            skel_row("skel copy, dyn", false, SK_DYN, false, 1);
+            skel_row("skel 2 rounds, dyn", true, SK_DYN, false, 1);
+            skel_row("skel 2 rounds, dyn/2", true, SK_DYN, false, 2);
+            skel_row("skel 2 rounds, dyn all", true, SK_DYN_ALL, false, 1);
+            skel_row("skel 2 rounds, dyn all/2", true, SK_DYN_ALL, false, 2);
         }
+        OK(symm_gpu_free(ctr));
         OK(symm_finalize());
         return 0;
     }
