@@ -189,22 +189,188 @@ static void prof_report(int nb)
 }
 #endif
 
+/* The skeleton's copies through shared memory. */
+namespace skel {
+using symm_tm::st_once;
+
+/* Bulk copies through shared memory (sm_90's tensor memory accelerator, plain bulk form):
+ * one thread keeps up to SKEL_TMA_AHEAD + 1 pieces of the copy loading into a ring of
+ * SKEL_TMA_SLOTS slots of the stage while it stores the earlier ones, so that the
+ * bytes in flight are set by the stage's size, not by registers (the dispatch's register
+ * copy has a 64 KiB chunk per block in flight at most). Pieces are multiples of 16 bytes
+ * at 16-byte aligned addresses. Measured in sessions 9-10 in the dispatch itself too: no
+ * faster than the register copy (docs/PERFORMANCE.md), so only the skeleton has it. */
+#define SKEL_TMA_SLOTS 8
+#define SKEL_TMA_AHEAD 5
+struct tma_pipe {
+    uint8_t *stage;
+    uint32_t piece; /* bytes a slot */
+    uint32_t j;     /* pieces issued */
+    uint64_t pol;   /* L2 policy of the copies (evict first, as the dispatch's .cs hint) */
+    uint64_t *mbar; /* [SLOTS] in shared memory */
+    uint8_t **dst;  /* [SLOTS]: each slot's destination and bytes */
+    uint32_t *bytes;
+};
+__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#define SKEL_TMA_OK 1
+__device__ __forceinline__ void tma_begin(tma_pipe &p)
+{
+    for (int i = 0; i < SKEL_TMA_SLOTS; i++)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(p.mbar + i))
+                     : "memory");
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    /* the peers' rows were seen through generic loads (the round); the bulk loads are in
+     * the async proxy */
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p.pol));
+    p.j = 0;
+}
+__device__ __forceinline__ void tma_store_piece(tma_pipe &p, uint32_t k)
+{
+    const uint32_t ks = k % SKEL_TMA_SLOTS, par = (k / SKEL_TMA_SLOTS) & 1;
+    const uint32_t m = smem_u32(p.mbar + ks);
+    uint32_t done;
+    do {
+        asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2; "
+                     "selp.u32 %0, 1, 0, q; }"
+                     : "=r"(done)
+                     : "r"(m), "r"(par)
+                     : "memory");
+    } while (!done);
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+    asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint"
+                 " [%0], [%1], %2, %3;" ::"l"(p.dst[ks]),
+                 "r"(smem_u32(p.stage + (size_t)ks * p.piece)),
+                 "r"(p.bytes[ks]), "l"(p.pol)
+                 : "memory");
+    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+/* One piece (bytes <= p.piece, a multiple of 16; src, dst 16-byte aligned). */
+__device__ __forceinline__ void tma_piece(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint32_t bytes)
+{
+    constexpr uint32_t S = SKEL_TMA_SLOTS, L = SKEL_TMA_AHEAD;
+    static_assert(L + 1 <= S, "a slot is reloaded only after its store was issued");
+    const uint32_t j = p.j, slot = j % S;
+    /* slot's last piece, j - S, was stored among pieces 0 .. j - 1 - L: all but the
+     * S - 1 - L latest store groups must have read their slots */
+    if (j >= S) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(S - 1 - L) : "memory");
+    p.dst[slot] = dst;
+    p.bytes[slot] = bytes;
+    const uint32_t m = smem_u32(p.mbar + slot);
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(m), "r"(bytes)
+                 : "memory");
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+                 ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
+                 ::"r"(smem_u32(p.stage + (size_t)slot * p.piece)), "l"(src), "r"(bytes),
+                 "r"(m), "l"(p.pol)
+                 : "memory");
+    if (j >= L) tma_store_piece(p, j - L);
+    p.j = j + 1;
+}
+/* nbytes (a multiple of 16; src, dst 16-byte aligned) in pieces of at most p.piece. */
+__device__ __forceinline__ void tma_copy(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint64_t nbytes)
+{
+    for (uint64_t o = 0; o < nbytes; o += p.piece)
+        tma_piece(p, dst + o, src + o, (uint32_t)(nbytes - o < p.piece ? nbytes - o : p.piece));
+}
+/* Stores what is left, waits until every store is complete, and makes the stores visible
+ * to the generic proxy (the closing round's release follows). */
+__device__ __forceinline__ void tma_end(tma_pipe &p)
+{
+    for (uint32_t k = p.j > SKEL_TMA_AHEAD ? p.j - SKEL_TMA_AHEAD : 0; k < p.j; k++)
+        tma_store_piece(p, k);
+    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
+    asm volatile("fence.proxy.async.global;" ::: "memory");
+    for (int i = 0; i < SKEL_TMA_SLOTS; i++)
+        asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_u32(p.mbar + i))
+                     : "memory");
+}
+#else
+#define SKEL_TMA_OK 0
+__device__ __forceinline__ void tma_begin(tma_pipe &) {}
+__device__ __forceinline__ void tma_copy(tma_pipe &, uint8_t *, const uint8_t *, uint64_t) {}
+__device__ __forceinline__ void tma_end(tma_pipe &) {}
+#endif
+
+/* Copy through shared memory with per-thread async copies (cp.async, sm_80 on): the
+ * pieces of a block's copy go in turn into the two halves of a stage; while piece p loads
+ * into one half, every thread stores piece p - 1 from the other (each thread the 16-byte
+ * vectors it loaded itself, so no block barrier), so that a block keeps up to two
+ * pieces' bytes in flight with no registers holding them. Pieces: bytes <= half, a
+ * multiple of 16, src and dst 16-byte aligned. */
+struct cpa_pipe {
+    uint8_t *stage;  /* 2 * half bytes of shared memory, 16-byte aligned */
+    uint32_t half;   /* bytes a half */
+    uint32_t p;      /* pieces issued */
+    uint8_t *pdst;   /* the last piece's destination and bytes (not yet stored) */
+    uint32_t pbytes;
+};
+__device__ __forceinline__ void cpa_store_last(cpa_pipe &c, uint32_t tid, uint32_t nthr)
+{
+    const uint8_t *buf = c.stage + ((c.p - 1) & 1) * c.half;
+    uint4 *d4 = (uint4 *)c.pdst;
+#pragma unroll 4
+    for (uint32_t v = tid; v < c.pbytes / 16; v += nthr)
+        st_once(d4 + v, *(const uint4 *)(buf + (size_t)v * 16));
+}
+__device__ __forceinline__ void cpa_piece(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint32_t bytes,
+                        uint32_t tid, uint32_t nthr)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    uint8_t *buf = c.stage + (c.p & 1) * c.half;
+#pragma unroll 4
+    for (uint32_t v = tid; v < bytes / 16; v += nthr)
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
+                         smem_u32(buf + (size_t)v * 16)),
+                     "l"(src + (size_t)v * 16)
+                     : "memory");
+    asm volatile("cp.async.commit_group;" ::: "memory");
+    if (c.p) {
+        asm volatile("cp.async.wait_group 1;" ::: "memory");
+        cpa_store_last(c, tid, nthr);
+    }
+#endif
+    c.pdst = dst;
+    c.pbytes = bytes;
+    c.p++;
+}
+__device__ __forceinline__ void cpa_copy(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint64_t nbytes,
+                       uint32_t tid, uint32_t nthr)
+{
+    for (uint64_t o = 0; o < nbytes; o += c.half)
+        cpa_piece(c, dst + o, src + o, (uint32_t)(nbytes - o < c.half ? nbytes - o : c.half),
+                  tid, nthr);
+}
+__device__ __forceinline__ void cpa_end(cpa_pipe &c, uint32_t tid, uint32_t nthr)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    if (c.p) {
+        asm volatile("cp.async.wait_group 0;" ::: "memory");
+        cpa_store_last(c, tid, nthr);
+    }
+#endif
+    c.p = 0;
+}
+} // namespace skel
+
 /* --skel: the MoE step's skeleton, to find the floor of its structure. Block b copies
  * chunks b, b + nb, ... of `rows` rows of rb bytes (R rows a chunk, as the dispatch lays
  * them out) from the member the chunk's rows come from (rows split evenly over the
  * members, as the dispatch's column is) into out, with the dispatch's copy loop. ROUNDS: a
  * claim and a round on duplicate b before the copy, a closing round after it (the
  * dispatch less its tables and layout); else the copy alone. MODE: SK_STATIC as above;
- * SK_TMA with the bulk copies through 128 KiB of shared memory (symm_tm::tma_pipe, as with
+ * SK_TMA with the bulk copies through 128 KiB of shared memory (skel::tma_pipe, as with
  * SYMM_GPU_MOE_TMA=1); SK_DYN the blocks take chunks in turn from a counter of this PE
  * (atomicAdd) instead; SK_DYN_ALL the blocks of every member take chunks of every
  * member's output from one counter on member 0 (ROUNDS only: a member's output is whole
- * after the closing round). Launched with programmatic dependent launch, as the dispatch
+ * after the closing round); SK_CPA with cp.async through the two halves of the stage
+ * (skel::cpa_pipe). Launched with programmatic dependent launch, as the dispatch
  * is. (A closing round without the first one may hang under MPS: the next call's blocks,
  * let in after the copy, can take the SMs that a peer's blocks of this call still wait
  * for.) */
 const size_t kSkelStage = (size_t)128 << 10;
-enum { SK_STATIC, SK_TMA, SK_DYN, SK_DYN_ALL, SK_MODES };
+enum { SK_STATIC, SK_TMA, SK_DYN, SK_DYN_ALL, SK_CPA, SK_MODES };
 /* SK_DYN's counters, of this PE: chunks taken, blocks done (the last one zeroes both) */
 __device__ unsigned long long g_skel_ctr[2];
 template <bool ROUNDS, int MODE>
@@ -215,9 +381,9 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     using namespace symm_detail;
     __shared__ uint64_t s_ep, s_next;
     __shared__ int s_own;
-    __shared__ uint64_t s_mbar[SYMM_TM_TMA_SLOTS];
-    __shared__ uint8_t *s_pdst[SYMM_TM_TMA_SLOTS];
-    __shared__ uint32_t s_pbytes[SYMM_TM_TMA_SLOTS];
+    __shared__ uint64_t s_mbar[SKEL_TMA_SLOTS];
+    __shared__ uint8_t *s_pdst[SKEL_TMA_SLOTS];
+    __shared__ uint32_t s_pbytes[SKEL_TMA_SLOTS];
     extern __shared__ __align__(128) uint8_t stage[];
     const symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
     const uint32_t tid = threadIdx.x, nthr = blockDim.x;
@@ -274,15 +440,21 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
             for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) one_chunk(c, pool.me, fn);
         }
     };
-    if (MODE == SK_TMA) {
+    if constexpr (MODE == SK_CPA) {
+        skel::cpa_pipe cp = {stage, (uint32_t)(kSkelStage / 2), 0, nullptr, 0};
+        each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
+            skel::cpa_copy(cp, d, sr, nb, tid, nthr);
+        });
+        skel::cpa_end(cp, tid, nthr);
+    } else if constexpr (MODE == SK_TMA) {
         if (tid == 0) {
-            symm_tm::tma_pipe tp = {stage, (uint32_t)(kSkelStage / SYMM_TM_TMA_SLOTS), 0, 0,
+            skel::tma_pipe tp = {stage, (uint32_t)(kSkelStage / SKEL_TMA_SLOTS), 0, 0,
                                     s_mbar, s_pdst, s_pbytes};
-            symm_tm::tma_begin(tp);
+            skel::tma_begin(tp);
             each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-                symm_tm::tma_copy(tp, d, sr, nb);
+                skel::tma_copy(tp, d, sr, nb);
             });
-            symm_tm::tma_end(tp);
+            skel::tma_end(tp);
         }
     } else {
         each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
@@ -302,9 +474,10 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
 
 static const void *const k_skels[2][SK_MODES] = {
     {(const void *)k_skel<false, SK_STATIC>, (const void *)k_skel<false, SK_TMA>,
-     (const void *)k_skel<false, SK_DYN>, nullptr},
+     (const void *)k_skel<false, SK_DYN>, nullptr, (const void *)k_skel<false, SK_CPA>},
     {(const void *)k_skel<true, SK_STATIC>, (const void *)k_skel<true, SK_TMA>,
-     (const void *)k_skel<true, SK_DYN>, (const void *)k_skel<true, SK_DYN_ALL>}};
+     (const void *)k_skel<true, SK_DYN>, (const void *)k_skel<true, SK_DYN_ALL>,
+     (const void *)k_skel<true, SK_CPA>}};
 
 /* one: reserve the TMA stage without TMA too, so that one block fits on an SM (the
  * dispatch's case: its registers allow no second one); split: chunks of R / split rows.
@@ -317,7 +490,7 @@ static symm_status_t skel_launch(bool rounds, int mode, int nb, symm_dev_pool_t 
     R = R / split ? R / split : 1;
     void *args[] = {&dp, &out, &in, &rows, &rb, &R, &ctr_all};
     return symm_cuda_launch_pdl(k_skels[rounds][mode], dim3(nb), dim3(512), args,
-                                mode == SK_TMA || one ? kSkelStage : 0, g_s);
+                                mode == SK_TMA || mode == SK_CPA || one ? kSkelStage : 0, g_s);
 }
 
 /* Lets every skeleton kernel take the stage as dynamic shared memory. */
@@ -443,11 +616,9 @@ int main(int argc, char **argv)
             skel_row("skel 2 rounds", true, SK_STATIC, false, 1);
             skel_row("skel copy, TMA", false, SK_TMA, false, 1);
             skel_row("skel copy, 1 block/SM", false, SK_STATIC, true, 1);
-            skel_row("skel copy, dyn", false, SK_DYN, false, 1);
+            skel_row("skel copy, cp.async", false, SK_CPA, false, 1);
+            skel_row("skel 2 rounds, cp.async", true, SK_CPA, false, 1);
             skel_row("skel 2 rounds, dyn", true, SK_DYN, false, 1);
-            skel_row("skel 2 rounds, dyn/2", true, SK_DYN, false, 2);
-            skel_row("skel 2 rounds, dyn all", true, SK_DYN_ALL, false, 1);
-            skel_row("skel 2 rounds, dyn all/2", true, SK_DYN_ALL, false, 2);
         }
         OK(symm_gpu_free(ctr));
         OK(symm_finalize());

@@ -46,11 +46,7 @@
     SYMM_ENV(GPU_PDL, INT, gpu_pdl, "1",                                                \
              "1: symm's stream kernels (tile, MoE) launch with programmatic dependent "   \
              "launch, so each starts while the kernel before it on the stream drains; 0: " \
-             "plain launches")                                                          \
-    SYMM_ENV(GPU_MOE_TMA, INT, gpu_moe_tma, "0",                                        \
-             "1: in a build with -DSYMM_TM_MOE_TMA=1, the MoE stream kernels copy rows "   \
-             "with bulk copies through 128 KiB of shared memory a block (sm_90 TMA; an "   \
-             "experiment); 0: with loads and stores of 16-byte vectors")
+             "plain launches")
 
 typedef struct symm_config {
 #define SYMM_CONFIG_FIELD_SIZE(f) size_t f;

@@ -119,25 +119,54 @@ SYMM_DEV uint64_t *mailbox_of(const symm_dev_team_t &t, int pe)
     return (uint64_t *)(t.member_base[pe] + t.off + SYMM_DEV_BLOCK_MAILBOX);
 }
 
-SYMM_DEV void record(const symm_dev_team_t &t, int status, uint32_t what, uint32_t other,
-                     uint64_t holder)
+/* Error paths are kept out of line (SYMM_DEV_COLD), so that the code a call runs when all
+ * goes well stays short: the MoE kernel was 5584 instructions with them inline (the claim's
+ * wait for a holder's tag alone unrolled to 770), 4528 without (no change in its time on an
+ * H200, docs/PERFORMANCE.md session 10). Static: this header is compiled into every
+ * translation unit that includes symm_device.cuh. */
+#define SYMM_DEV_COLD static __device__ __noinline__
+SYMM_DEV_COLD void record_in(symm_dev_err_buf_t *err, int status, uint32_t what,
+                             uint32_t pool_id, uint32_t dup, uint32_t other, uint64_t holder)
 {
-    if (!t.err) return;
-    uint32_t k = atomicAdd(&t.err->count, 1u);
+    uint32_t k = atomicAdd(&err->count, 1u);
     if (k >= SYMM_DEV_ERR_MAX) return;
-    symm_dev_err_rec_t *r = &t.err->rec[k];
+    symm_dev_err_rec_t *r = &err->rec[k];
     r->status = status;
     r->what = what;
-    r->pool_id = t.pool_id;
-    r->dup = t.dup;
+    r->pool_id = pool_id;
+    r->dup = dup;
     r->block = block_linear();
     r->other = other;
     r->holder = holder;
+}
+SYMM_DEV void record(const symm_dev_team_t &t, int status, uint32_t what, uint32_t other,
+                     uint64_t holder)
+{
+    if (t.err) record_in(t.err, status, what, t.pool_id, t.dup, other, holder);
 }
 
 /* The claim words of a duplicate on this member (dev__types.cuh): word 0 is
  * (episode << 1) | held, word 1 the holder's tag while held. One atomic OR both claims
  * the duplicate and returns its episode counter; on a held word it changes nothing. */
+
+/* The tag of a held duplicate's holder (w: its claim words), which the holder writes just
+ * after its claim: waited for a little. */
+SYMM_DEV_COLD uint64_t held_by(const uint64_t *w)
+{
+    uint64_t h = ld_relaxed_gpu(w + 1);
+#pragma unroll 1
+    for (int i = 0; h == 0 && i < 256; i++) h = ld_relaxed_gpu(w + 1);
+    return h;
+}
+/* claim() on a held duplicate: 0 if this holder has it (a call inside
+ * symm_dev_team_claim_block), else SYMM_ERR_TEAM_BUSY (recorded). */
+SYMM_DEV int claim_held(const symm_dev_team_t &t, uint32_t what, uint64_t tag)
+{
+    const uint64_t h = held_by(my_block(t));
+    if (h == tag) return 0;
+    record(t, SYMM_ERR_TEAM_BUSY, what, (uint32_t)((h >> 11) & 0x1fffffu), h);
+    return SYMM_ERR_TEAM_BUSY;
+}
 
 /* Claims the duplicate for holder tag `tag`: 1 if claimed now (release at the end),
  * 0 if this holder already has it, or a negative status (recorded); *ep: the episode
@@ -157,13 +186,7 @@ SYMM_DEV int claim(const symm_dev_team_t &t, uint32_t what, uint64_t tag, uint64
         st_relaxed_gpu(w + 1, tag);
         return 1;
     }
-    /* Held: by this holder (a call inside symm_dev_team_claim_block), or by another, which
-     * writes its tag just after its claim. */
-    uint64_t h = ld_relaxed_gpu(w + 1);
-    for (int i = 0; h == 0 && i < 256; i++) h = ld_relaxed_gpu(w + 1);
-    if (h == tag) return 0;
-    record(t, SYMM_ERR_TEAM_BUSY, what, (uint32_t)((h >> 11) & 0x1fffffu), h);
-    return SYMM_ERR_TEAM_BUSY;
+    return claim_held(t, what, tag);
 }
 /* The holder's episode counter, and its update (the holder only). */
 SYMM_DEV uint64_t episode(const symm_dev_team_t &t) { return ld_relaxed_gpu(my_block(t)) >> 1; }

@@ -622,10 +622,6 @@ struct a2a_args {
     int trigger; /* the stream form (programmatic dependent launch): wait for the kernel
                   * before on the stream inside the body, let the next one launch after
                   * the first round */
-    /* Shared memory the copy may stage bulk copies through (the stream form with
-     * SYMM_GPU_MOE_TMA=1: its dynamic shared memory), or null: see tma_pipe. */
-    uint8_t *stage;
-    uint32_t stage_bytes;
 };
 
 SYMM_DEV uint64_t warp_incl_scan(uint64_t v, uint32_t lane)
@@ -680,111 +676,6 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
     uint64_t t0 = head + nvec * 16;
     for (uint64_t k = tid; k < tail; k += nthr) dst[t0 + k] = __ldcg(src + t0 + k);
 }
-
-/* Bulk copies through shared memory (sm_90's tensor memory accelerator, plain bulk form):
- * one thread keeps up to SYMM_TM_TMA_AHEAD + 1 pieces of the copy loading into a ring of
- * SYMM_TM_TMA_SLOTS slots of the stage while it stores the earlier ones, so that the
- * bytes in flight are set by the stage's size, not by registers (the register copy
- * above has a 64 KiB chunk per block in flight at most). Pieces are multiples of 16
- * bytes at 16-byte aligned addresses. An experiment, not yet run on a GPU: compiled into
- * the MoE body only with -DSYMM_TM_MOE_TMA=1 (its registers would cost the default build
- * a spill), and used there by the stream form with SYMM_GPU_MOE_TMA=1 (docs/PERFORMANCE.md,
- * session 9). */
-#ifndef SYMM_TM_MOE_TMA
-#define SYMM_TM_MOE_TMA 0
-#endif
-#define SYMM_TM_TMA_SLOTS 8
-#define SYMM_TM_TMA_AHEAD 5
-struct tma_pipe {
-    uint8_t *stage;
-    uint32_t piece; /* bytes a slot */
-    uint32_t j;     /* pieces issued */
-    uint64_t pol;   /* L2 policy of the copies (evict first, as the .cs hint above) */
-    uint64_t *mbar; /* [SLOTS] in shared memory */
-    uint8_t **dst;  /* [SLOTS]: each slot's destination and bytes */
-    uint32_t *bytes;
-};
-SYMM_DEV uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define SYMM_TM_TMA_OK 1
-SYMM_DEV void tma_begin(tma_pipe &p)
-{
-    for (int i = 0; i < SYMM_TM_TMA_SLOTS; i++)
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(p.mbar + i))
-                     : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    /* the peers' rows were seen through generic loads (the round); the bulk loads are in
-     * the async proxy */
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p.pol));
-    p.j = 0;
-}
-SYMM_DEV void tma_store_piece(tma_pipe &p, uint32_t k)
-{
-    const uint32_t ks = k % SYMM_TM_TMA_SLOTS, par = (k / SYMM_TM_TMA_SLOTS) & 1;
-    const uint32_t m = smem_u32(p.mbar + ks);
-    uint32_t done;
-    do {
-        asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2; "
-                     "selp.u32 %0, 1, 0, q; }"
-                     : "=r"(done)
-                     : "r"(m), "r"(par)
-                     : "memory");
-    } while (!done);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint"
-                 " [%0], [%1], %2, %3;" ::"l"(p.dst[ks]),
-                 "r"(smem_u32(p.stage + (size_t)ks * p.piece)),
-                 "r"(p.bytes[ks]), "l"(p.pol)
-                 : "memory");
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-/* One piece (bytes <= p.piece, a multiple of 16; src, dst 16-byte aligned). */
-SYMM_DEV void tma_piece(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint32_t bytes)
-{
-    constexpr uint32_t S = SYMM_TM_TMA_SLOTS, L = SYMM_TM_TMA_AHEAD;
-    static_assert(L + 1 <= S, "a slot is reloaded only after its store was issued");
-    const uint32_t j = p.j, slot = j % S;
-    /* slot's last piece, j - S, was stored among pieces 0 .. j - 1 - L: all but the
-     * S - 1 - L latest store groups must have read their slots */
-    if (j >= S) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(S - 1 - L) : "memory");
-    p.dst[slot] = dst;
-    p.bytes[slot] = bytes;
-    const uint32_t m = smem_u32(p.mbar + slot);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(m), "r"(bytes)
-                 : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
-                 ::"r"(smem_u32(p.stage + (size_t)slot * p.piece)), "l"(src), "r"(bytes),
-                 "r"(m), "l"(p.pol)
-                 : "memory");
-    if (j >= L) tma_store_piece(p, j - L);
-    p.j = j + 1;
-}
-/* nbytes (a multiple of 16; src, dst 16-byte aligned) in pieces of at most p.piece. */
-SYMM_DEV void tma_copy(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint64_t nbytes)
-{
-    for (uint64_t o = 0; o < nbytes; o += p.piece)
-        tma_piece(p, dst + o, src + o, (uint32_t)(nbytes - o < p.piece ? nbytes - o : p.piece));
-}
-/* Stores what is left, waits until every store is complete, and makes the stores visible
- * to the generic proxy (the closing round's release follows). */
-SYMM_DEV void tma_end(tma_pipe &p)
-{
-    for (uint32_t k = p.j > SYMM_TM_TMA_AHEAD ? p.j - SYMM_TM_TMA_AHEAD : 0; k < p.j; k++)
-        tma_store_piece(p, k);
-    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    for (int i = 0; i < SYMM_TM_TMA_SLOTS; i++)
-        asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_u32(p.mbar + i))
-                     : "memory");
-}
-#else
-#define SYMM_TM_TMA_OK 0
-SYMM_DEV void tma_begin(tma_pipe &) {}
-SYMM_DEV void tma_copy(tma_pipe &, uint8_t *, const uint8_t *, uint64_t) {}
-SYMM_DEV void tma_end(tma_pipe &) {}
-#endif
 
 /* A profiling build (-DSYMM_TM_PROF, never the default): thread 0 of every block stamps
  * the global timer (ns, one clock for every SM) at the steps of the MoE body below (the
@@ -1174,15 +1065,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
 
     /* ---- layout in windows (warp 0; done above with early) and copy of my band of the
      * moved rows (all) */
-    /* Bulk copies through the stage (see tma_pipe) when the caller gave one and every
-     * piece is whole 16-byte vectors at 16-byte aligned addresses (the heaps, and so the
-     * deltas between them, are page aligned). */
-    __shared__ uint64_t s_tma_mbar[SYMM_TM_TMA_SLOTS];
-    __shared__ uint8_t *s_tma_dst[SYMM_TM_TMA_SLOTS];
-    __shared__ uint32_t s_tma_bytes[SYMM_TM_TMA_SLOTS];
-    const uint32_t tma_piece_bytes = (a.stage_bytes / SYMM_TM_TMA_SLOTS) & ~15u;
-    const bool tma = SYMM_TM_MOE_TMA && SYMM_TM_TMA_OK && a.stage && tma_piece_bytes >= 16 &&
-                     (((uintptr_t)a.stage | (uintptr_t)a.in | (uintptr_t)a.out | rb) & 15) == 0;
     if (!s_rc) {
         const uint64_t R = s_R;
         if (early && part == 0) { /* the outputs the layout above held back */
@@ -1202,39 +1084,21 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                 __syncthreads();
             }
             if (w0 == 0) SYMM_TM_STAMP(PROF_LAYOUT);
-            /* my chunks of the window's entries: fn(dst, src, bytes) for each */
-            auto each_chunk = [&](auto &&fn) {
-                for (int i = 0, ni = s_nlist; i < ni; i++) {
-                    const uint32_t w = s_list[i];
-                    const uint64_t m0 = s_mov[w], cn = s_cnt[w], cl = s_cl[w];
-                    const int s = s_sm[w];
-                    const int64_t dl = s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s];
-                    for (uint64_t c = s_c1[w]; c <= cl; c += nparts) {
-                        uint64_t a0 = c * R > m0 ? c * R : m0;
-                        uint64_t a1 = (c + 1) * R < m0 + cn ? (c + 1) * R : m0 + cn;
-                        uint64_t d0 = s_dst[w] + (a0 - m0), r = a1 - a0;
-                        if (d0 > a.out_capacity || r > a.out_capacity - d0)
-                            continue; /* cannot happen */
-                        const uint8_t *src = (const uint8_t *)a.in + dl +
-                                             (s_src[w] + (a0 - m0)) * rb;
-                        fn((uint8_t *)a.out + d0 * rb, src, r * rb);
-                    }
+            for (int i = 0, ni = s_nlist; i < ni; i++) { /* my chunks of the window */
+                const uint32_t w = s_list[i];
+                const uint64_t m0 = s_mov[w], cn = s_cnt[w], cl = s_cl[w];
+                const int s = s_sm[w];
+                const int64_t dl = s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s];
+                for (uint64_t c = s_c1[w]; c <= cl; c += nparts) {
+                    uint64_t a0 = c * R > m0 ? c * R : m0;
+                    uint64_t a1 = (c + 1) * R < m0 + cn ? (c + 1) * R : m0 + cn;
+                    uint64_t d0 = s_dst[w] + (a0 - m0), r = a1 - a0;
+                    if (d0 > a.out_capacity || r > a.out_capacity - d0)
+                        continue; /* cannot happen */
+                    const uint8_t *src = (const uint8_t *)a.in + dl +
+                                         (s_src[w] + (a0 - m0)) * rb;
+                    copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb);
                 }
-            };
-            if (tma) {
-                if (tid == 0) { /* one thread drives the bulk copies */
-                    tma_pipe tp = {a.stage, tma_piece_bytes, 0, 0, s_tma_mbar, s_tma_dst,
-                                   s_tma_bytes};
-                    tma_begin(tp);
-                    each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-                        tma_copy(tp, d, sr, nb);
-                    });
-                    tma_end(tp);
-                }
-            } else {
-                each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-                    copy_from_peer(d, sr, nb);
-                });
             }
             if (!early) __syncthreads();
         }
@@ -1310,7 +1174,7 @@ SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
 {
     symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
                            nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws,
-                           0, 0, nullptr, 0};
+                           0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
@@ -1323,7 +1187,7 @@ SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
 {
     symm_tm::a2a_args a = {SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity,
                            in_splits, nullptr, ne, row_bytes, major_align, out_splits,
-                           out_offsets, out_rows, ws, 0, 0, nullptr, 0};
+                           out_offsets, out_rows, ws, 0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
@@ -1336,7 +1200,7 @@ SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
 {
     symm_tm::a2a_args a = {SYMM_TM_A2A_COMBINE, out, out_capacity, in, in_capacity,
                            in_splits, in_offsets, ne, row_bytes, 0, out_splits, out_offsets,
-                           out_rows, ws, 0, 0, nullptr, 0};
+                           out_rows, ws, 0, 0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 

@@ -3,7 +3,6 @@
  * the automatic block count, and one kernel whose block b runs the block-scoped call on
  * pool duplicate b. Errors only this member can see still launch a kernel that takes part
  * in the synchronisation (and, for MoE, publishes the failure so every member fails). */
-#include <atomic>
 #include <cstdio>
 #include <cstring>
 
@@ -11,7 +10,6 @@
 #include "symm/impl/tile_moe__funcs.cuh"
 
 extern "C" {
-#include "core/config.h"
 #include "core/log.h"
 }
 #include "transport/cuda/cuda_coll.h"
@@ -33,9 +31,6 @@ const int kA2aThreads = SYMM_TM_A2A_THREADS;
 #ifndef SYMM_TM_A2A_MINB
 #define SYMM_TM_A2A_MINB 1
 #endif
-/* Shared memory a MoE block stages its bulk copies through with SYMM_GPU_MOE_TMA=1
- * (symm_tm::tma_pipe: 8 slots of 16 KiB; with the kernel's static 15 KB, one block an SM). */
-const size_t kA2aStage = (size_t)128 << 10;
 /* Tile bytes per block when choosing the block count. One block moves only ~13 GB/s, so
  * small tiles want many blocks: 32 KiB (was 256 KiB) took a 1 MiB tile allreduce at 1 PE
  * from 23.2 to 8.4 us on an H200 (25% -> 71% of a device copy). */
@@ -111,32 +106,9 @@ __global__ void __launch_bounds__(kA2aThreads, SYMM_TM_A2A_MINB)
     symm_tm::prof_entry();
 #endif
     __shared__ __align__(16) a2a_params sp;
-    extern __shared__ __align__(128) uint8_t a2a_stage[]; /* stage_bytes (SYMM_GPU_MOE_TMA) */
     params_to_shared(p, sp);
-    if (SYMM_TM_MOE_TMA && p.a.stage_bytes) {
-        if (threadIdx.x == 0) sp.a.stage = a2a_stage;
-        __syncthreads();
-    }
     symm_dev_team_t t = team_of(sp.pool, sp.fast, blockIdx.x);
     symm_tm::a2a_impl(t, sp.a, blockIdx.x, gridDim.x);
-}
-
-/* The stage of a MoE block: kA2aStage with SYMM_GPU_MOE_TMA=1 in a build with
- * -DSYMM_TM_MOE_TMA=1 (k_a2a's dynamic shared memory limit raised on first use), else 0. */
-size_t a2a_stage_bytes(void)
-{
-    static std::atomic<int> raised{0}; /* threads that race only raise it twice */
-    if (!SYMM_TM_MOE_TMA || !symm_config.gpu_moe_tma) return 0;
-    if (!raised.load(std::memory_order_acquire)) {
-        if (cudaFuncSetAttribute((const void *)k_a2a,
-                                 cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                 (int)kA2aStage) != cudaSuccess) {
-            cudaGetLastError();
-            return 0;
-        }
-        raised.store(1, std::memory_order_release);
-    }
-    return kA2aStage;
 }
 
 const void *tile_kernel(symm_type_t type, bool flat)
@@ -154,12 +126,11 @@ const void *tile_kernel(symm_type_t type, bool flat)
 
 /* Blocks of kernel that can be resident at once on this PE's share of the GPU, or of
  * the worse of two kernels (k2 != NULL: when members may launch different ones). */
-int resident_cap(const void *kernel, const void *k2 = nullptr, int threads = kThreads,
-                 size_t smem = 0)
+int resident_cap(const void *kernel, const void *k2 = nullptr, int threads = kThreads)
 {
-    int cap = symm_cuda_max_resident_blocks(kernel, threads, smem);
+    int cap = symm_cuda_max_resident_blocks(kernel, threads, 0);
     if (k2) {
-        int c2 = symm_cuda_max_resident_blocks(k2, threads, smem);
+        int c2 = symm_cuda_max_resident_blocks(k2, threads, 0);
         if (c2 < cap) cap = c2;
     }
     return cap;
@@ -505,9 +476,8 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out_splits, out_offsets or out_rows "
                                "is not memory this GPU can write", fn);
     int nb;
-    const size_t stage = a2a_stage_bytes();
-    CHECK(pick_blocks(fn, resident_cap((const void *)k_a2a, nullptr, kA2aThreads, stage), dp, 1,
-                      0, nblocks, &nb, kA2aThreads));
+    CHECK(pick_blocks(fn, resident_cap((const void *)k_a2a, nullptr, kA2aThreads), dp, 1, 0,
+                      nblocks, &nb, kA2aThreads));
     char why[512] = "";
     if (local) {
         snprintf(why, sizeof why, "%s", symm_last_error());
@@ -522,12 +492,10 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
     p.fast = fast;
     p.a = a;
     p.a.trigger = 1;
-    p.a.stage = nullptr; /* the kernel's dynamic shared memory */
-    p.a.stage_bytes = (uint32_t)stage;
     void *args[] = {&p};
     symm_status_t st =
         launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb), dim3(kA2aThreads), args,
-                                          stage, stream));
+                                          0, stream));
     if (st) return st;
     if (local) return symm_error_set(local, "%s", why);
     return SYMM_SUCCESS;
@@ -645,8 +613,7 @@ extern "C" int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t
     symm_dev_pool_t dp;
     if (symm_cuda_pool_device(pool, &dp) || dp.size < 1) return 0;
     int cap = kind == 0 ? resident_cap(tile_kernel(SYMM_FLOAT, true))
-                        : resident_cap((const void *)k_a2a, nullptr, kA2aThreads,
-                                       a2a_stage_bytes());
+                        : resident_cap((const void *)k_a2a, nullptr, kA2aThreads);
     return auto_blocks(cap, dp, kind, bytes);
 }
 
