@@ -190,6 +190,7 @@ static void prof_report(int nb)
 #endif
 
 /* The skeleton's copies through shared memory. */
+#define SKEL_DEV __device__ __forceinline__
 namespace skel {
 using symm_tm::st_once;
 
@@ -211,10 +212,10 @@ struct tma_pipe {
     uint8_t **dst;  /* [SLOTS]: each slot's destination and bytes */
     uint32_t *bytes;
 };
-__device__ __forceinline__ uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
+SKEL_DEV uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #define SKEL_TMA_OK 1
-__device__ __forceinline__ void tma_begin(tma_pipe &p)
+SKEL_DEV void tma_begin(tma_pipe &p)
 {
     for (int i = 0; i < SKEL_TMA_SLOTS; i++)
         asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(p.mbar + i))
@@ -226,7 +227,7 @@ __device__ __forceinline__ void tma_begin(tma_pipe &p)
     asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p.pol));
     p.j = 0;
 }
-__device__ __forceinline__ void tma_store_piece(tma_pipe &p, uint32_t k)
+SKEL_DEV void tma_store_piece(tma_pipe &p, uint32_t k)
 {
     const uint32_t ks = k % SKEL_TMA_SLOTS, par = (k / SKEL_TMA_SLOTS) & 1;
     const uint32_t m = smem_u32(p.mbar + ks);
@@ -247,7 +248,7 @@ __device__ __forceinline__ void tma_store_piece(tma_pipe &p, uint32_t k)
     asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
 /* One piece (bytes <= p.piece, a multiple of 16; src, dst 16-byte aligned). */
-__device__ __forceinline__ void tma_piece(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint32_t bytes)
+SKEL_DEV void tma_piece(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint32_t bytes)
 {
     constexpr uint32_t S = SKEL_TMA_SLOTS, L = SKEL_TMA_AHEAD;
     static_assert(L + 1 <= S, "a slot is reloaded only after its store was issued");
@@ -269,14 +270,14 @@ __device__ __forceinline__ void tma_piece(tma_pipe &p, uint8_t *dst, const uint8
     p.j = j + 1;
 }
 /* nbytes (a multiple of 16; src, dst 16-byte aligned) in pieces of at most p.piece. */
-__device__ __forceinline__ void tma_copy(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint64_t nbytes)
+SKEL_DEV void tma_copy(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 {
     for (uint64_t o = 0; o < nbytes; o += p.piece)
         tma_piece(p, dst + o, src + o, (uint32_t)(nbytes - o < p.piece ? nbytes - o : p.piece));
 }
 /* Stores what is left, waits until every store is complete, and makes the stores visible
  * to the generic proxy (the closing round's release follows). */
-__device__ __forceinline__ void tma_end(tma_pipe &p)
+SKEL_DEV void tma_end(tma_pipe &p)
 {
     for (uint32_t k = p.j > SKEL_TMA_AHEAD ? p.j - SKEL_TMA_AHEAD : 0; k < p.j; k++)
         tma_store_piece(p, k);
@@ -288,9 +289,9 @@ __device__ __forceinline__ void tma_end(tma_pipe &p)
 }
 #else
 #define SKEL_TMA_OK 0
-__device__ __forceinline__ void tma_begin(tma_pipe &) {}
-__device__ __forceinline__ void tma_copy(tma_pipe &, uint8_t *, const uint8_t *, uint64_t) {}
-__device__ __forceinline__ void tma_end(tma_pipe &) {}
+SKEL_DEV void tma_begin(tma_pipe &) {}
+SKEL_DEV void tma_copy(tma_pipe &, uint8_t *, const uint8_t *, uint64_t) {}
+SKEL_DEV void tma_end(tma_pipe &) {}
 #endif
 
 /* Copy through shared memory with per-thread async copies (cp.async, sm_80 on): the
@@ -306,7 +307,7 @@ struct cpa_pipe {
     uint8_t *pdst;   /* the last piece's destination and bytes (not yet stored) */
     uint32_t pbytes;
 };
-__device__ __forceinline__ void cpa_store_last(cpa_pipe &c, uint32_t tid, uint32_t nthr)
+SKEL_DEV void cpa_store_last(cpa_pipe &c, uint32_t tid, uint32_t nthr)
 {
     const uint8_t *buf = c.stage + ((c.p - 1) & 1) * c.half;
     uint4 *d4 = (uint4 *)c.pdst;
@@ -314,7 +315,7 @@ __device__ __forceinline__ void cpa_store_last(cpa_pipe &c, uint32_t tid, uint32
     for (uint32_t v = tid; v < c.pbytes / 16; v += nthr)
         st_once(d4 + v, *(const uint4 *)(buf + (size_t)v * 16));
 }
-__device__ __forceinline__ void cpa_piece(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint32_t bytes,
+SKEL_DEV void cpa_piece(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint32_t bytes,
                         uint32_t tid, uint32_t nthr)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -335,14 +336,14 @@ __device__ __forceinline__ void cpa_piece(cpa_pipe &c, uint8_t *dst, const uint8
     c.pbytes = bytes;
     c.p++;
 }
-__device__ __forceinline__ void cpa_copy(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint64_t nbytes,
+SKEL_DEV void cpa_copy(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint64_t nbytes,
                        uint32_t tid, uint32_t nthr)
 {
     for (uint64_t o = 0; o < nbytes; o += c.half)
         cpa_piece(c, dst + o, src + o, (uint32_t)(nbytes - o < c.half ? nbytes - o : c.half),
                   tid, nthr);
 }
-__device__ __forceinline__ void cpa_end(cpa_pipe &c, uint32_t tid, uint32_t nthr)
+SKEL_DEV void cpa_end(cpa_pipe &c, uint32_t tid, uint32_t nthr)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
     if (c.p) {
@@ -404,7 +405,8 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     const bool all = MODE == SK_DYN_ALL;
     unsigned long long *ctr =
         all ? (unsigned long long *)((char *)ctr_all + pool.heap_delta[0]) : g_skel_ctr;
-    const uint64_t ntake = all ? nch * n : nch, nblk = all ? (uint64_t)gridDim.x * n : gridDim.x;
+    const uint64_t ntake = all ? nch * n : nch;
+    const uint64_t nblk = all ? (uint64_t)gridDim.x * n : gridDim.x;
     /* chunk c of member d's output: fn(dst, src, bytes) for each piece by source member */
     auto one_chunk = [&](uint64_t c, int d, auto &&fn) {
         const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
