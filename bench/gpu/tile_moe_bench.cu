@@ -214,7 +214,6 @@ struct tma_pipe {
 };
 SKEL_DEV uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#define SKEL_TMA_OK 1
 SKEL_DEV void tma_begin(tma_pipe &p)
 {
     for (int i = 0; i < SKEL_TMA_SLOTS; i++)
@@ -288,7 +287,6 @@ SKEL_DEV void tma_end(tma_pipe &p)
                      : "memory");
 }
 #else
-#define SKEL_TMA_OK 0
 SKEL_DEV void tma_begin(tma_pipe &) {}
 SKEL_DEV void tma_copy(tma_pipe &, uint8_t *, const uint8_t *, uint64_t) {}
 SKEL_DEV void tma_end(tma_pipe &) {}
@@ -361,8 +359,7 @@ SKEL_DEV void cpa_end(cpa_pipe &c, uint32_t tid, uint32_t nthr)
  * members, as the dispatch's column is) into out, with the dispatch's copy loop. ROUNDS: a
  * claim and a round on duplicate b before the copy, a closing round after it (the
  * dispatch less its tables and layout); else the copy alone. MODE: SK_STATIC as above;
- * SK_TMA with the bulk copies through 128 KiB of shared memory (skel::tma_pipe, as with
- * SYMM_GPU_MOE_TMA=1); SK_DYN the blocks take chunks in turn from a counter of this PE
+ * SK_TMA with the bulk copies through 128 KiB of shared memory (skel::tma_pipe); SK_DYN the blocks take chunks in turn from a counter of this PE
  * (atomicAdd) instead; SK_DYN_ALL the blocks of every member take chunks of every
  * member's output from one counter on member 0 (ROUNDS only: a member's output is whole
  * after the closing round); SK_CPA with cp.async through the two halves of the stage
@@ -451,7 +448,7 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     } else if constexpr (MODE == SK_TMA) {
         if (tid == 0) {
             skel::tma_pipe tp = {stage, (uint32_t)(kSkelStage / SKEL_TMA_SLOTS), 0, 0,
-                                    s_mbar, s_pdst, s_pbytes};
+                                 s_mbar, s_pdst, s_pbytes};
             skel::tma_begin(tp);
             each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
                 skel::tma_copy(tp, d, sr, nb);
@@ -474,12 +471,12 @@ __global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out
     }
 }
 
+/* The skeletons the rows below time (null: none). */
 static const void *const k_skels[2][SK_MODES] = {
-    {(const void *)k_skel<false, SK_STATIC>, (const void *)k_skel<false, SK_TMA>,
-     (const void *)k_skel<false, SK_DYN>, nullptr, (const void *)k_skel<false, SK_CPA>},
-    {(const void *)k_skel<true, SK_STATIC>, (const void *)k_skel<true, SK_TMA>,
-     (const void *)k_skel<true, SK_DYN>, (const void *)k_skel<true, SK_DYN_ALL>,
-     (const void *)k_skel<true, SK_CPA>}};
+    {(const void *)k_skel<false, SK_STATIC>, (const void *)k_skel<false, SK_TMA>, nullptr,
+     nullptr, (const void *)k_skel<false, SK_CPA>},
+    {(const void *)k_skel<true, SK_STATIC>, nullptr, (const void *)k_skel<true, SK_DYN>,
+     (const void *)k_skel<true, SK_DYN_ALL>, (const void *)k_skel<true, SK_CPA>}};
 
 /* one: reserve the TMA stage without TMA too, so that one block fits on an SM (the
  * dispatch's case: its registers allow no second one); split: chunks of R / split rows.
@@ -621,6 +618,8 @@ int main(int argc, char **argv)
             skel_row("skel copy, cp.async", false, SK_CPA, false, 1);
             skel_row("skel 2 rounds, cp.async", true, SK_CPA, false, 1);
             skel_row("skel 2 rounds, dyn", true, SK_DYN, false, 1);
+            skel_row("skel 2 rounds, dyn/2", true, SK_DYN, false, 2);
+            skel_row("skel 2 rounds, dyn all", true, SK_DYN_ALL, false, 1);
         }
         OK(symm_gpu_free(ctr));
         OK(symm_finalize());
