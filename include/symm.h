@@ -40,7 +40,8 @@ extern "C" {
     X(SYMM_ERR_SYSTEM, -19, "system call failed")                                        \
     X(SYMM_ERR_CUDA, -20, "CUDA error")                                                  \
     X(SYMM_ERR_ALIGNMENT, -21, "misaligned address or bad alignment")                    \
-    X(SYMM_ERR_MISMATCH, -22, "PEs passed different arguments to a collective call")
+    X(SYMM_ERR_MISMATCH, -22, "PEs passed different arguments to a collective call")     \
+    X(SYMM_ERR_TEAM_BROKEN, -23, "team unusable after a timeout or failed PE; destroy it")
 
 typedef enum {
 #define SYMM_STATUS_ENUM_(name, value, msg) name = value,
