@@ -10,26 +10,29 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
     int n, me;
-    size_t total;
+    size_t total = 0;
     symm_coll_shape(team, &n, &me);
-    CHECK(symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total));
-    CHECK(symm_coll_check_buf(fn, "dest", dest, total));
-    CHECK(symm_coll_check_buf(fn, "src", src, total));
-    if (symm_coll_overlap(dest, total, src, total))
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
+    symm_status_t local = symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total);
+    if (!local) local = symm_coll_check_buf(fn, "dest", dest, total);
+    if (!local) local = symm_coll_check_buf(fn, "src", src, total);
+    if (!local && symm_coll_overlap(dest, total, src, total))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
 
     uint64_t stackbuf[128];
     symm_coll_scratch_t s = {NULL, 0};
-    if (nbytes && nbytes <= SYMM_COLL_WORD)
-        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                2 * (size_t)n * sizeof(uint64_t)));
+    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
+        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                  2 * (size_t)n * sizeof(uint64_t));
     symm_coll_t c;
-    symm_status_t st =
-        symm_coll_enter_shaped(team, fn, symm_coll_args(nbytes, 0, 0, 0), n, me, &c);
+    symm_status_t st = symm_coll_enter_shaped(
+        team, fn, symm_coll_args(nbytes, symm_coll_off(src), 0, 0), n, me, &c);
     if (st) goto out_free;
-    if (nbytes == 0) {
+    if (local) {
+        st = symm_coll_fail(&c, local);
     } else if (n == 1) {
-        memcpy(dest, src, nbytes);
+        if (nbytes) memcpy(dest, src, nbytes);
+    } else if (nbytes == 0) {
+        st = symm_coll_sync(&c);
     } else if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *send = s.p, *recv = send + n;
         for (int j = 0; j < n; j++) {
@@ -57,7 +60,8 @@ out_free:
 }
 
 /* Checks my send side and fills sbytes[j] / soff[j] (bytes sent to j, and where they
- * start in my src); *lo_out, *hi_out span every byte sent. */
+ * start: an offset in my symmetric heap, so that a receiver reaches them without an src
+ * of its own); *lo_out, *hi_out span every byte sent, relative to src. */
 static symm_status_t a2av_send_side(const char *fn, int n, const void *src,
                                     const size_t *counts, const size_t *displs, size_t es,
                                     uint64_t *sbytes, uint64_t *soff, size_t *lo_out,
@@ -80,7 +84,7 @@ static symm_status_t a2av_send_side(const char *fn, int n, const void *src,
             hi = end > hi ? end : hi;
         }
         sbytes[j] = nb;
-        soff[j] = off;
+        soff[j] = nb ? (uint64_t)((const uint8_t *)src + off - symm_heap_base(symm_g.me)) : 0;
     }
     *lo_out = lo;
     *hi_out = hi;
@@ -103,8 +107,10 @@ static uint64_t a2av_word(uint64_t bytes, uint64_t off, int wide)
 
 /* Two episodes (three with offsets past 2 GiB): the sizes and offsets are exchanged
  * (which also says every source is ready), the receivers pull, and a final sync protects
- * the sources. A member whose dest_capacity is too small writes nothing, still takes part
- * so that the others complete, and returns SYMM_ERR_OVERFLOW. */
+ * the sources. A member whose dest_capacity is too small writes nothing and tells the
+ * others in the final sync: every member returns SYMM_ERR_OVERFLOW. Senders publish heap
+ * offsets, so src may be a different object on every member, or NULL on one that sends
+ * nothing. */
 symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                              const void *src, const size_t *send_counts,
                              const size_t *send_displs, size_t elem_size,
@@ -112,27 +118,33 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
 {
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
-    if (elem_size == 0)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: elem_size is 0", fn);
-    if (!send_counts)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: send_counts is NULL", fn);
     int n, me;
     symm_coll_shape(team, &n, &me);
+    symm_status_t local = SYMM_SUCCESS;
+    if (elem_size == 0)
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: elem_size is 0", fn);
+    else if (!send_counts)
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: send_counts is NULL", fn);
 
     uint64_t stackbuf[5 * 64];
-    symm_coll_scratch_t s;
-    CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, 5 * (size_t)n * sizeof(uint64_t)));
+    symm_coll_scratch_t s = {NULL, 0};
+    if (!local)
+        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                  5 * (size_t)n * sizeof(uint64_t));
     uint64_t *sbytes = s.p, *soff = sbytes + n, *rbytes = soff + n, *roff = rbytes + n,
              *rdisp = roff + n;
     size_t lo = 0, hi = 0;
-    symm_status_t st = a2av_send_side(fn, n, src, send_counts, send_displs, elem_size, sbytes,
-                                      soff, &lo, &hi);
-    if (st) goto out_free;
-
+    if (!local)
+        local = a2av_send_side(fn, n, src, send_counts, send_displs, elem_size, sbytes, soff,
+                               &lo, &hi);
     symm_coll_t c;
-    CHECK_GOTO(symm_coll_enter_shaped(team, fn, symm_coll_args(elem_size, 0, 0, 0), n, me,
-                                      &c),
-               st, out_free);
+    symm_status_t st = symm_coll_enter_shaped(team, fn, symm_coll_args(elem_size, 0, 0, 0), n,
+                                              me, &c);
+    if (st) goto out_free;
+    if (local) {
+        st = symm_coll_fail(&c, local);
+        goto out_leave;
+    }
     /* sbytes[j] becomes the first exchange's word; rbytes[j] what j sent me */
     int wide = 0, any_wide = 0;
     for (int j = 0; j < n; j++) wide |= sbytes[j] >> 32 || soff[j] >> symm_coll_a2av_off_bits;
@@ -149,7 +161,6 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
         }
     }
     uint64_t total = 0; /* bytes; each term is count x elem_size of a valid src range */
-    symm_status_t local = SYMM_SUCCESS;
     for (int j = 0; j < n; j++) {
         rdisp[j] = total;
         if (__builtin_add_overflow(total, rbytes[j], &total))
@@ -178,17 +189,14 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
             int j = (me + t) % n;
             if (rbytes[j])
                 symm_coll_copy((uint8_t *)dest + rdisp[j],
-                               (const uint8_t *)symm_coll_ptr(&c, src, j) + roff[j],
-                               (size_t)rbytes[j], nt);
+                               symm_heap_base(c.world[j]) + roff[j], (size_t)rbytes[j], nt);
         }
     }
+    c.local = local;
     CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
-    st = local;
-    if (!st) {
-        for (int j = 0; j < n; j++) {
-            if (recv_counts) recv_counts[j] = (size_t)(rbytes[j] / elem_size);
-            if (recv_displs) recv_displs[j] = (size_t)(rdisp[j] / elem_size);
-        }
+    for (int j = 0; j < n; j++) {
+        if (recv_counts) recv_counts[j] = (size_t)(rbytes[j] / elem_size);
+        if (recv_displs) recv_displs[j] = (size_t)(rdisp[j] / elem_size);
     }
 out_leave:
     symm_coll_leave(&c);

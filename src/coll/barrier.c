@@ -6,7 +6,7 @@
 symm_status_t symm_sync(symm_team_t team)
 {
     symm_coll_t c;
-    CHECK(symm_coll_enter(team, "sync", 0, &c));
+    CHECK(symm_coll_enter(team, "symm_sync", 0, &c));
     symm_status_t st = symm_coll_sync(&c);
     symm_coll_leave(&c);
     return st;
@@ -15,7 +15,7 @@ symm_status_t symm_sync(symm_team_t team)
 symm_status_t symm_barrier(symm_team_t team)
 {
     symm_coll_t c;
-    CHECK(symm_coll_enter(team, "barrier", 0, &c));
+    CHECK(symm_coll_enter(team, "symm_barrier", 0, &c));
     symm_shm_fence(); /* quiet: earlier puts are visible before anyone leaves */
     symm_status_t st = symm_coll_sync(&c);
     symm_coll_leave(&c);

@@ -11,30 +11,32 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
     SYMM_REQUIRE_INIT();
     int n, me;
     symm_coll_shape(team, &n, &me);
-    if (root < 0 || root >= n) {
-        char buf[96];
-        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d is not a member of %s",
-                              fn, root, symm_team_describe(team, buf, sizeof buf));
-    }
-    CHECK(symm_coll_check_buf(fn, "dest", dest, nbytes));
+    symm_status_t local = SYMM_SUCCESS;
+    if (root < 0 || root >= n)
+        local = symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
+                               "%s: root %d is not a member of a team of %d", fn, root, n);
+    if (!local) local = symm_coll_check_buf(fn, "dest", dest, nbytes);
     /* src is read on the root only, but through the address every member passes */
-    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
-    if (dest != src && symm_coll_overlap(dest, nbytes, src, nbytes))
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s: dest and src overlap without being equal", fn);
+    if (!local) local = symm_coll_check_buf(fn, "src", src, nbytes);
+    if (!local && dest != src && symm_coll_overlap(dest, nbytes, src, nbytes))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                               "%s: dest and src overlap without being equal", fn);
 
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};
-    if (nbytes && nbytes <= SYMM_COLL_WORD)
-        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                (size_t)n * sizeof(uint64_t)));
+    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
+        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                  (size_t)n * sizeof(uint64_t));
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_shaped(
-        team, fn, symm_coll_args(nbytes, (uint64_t)root, 0, 0), n, me, &c);
+        team, fn, symm_coll_args(nbytes, (uint64_t)root, symm_coll_off(src), 0), n, me, &c);
     if (st) goto out_free;
-    if (nbytes == 0) {
+    if (local) {
+        st = symm_coll_fail(&c, local);
     } else if (n == 1) {
-        if (dest != src) memcpy(dest, src, nbytes);
+        if (dest != src && nbytes) memcpy(dest, src, nbytes);
+    } else if (nbytes == 0) {
+        st = symm_coll_sync(&c);
     } else if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *recv = s.p, word = 0;
         if (me == root) memcpy(&word, src, nbytes);

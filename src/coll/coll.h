@@ -114,15 +114,4 @@ static inline const char *symm_coll_tname(symm_coll_tname_t *t)
     return t->buf;
 }
 
-/* Hash of a collective's arguments that every member must pass equal. Four independent
- * multiplies and one final mix: this runs on every call, and the tag keeps 24 bits of it
- * anyway (symm_hash64 would be 32 dependent multiplies, ~0.05 us of an 8-byte
- * allreduce). */
-static inline uint64_t symm_coll_args(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
-{
-    uint64_t h = a * 0x9e3779b97f4a7c15ull ^ (b + 1) * 0xbf58476d1ce4e5b9ull ^
-                 (c + 2) * 0x94d049bb133111ebull ^ (d + 3) * 0xd6e8feb86659fd93ull;
-    return h ^ (h >> 29) ^ (h >> 47);
-}
-
 #endif

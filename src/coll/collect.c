@@ -30,31 +30,37 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
     int n, me;
-    size_t total;
+    size_t total = 0;
     symm_coll_shape(team, &n, &me);
-    CHECK(symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total));
-    CHECK(symm_coll_check_buf(fn, "dest", dest, total));
-    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
+    symm_status_t local = symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total);
+    if (!local) local = symm_coll_check_buf(fn, "dest", dest, total);
+    if (!local) local = symm_coll_check_buf(fn, "src", src, nbytes);
     /* In place (src is my own block of dest) is fine: nobody writes that block. Then
-     * every member must be in place (it is part of the tag), and member j's block is read
-     * from j's dest, src being a different address on every member. */
+     * every member must be in place (it is part of the fingerprint), and member j's
+     * block is read from j's dest, src being a different address on every member. */
     int inplace = nbytes && src == (const uint8_t *)dest + (size_t)me * nbytes;
-    if (!inplace && symm_coll_overlap(dest, total, src, nbytes))
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s: src overlaps dest other than as my own block", fn);
+    if (!local && !inplace && symm_coll_overlap(dest, total, src, nbytes))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                               "%s: src overlaps dest other than as my own block", fn);
 
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};
-    if (nbytes && nbytes <= SYMM_COLL_WORD)
-        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                (size_t)n * sizeof(uint64_t)));
+    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
+        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                  (size_t)n * sizeof(uint64_t));
+    /* the buffer peers reach: dest in place, else src */
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_shaped(
-        team, fn, symm_coll_args(nbytes, (uint64_t)inplace, 0, 0), n, me, &c);
+        team, fn,
+        symm_coll_args(nbytes, (uint64_t)inplace, symm_coll_off(inplace ? dest : src), 0), n,
+        me, &c);
     if (st) goto out_free;
-    if (nbytes == 0) {
+    if (local) {
+        st = symm_coll_fail(&c, local);
     } else if (n == 1) {
-        if (dest != src) memcpy(dest, src, nbytes);
+        if (dest != src && nbytes) memcpy(dest, src, nbytes);
+    } else if (nbytes == 0) {
+        st = symm_coll_sync(&c);
     } else if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *recv = s.p, word = 0;
         memcpy(&word, src, nbytes);
@@ -93,8 +99,8 @@ static size_t var_where(const void *ctx, int j, size_t *len)
 }
 
 /* The sizes are exchanged first (that episode also says every source is ready); a
- * member whose dest cannot hold the total copies nothing, still joins the final sync so
- * that the others finish, and returns the error. */
+ * member whose dest cannot hold the total copies nothing and tells the others in the
+ * final sync, so that every member returns its status. */
 symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t nbytes,
                            size_t *total_out)
 {
@@ -102,15 +108,22 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
     SYMM_REQUIRE_INIT();
     int n, me;
     symm_coll_shape(team, &n, &me);
-    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
+    symm_status_t local = symm_coll_check_buf(fn, "src", src, nbytes);
 
     uint64_t stackbuf[128];
-    symm_coll_scratch_t s;
-    CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, 2 * (size_t)n * sizeof(uint64_t)));
-    uint64_t *len = s.p, *off = len + n;
+    symm_coll_scratch_t s = {NULL, 0};
+    if (!local)
+        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                  2 * (size_t)n * sizeof(uint64_t));
+    uint64_t *len = s.p, *off = len ? len + n : NULL;
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter_shaped(team, fn, 0, n, me, &c), local = SYMM_SUCCESS;
+    symm_status_t st =
+        symm_coll_enter_shaped(team, fn, symm_coll_args(symm_coll_off(src), 0, 0, 0), n, me, &c);
     if (st) goto out_free;
+    if (local) {
+        st = symm_coll_fail(&c, local);
+        goto out_leave;
+    }
     CHECK_GOTO(symm_coll_exchange(&c, NULL, nbytes, len), st, out_leave);
     uint64_t total = 0;
     for (int j = 0; j < n; j++) {
@@ -132,8 +145,8 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
         var_ctx_t v = {len, off};
         coll_pull(&c, dest, src, var_where, &v, total >= SYMM_COLL_NT_MIN);
     }
+    c.local = local;
     st = symm_coll_sync(&c);
-    if (!st) st = local;
     if (!st && total_out) *total_out = (size_t)total;
 out_leave:
     symm_coll_leave(&c);

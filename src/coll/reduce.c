@@ -17,6 +17,7 @@
 typedef struct {
     symm_reduce_fn_t k;
     symm_op_t op;
+    symm_type_t type;
     size_t es;    /* element size */
     size_t count; /* elements */
     int root;     /* -1: every member gets the result */
@@ -40,8 +41,9 @@ static symm_status_t red_word(symm_coll_t *c, const red_args_t *a, void *dest, c
     size_t nbytes = a->count * a->es;
     uint64_t stackbuf[64];
     symm_coll_scratch_t s;
-    CHECK(symm_coll_scratch(c->what, &s, stackbuf, sizeof stackbuf,
-                            (size_t)c->n * sizeof(uint64_t)));
+    symm_status_t sst = symm_coll_scratch(c->what, &s, stackbuf, sizeof stackbuf,
+                                          (size_t)c->n * sizeof(uint64_t));
+    if (sst) return symm_coll_fail(c, sst);
     uint64_t *recv = s.p, word = 0, acc;
     memcpy(&word, src, nbytes);
     symm_status_t st = symm_coll_exchange(c, NULL, word, recv);
@@ -63,8 +65,11 @@ static symm_status_t red_small(symm_coll_t *c, const red_args_t *a, void *dest,
     _Alignas(64) uint8_t stackbuf[4096];
     symm_coll_scratch_t s = {dest, 0};
     /* In place, the fold would overwrite my source before the others have read it. */
-    if (want && dest == src) CHECK(symm_coll_scratch(c->what, &s, stackbuf, sizeof stackbuf, nbytes));
     symm_status_t st;
+    if (want && dest == src) {
+        st = symm_coll_scratch(c->what, &s, stackbuf, sizeof stackbuf, nbytes);
+        if (st) return symm_coll_fail(c, st);
+    }
     CHECK_GOTO(symm_coll_sync(c), st, out);
     if (want) red_fold_peers(c, a, s.p, src, 0, a->count);
     CHECK_GOTO(symm_coll_sync(c), st, out);
@@ -101,34 +106,50 @@ static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest,
     return symm_coll_sync(c);
 }
 
-static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const void *src,
-                             size_t count, symm_type_t type, symm_op_t op, int root)
+/* The checks of one member's arguments; a failure is told to the others in the call's
+ * first episode (symm_coll_fail). */
+static symm_status_t red_check(const char *fn, int n, int rooted, red_args_t *a,
+                               const void *dest, const void *src, size_t *nbytes)
 {
-    SYMM_REQUIRE_INIT();
-    red_args_t a = {NULL, op, 0, count, root};
-    size_t nbytes;
-    CHECK(symm_reduce_lookup(fn, type, op, &a.k, &a.es));
-    CHECK(symm_coll_mul(fn, "count x element size", count, a.es, 1, &nbytes));
-    CHECK(symm_coll_check_buf(fn, "dest", dest, nbytes));
-    CHECK(symm_coll_check_buf(fn, "src", src, nbytes));
-    if (dest != src && symm_coll_overlap(dest, nbytes, src, nbytes))
+    CHECK(symm_reduce_lookup(fn, a->type, a->op, &a->k, &a->es));
+    CHECK(symm_coll_mul(fn, "count x element size", a->count, a->es, 1, nbytes));
+    CHECK(symm_coll_check_buf(fn, "dest", dest, *nbytes));
+    CHECK(symm_coll_check_buf(fn, "src", src, *nbytes));
+    if (dest != src && symm_coll_overlap(dest, *nbytes, src, *nbytes))
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: dest and src overlap without being equal", fn);
-    /* The algorithm is part of the tag: members whose SYMM_COLL_SMALL differ would pick
-     * different ones and corrupt an in-place call; this way they get COLL_MISMATCH. */
+    if (rooted && (a->root < 0 || a->root >= n))
+        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
+                              "%s: root %d is not a member of a team of %d", fn, a->root, n);
+    return SYMM_SUCCESS;
+}
+
+/* root < 0: every member gets the result (allreduce). */
+static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const void *src,
+                             size_t count, symm_type_t type, symm_op_t op, int rooted,
+                             int root)
+{
+    SYMM_REQUIRE_INIT();
+    red_args_t a = {NULL, op, type, 0, count, rooted ? root : -1};
+    size_t nbytes = 0;
+    int n, me;
+    symm_coll_shape(team, &n, &me);
+    symm_status_t local = red_check(fn, n, rooted, &a, dest, src, &nbytes);
+    /* The algorithm is part of the fingerprint: members whose SYMM_COLL_SMALL differ
+     * would pick different ones and corrupt an in-place call; this way they get
+     * COLL_MISMATCH. */
     uint64_t alg = nbytes <= SYMM_COLL_WORD ? 0 : nbytes <= symm_config.coll_small ? 1 : 2;
+    uint64_t args = symm_coll_args(count, (uint64_t)type | alg << 32 | (uint64_t)op << 40,
+                                   (uint64_t)a.root, symm_coll_off(dest));
     symm_coll_t c;
-    CHECK(symm_coll_enter(team, fn, symm_coll_args(count, (uint64_t)type | alg << 32, op,
-                                                   (uint64_t)root), &c));
+    CHECK(symm_coll_enter_shaped(team, fn, symm_mix64(args ^ symm_coll_off(src)), n, me, &c));
     symm_status_t st = SYMM_SUCCESS;
-    if (root >= c.n) {
-        char buf[96];
-        st = symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d is not a member of %s",
-                            fn, root, symm_team_describe(team, buf, sizeof buf));
-    } else if (count == 0) {
-        /* nothing to move; every member agrees on it (count is in the tag) */
+    if (local) {
+        st = symm_coll_fail(&c, local);
     } else if (c.n == 1) {
-        if (dest != src) memcpy(dest, src, nbytes);
+        if (dest != src && nbytes) memcpy(dest, src, nbytes);
+    } else if (count == 0) {
+        st = symm_coll_sync(&c); /* nothing moves, but the members agree on it */
     } else if (alg == 0) {
         st = red_word(&c, &a, dest, src);
     } else if (alg == 1) {
@@ -143,16 +164,13 @@ static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const
 symm_status_t symm_allreduce(symm_team_t team, void *dest, const void *src, size_t count,
                              symm_type_t type, symm_op_t op)
 {
-    return red_run(__func__, team, dest, src, count, type, op, -1);
+    return red_run(__func__, team, dest, src, count, type, op, 0, -1);
 }
 
 symm_status_t symm_reduce(symm_team_t team, void *dest, const void *src, size_t count,
                           symm_type_t type, symm_op_t op, int root)
 {
-    if (root < 0)
-        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d is negative", __func__,
-                              root);
-    return red_run(__func__, team, dest, src, count, type, op, root);
+    return red_run(__func__, team, dest, src, count, type, op, 1, root);
 }
 
 /* Member r folds block r of every source straight into its dest, chunk by chunk; dest
@@ -163,31 +181,36 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
 {
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
-    red_args_t a = {NULL, op, 0, count, -1};
-    size_t nbytes, srcbytes;
+    red_args_t a = {NULL, op, type, 0, count, -1};
+    size_t nbytes = 0, srcbytes = 0;
     int n, me;
     symm_coll_shape(team, &n, &me);
-    CHECK(symm_reduce_lookup(fn, type, op, &a.k, &a.es));
-    CHECK(symm_coll_mul(fn, "count x element size", count, a.es, 1, &nbytes));
-    CHECK(symm_coll_mul(fn, "team size x count x element size", (size_t)n, count, a.es,
-                        &srcbytes));
-    CHECK(symm_coll_check_buf(fn, "dest", dest, nbytes));
-    CHECK(symm_coll_check_buf(fn, "src", src, srcbytes));
-    if (symm_coll_overlap(dest, nbytes, src, srcbytes))
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
+    symm_status_t local = symm_reduce_lookup(fn, type, op, &a.k, &a.es);
+    if (!local) local = symm_coll_mul(fn, "count x element size", count, a.es, 1, &nbytes);
+    if (!local)
+        local = symm_coll_mul(fn, "team size x count x element size", (size_t)n, count, a.es,
+                              &srcbytes);
+    if (!local) local = symm_coll_check_buf(fn, "dest", dest, nbytes);
+    if (!local) local = symm_coll_check_buf(fn, "src", src, srcbytes);
+    if (!local && symm_coll_overlap(dest, nbytes, src, srcbytes))
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
 
     uint64_t stackbuf[128];
     symm_coll_scratch_t s = {NULL, 0};
-    if (nbytes && nbytes <= SYMM_COLL_WORD)
-        CHECK(symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                2 * (size_t)n * sizeof(uint64_t)));
+    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
+        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
+                                  2 * (size_t)n * sizeof(uint64_t));
+    /* dest is written by its owner only: src is the buffer peers reach */
     symm_coll_t c;
-    symm_status_t st =
-        symm_coll_enter_shaped(team, fn, symm_coll_args(count, type, op, 0), n, me, &c);
+    symm_status_t st = symm_coll_enter_shaped(
+        team, fn, symm_coll_args(count, type, op, symm_coll_off(src)), n, me, &c);
     if (st) goto out_free;
-    if (count == 0) {
+    if (local) {
+        st = symm_coll_fail(&c, local);
     } else if (n == 1) {
-        memcpy(dest, src, nbytes);
+        if (nbytes) memcpy(dest, src, nbytes);
+    } else if (count == 0) {
+        st = symm_coll_sync(&c);
     } else if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *send = s.p, *recv = send + n, acc;
         for (int j = 0; j < n; j++) {

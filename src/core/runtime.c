@@ -213,7 +213,8 @@ symm_status_t symm_init(void)
     symm_g.mbox_ack = (symm_mbox_ack_t *)(my + (size_t)SYMM_MAX_PES * sizeof(symm_mbox_t));
     symm_g.mbox_sent = calloc((size_t)symm_g.npes, sizeof(uint64_t));
     symm_g.mbox_recvd = calloc((size_t)symm_g.npes, sizeof(uint64_t));
-    if (!symm_g.mbox_sent || !symm_g.mbox_recvd) {
+    symm_g.mbox_discard = calloc((size_t)symm_g.npes, sizeof(uint64_t));
+    if (!symm_g.mbox_sent || !symm_g.mbox_recvd || !symm_g.mbox_discard) {
         st = symm_error_set(SYMM_ERR_NO_MEMORY, "mailbox counters");
         goto out_free_mbox;
     }
@@ -241,7 +242,8 @@ out_free_arenas:
 out_free_mbox:
     free(symm_g.mbox_sent);
     free(symm_g.mbox_recvd);
-    symm_g.mbox_sent = symm_g.mbox_recvd = NULL;
+    free(symm_g.mbox_discard);
+    symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
 out_unmap:
     unmap_segments();
     if (symm_g.ctrl_owned) free(symm_g.ctrl);
@@ -270,6 +272,11 @@ symm_status_t symm_finalize(void)
         pthread_mutex_unlock(&init_lock);
         return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "symm_finalize without symm_init");
     }
+    symm_status_t busy = symm_team_layer_busy(__func__);
+    if (busy) {
+        pthread_mutex_unlock(&init_lock);
+        return busy;
+    }
     if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(0);
     /* Peers may still read this PE's heap until they too reach finalize. */
     symm_status_t st = symm_barrier_all();
@@ -282,7 +289,8 @@ symm_status_t symm_finalize(void)
     symm_arena_destroy(&symm_g.team_arena);
     free(symm_g.mbox_sent);
     free(symm_g.mbox_recvd);
-    symm_g.mbox_sent = symm_g.mbox_recvd = NULL;
+    free(symm_g.mbox_discard);
+    symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
     unmap_segments();
     if (symm_g.ctrl_owned) free(symm_g.ctrl);
     else munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
@@ -355,6 +363,14 @@ void symm_team_region_free(uint64_t off)
 }
 
 /* ---------------------------------------------------------------- mailboxes */
+/* A message's state word: the sender's message count << 2 | POSTED, TAKEN or WITHDRAWN.
+ * The receiver takes a posted message and the sender withdraws it with one
+ * compare-and-swap each, so exactly one of them wins: a member that gave up on a team
+ * creation never has its message paired by a late peer. */
+#define MBOX_POSTED 0u
+#define MBOX_TAKEN 1u
+#define MBOX_WITHDRAWN 2u
+
 symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords)
 {
     symm_mbox_t *box = (symm_mbox_t *)symm_seg_ptr(&symm_g.mbox[symm_g.me], pe);
@@ -368,25 +384,46 @@ symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords)
         if (st) return st;
     }
     for (int i = 0; i < nwords; i++) box->data[i] = data[i];
-    __atomic_store_n(&box->seq, ++symm_g.mbox_sent[pe], __ATOMIC_RELEASE);
+    __atomic_store_n(&box->seq, ++symm_g.mbox_sent[pe] << 2 | MBOX_POSTED, __ATOMIC_RELEASE);
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_mbox_recv(int pe, uint64_t *data, int nwords)
+int symm_mbox_withdraw(int pe)
+{
+    symm_mbox_t *box = (symm_mbox_t *)symm_seg_ptr(&symm_g.mbox[symm_g.me], pe);
+    uint64_t want = symm_g.mbox_sent[pe] << 2 | MBOX_POSTED;
+    return symm_g.mbox_sent[pe] &&
+           __atomic_compare_exchange_n(&box->seq, &want, want | MBOX_WITHDRAWN, 0,
+                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+}
+
+void symm_mbox_abandon(int pe) { symm_g.mbox_discard[pe]++; }
+
+int symm_mbox_poll(int pe, uint64_t *data, int nwords)
 {
     symm_mbox_t *box = &symm_g.mbox[pe];
-    uint64_t want = symm_g.mbox_recvd[pe] + 1;
-    symm_wait_t w = SYMM_WAIT_INIT;
-    while (__atomic_load_n(&box->seq, __ATOMIC_ACQUIRE) < want) {
-        symm_status_t st = symm_wait_pause(&w);
-        if (st == SYMM_ERR_TIMEOUT)
-            return symm_error_set(st, "team creation: PE %d never arrived (%.0f s)", pe,
-                                  symm_wait_elapsed(&w));
-        if (st) return st;
+    for (;;) {
+        uint64_t want = symm_g.mbox_recvd[pe] + 1;
+        uint64_t seq = __atomic_load_n(&box->seq, __ATOMIC_ACQUIRE);
+        if (seq >> 2 < want) return SYMM_MBOX_NONE;
+        int got = SYMM_MBOX_WITHDRAWN;
+        if ((seq & 3) == MBOX_POSTED) {
+            uint64_t expect = seq;
+            if (__atomic_compare_exchange_n(&box->seq, &expect, seq | MBOX_TAKEN, 0,
+                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+                got = SYMM_MBOX_MESSAGE;
+            else if ((expect & 3) != MBOX_WITHDRAWN)
+                continue;
+        }
+        if (got == SYMM_MBOX_MESSAGE)
+            for (int i = 0; i < nwords; i++) data[i] = box->data[i];
+        symm_g.mbox_recvd[pe] = want;
+        symm_mbox_ack_t *ack = (symm_mbox_ack_t *)symm_seg_ptr(&symm_g.mbox_ack[symm_g.me], pe);
+        __atomic_store_n(&ack->acked, want, __ATOMIC_RELEASE);
+        if (symm_g.mbox_discard[pe]) { /* an attempt this PE gave up on: not for this one */
+            symm_g.mbox_discard[pe]--;
+            continue;
+        }
+        return got;
     }
-    for (int i = 0; i < nwords; i++) data[i] = box->data[i];
-    symm_g.mbox_recvd[pe] = want;
-    symm_mbox_ack_t *ack = (symm_mbox_ack_t *)symm_seg_ptr(&symm_g.mbox_ack[symm_g.me], pe);
-    __atomic_store_n(&ack->acked, want, __ATOMIC_RELEASE);
-    return SYMM_SUCCESS;
 }

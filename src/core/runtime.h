@@ -52,6 +52,7 @@ typedef struct symm_runtime {
     symm_mbox_ack_t *mbox_ack; /* [npes] in my header */
     uint64_t *mbox_sent;       /* [npes] local counters */
     uint64_t *mbox_recvd;      /* [npes] */
+    uint64_t *mbox_discard;    /* [npes] messages still to come for attempts given up on */
     symm_ctrl_t *ctrl;
     int ctrl_owned; /* 1: malloc'd (no symmrun) */
     symm_boot_t boot;
@@ -121,8 +122,18 @@ symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int 
 symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out);
 void symm_team_region_free(uint64_t off);
 
-/* Mailboxes (rank-list team creation). Caller holds create_lock. */
+/* Mailboxes (rank-list team creation). Caller holds create_lock. send posts one message
+ * to pe (waiting until pe consumed the previous one); poll takes the next message from
+ * pe if there is one: SYMM_MBOX_MESSAGE (data filled), SYMM_MBOX_WITHDRAWN (the sender
+ * gave up on it before it was taken) or SYMM_MBOX_NONE. withdraw takes back this PE's
+ * last message to pe if pe has not taken it (1) or not (0); abandon says that the next
+ * message from pe belongs to an attempt this PE gave up on: poll drops it. */
+#define SYMM_MBOX_NONE 0
+#define SYMM_MBOX_MESSAGE 1
+#define SYMM_MBOX_WITHDRAWN 2
 symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords);
-symm_status_t symm_mbox_recv(int pe, uint64_t *data, int nwords);
+int symm_mbox_poll(int pe, uint64_t *data, int nwords);
+int symm_mbox_withdraw(int pe);
+void symm_mbox_abandon(int pe);
 
 #endif

@@ -45,7 +45,7 @@ symm_status_t symm_pool_get(const char *name, const int *world_ranks, int nranks
             st = symm_error_set(SYMM_ERR_NAME_CONFLICT, "%s: '%s' already names a pool of "
                                 "other ranks (%d PEs)", __func__, name, p->n);
         else if (n > atomic_load(&p->size))
-            st = symm_pool_obj_grow(p, n - atomic_load(&p->size));
+            st = symm_pool_obj_grow(p, n, SYMM_SUCCESS);
         if (!st) *out = symm_team_handle(p, 0, 1);
         pthread_mutex_unlock(&reg_lock);
         return st;

@@ -1,5 +1,6 @@
 /* sync.c — collective episodes: entering a team, waiting for members, the barrier
- * algorithms and the one-word exchange every other collective and team creation use. */
+ * algorithms and the one-word exchange every other collective and team creation use,
+ * and how the members of a call agree on its outcome (the check words of team.h). */
 #include <stdio.h>
 #include <string.h>
 
@@ -7,13 +8,79 @@
 #include "core/wait.h"
 #include "team/team.h"
 
-static uint32_t make_tag(const char *what, uint64_t args)
+/* ---------------------------------------------------------------- check words */
+/* An error word: the top three bits set (fingerprints are kept out of that range), then
+ * BROKEN (the writer broke the duplicate: a poison), MISMATCH (fingerprints differed:
+ * no origin), the origin's team number in bits 32..55 and the negated status in bits
+ * 0..7. Of two error words the one with the smaller low 60 bits wins: the lowest-numbered
+ * failing member, and any member's own failure before a mismatch. */
+#define CHK_MARK ((uint64_t)7 << 61)
+#define CHK_BROKEN ((uint64_t)1 << 60)
+#define CHK_MISMATCH ((uint64_t)1 << 59)
+#define CHK_ORDER (((uint64_t)1 << 60) - 1)
+#define CHK_ORIGIN_MAX 0xffffff
+
+static inline int chk_is_err(uint64_t w) { return (w & CHK_MARK) == CHK_MARK; }
+
+static inline uint64_t chk_error(int origin, symm_status_t st)
 {
+    return CHK_MARK | (uint64_t)(origin & CHK_ORIGIN_MAX) << 32 | (uint64_t)(uint8_t)-st;
+}
+
+static inline int chk_origin(uint64_t w) { return (int)((w >> 32) & CHK_ORIGIN_MAX); }
+static inline symm_status_t chk_status(uint64_t w) { return (symm_status_t)-(int)(w & 0xff); }
+
+/* The verdict of two members' words: equal fingerprints stay, different ones become a
+ * mismatch, an error beats any fingerprint, the smaller error wins. Commutative,
+ * associative and idempotent, so a dissemination round gives every member the same
+ * verdict as a flat one. */
+static inline uint64_t chk_join(uint64_t a, uint64_t b)
+{
+    if (SYMM_LIKELY(a == b)) return a;
+    int ea = chk_is_err(a), eb = chk_is_err(b);
+    if (!ea && !eb) return CHK_MARK | CHK_MISMATCH | (uint64_t)(uint8_t)-SYMM_ERR_COLL_MISMATCH;
+    if (!ea) return b;
+    if (!eb) return a;
+    return (a & CHK_ORDER) <= (b & CHK_ORDER) ? a : b;
+}
+
+/* What this member tells the others in an episode. */
+static inline uint64_t my_word(const symm_coll_t *c)
+{
+    return SYMM_UNLIKELY(c->local) ? chk_error(c->me, c->local) : c->fp;
+}
+
+/* ---------------------------------------------------------------- entering */
+/* The collective's name hashed once per call site and thread: the names are static
+ * strings, and hashing one costs a dependent multiply per character. */
+static uint64_t what_hash(const char *what)
+{
+    static _Thread_local const char *last;
+    static _Thread_local uint64_t last_h;
+    if (SYMM_LIKELY(what == last)) return last_h;
     uint64_t h = SYMM_HASH_INIT;
-    /* one FNV-1a step per character (not symm_hash64, eight): this runs on every entry */
     for (const char *p = what; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
-    h = symm_hash64(h, args);
-    return (uint32_t)(h ^ (h >> 24) ^ (h >> 48)) & SYMM_TAG_MASK;
+    last = what;
+    last_h = h;
+    return h;
+}
+
+static uint64_t make_fp(const char *what, uint64_t args)
+{
+    uint64_t fp = symm_mix64(what_hash(what) ^ args);
+    return chk_is_err(fp) ? fp & ~((uint64_t)1 << 63) : fp;
+}
+
+static symm_status_t broken_error(const symm_coll_t *c, const char *what, symm_team_t team)
+{
+    char buf[96];
+    const symm_dup_t *d = c->dup;
+    return symm_error_set(SYMM_ERR_TEAM_BROKEN,
+                          "%s on %s: the team is unusable since a wait on it ended with "
+                          "\"%s\" (member %d, world %d); destroy it and make a new one",
+                          what, symm_team_describe(team, buf, sizeof buf),
+                          symm_strerror((symm_status_t)d->broken), d->broken_origin,
+                          c->pool->world[d->broken_origin]);
 }
 
 symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_team_t team,
@@ -45,9 +112,16 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
     c->n = pool->n;
     c->me = pool->me;
     c->world = pool->world;
-    c->tag = make_tag(what, args);
+    c->fp = make_fp(what, args);
+    c->local = SYMM_SUCCESS;
+    c->agreed = 0;
     c->what = what;
     c->team = team;
+    if (SYMM_UNLIKELY(dup->broken)) {
+        symm_status_t st = broken_error(c, what, team);
+        symm_coll_leave(c);
+        return st;
+    }
     return SYMM_SUCCESS;
 }
 
@@ -67,68 +141,117 @@ void symm_coll_leave(symm_coll_t *c)
     atomic_store_explicit(&c->dup->busy, 0, memory_order_release);
 }
 
-/* Reports members of the episode that have not signalled: either a timeout or a
- * failed PE (whose message the wait already recorded). */
-static symm_status_t report_missing(const symm_coll_t *c, uint64_t ep, symm_status_t st,
-                                    const symm_wait_t *w, const int *peers, int npeers)
+symm_status_t symm_coll_fail(symm_coll_t *c, symm_status_t st)
 {
+    c->local = st;
+    return symm_coll_sync(c);
+}
+
+/* ---------------------------------------------------------------- breaking */
+/* Stores the poison into every peer's slot of this duplicate: a late member's next wait
+ * on it, in this call or a later one, sees a flag beyond its episode and this word. */
+static void dup_break(const symm_coll_t *c, symm_status_t why, int origin)
+{
+    symm_dup_t *d = c->dup;
+    if (d->broken) return;
+    d->broken = (int32_t)why;
+    d->broken_origin = origin;
+    uint64_t w = chk_error(origin, why) | CHK_BROKEN;
+    for (int pe = 0; pe < c->n; pe++) {
+        if (pe == c->me) continue;
+        symm_sync_slot_t *s = symm_coll_peer_slot(c, pe);
+        s->check[0] = w;
+        s->check[1] = w;
+        __atomic_store_n(&s->flag, SYMM_FLAG_POISON, __ATOMIC_RELEASE);
+    }
+}
+
+/* Has member j signalled episode ep to anyone? Read in the block of a member that j
+ * signals in every pattern (j + 1: the first dissemination round, and flat rounds
+ * signal everyone), so a timeout names the members that never came, not the partner
+ * that waited for them. */
+static int arrived(const symm_coll_t *c, int j, uint64_t ep)
+{
+    int to = (j + 1) % c->n;
+    const symm_chunk_t *ch = c->dup->chunk;
+    const symm_sync_slot_t *s = (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
+    return __atomic_load_n(&s->flag, __ATOMIC_ACQUIRE) >= ep;
+}
+
+/* A wait ended without its signal: a timeout (name the members that never arrived) or a
+ * failed PE (the wait recorded its message). Either breaks the duplicate. */
+static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_t st,
+                                 const symm_wait_t *w)
+{
+    dup_break(c, st, c->me);
     if (st != SYMM_ERR_TIMEOUT) return st;
     char list[256];
     size_t len = 0;
     list[0] = '\0';
-    for (int k = 0; k < npeers && len < sizeof list - 32; k++) {
-        int pe = peers ? peers[k] : k;
-        if (pe == c->me) continue;
-        uint64_t f = __atomic_load_n(&c->dup->mine[pe].flag, __ATOMIC_ACQUIRE);
-        if ((f >> SYMM_TAG_BITS) < ep)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%d (world %d)",
-                                    len ? ", " : "", pe, c->world[pe]);
+    for (int pe = 0; pe < c->n && len < sizeof list - 32; pe++) {
+        if (pe == c->me || arrived(c, pe, ep)) continue;
+        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d (world %d)",
+                                len ? ", " : "", pe, c->world[pe]);
     }
     char buf[96];
     return symm_error_set(SYMM_ERR_TIMEOUT,
                           "%s on %s: timed out after %.1f s (SYMM_TIMEOUT) waiting for "
-                          "PE %s",
+                          "PE %s; the team is now unusable on every member",
                           c->what, symm_team_describe(c->team, buf, sizeof buf),
-                          symm_wait_elapsed(w), list[0] ? list : "?");
+                          symm_wait_elapsed(w),
+                          list[0] ? list : "(all arrived as it gave up)");
 }
 
-static symm_status_t mismatch(const symm_coll_t *c, int pe)
+/* Member pe's slot says it broke the duplicate (or is further ahead than the protocol
+ * allows, which only a poison can be): break it here too and fail with its reason. */
+static symm_status_t met_broken(const symm_coll_t *c, int pe, uint64_t w)
 {
+    symm_status_t why = chk_is_err(w) && (w & CHK_BROKEN) ? chk_status(w) : SYMM_ERR_TEAM_BROKEN;
+    int origin = chk_is_err(w) && (w & CHK_BROKEN) ? chk_origin(w) : pe;
+    if (origin >= c->n) origin = pe;
+    dup_break(c, why, origin);
     char buf[96];
-    return symm_error_set(SYMM_ERR_COLL_MISMATCH,
-                          "%s on %s: PE %d (world %d) entered a different collective or "
-                          "passed different arguments (count, type, op or root)",
-                          c->what, symm_team_describe(c->team, buf, sizeof buf), pe,
-                          c->world[pe]);
+    return symm_error_set(why,
+                          "%s on %s: PE %d (world %d) gave up on this team (%s) before this "
+                          "PE arrived; the team is now unusable on every member",
+                          c->what, symm_team_describe(c->team, buf, sizeof buf), origin,
+                          c->world[origin], symm_strerror(why));
 }
 
-/* Inline check of one slot: 1 arrived, 0 not yet, -1 mismatch. */
-static inline int slot_state(const symm_coll_t *c, int pe, uint64_t ep)
+/* ---------------------------------------------------------------- waiting */
+/* 1 when member pe signalled episode ep (its check word joined into *acc), 0 not yet,
+ * -1 when its slot holds a poison. */
+static inline int slot_take(const symm_coll_t *c, int pe, uint64_t ep, uint64_t *acc)
 {
-    uint64_t f = __atomic_load_n(&c->dup->mine[pe].flag, __ATOMIC_ACQUIRE);
-    uint64_t e = f >> SYMM_TAG_BITS;
-    if (e < ep) return 0;
-    /* A later episode overwrote the tag: the peer already passed this one. */
-    if (e == ep && (f & SYMM_TAG_MASK) != c->tag) return -1;
+    const symm_sync_slot_t *s = &c->dup->mine[pe];
+    uint64_t f = __atomic_load_n(&s->flag, __ATOMIC_ACQUIRE);
+    if (f < ep) return 0;
+    uint64_t w = s->check[ep & 1];
+    /* A member is at most one episode ahead of its slowest reader (its own next
+     * episode waits for this one), so beyond that is a poison. */
+    if (SYMM_UNLIKELY(f > ep + 1 || (chk_is_err(w) && (w & CHK_BROKEN)))) {
+        *acc = w;
+        return -1;
+    }
+    *acc = chk_join(*acc, w);
     return 1;
 }
 
-symm_status_t symm_coll_wait(const symm_coll_t *c, int pe, uint64_t ep, uint64_t *data)
+static symm_status_t wait_one(const symm_coll_t *c, int pe, uint64_t ep, uint64_t *acc)
 {
     int s;
     symm_wait_t w = SYMM_WAIT_INIT;
-    while ((s = slot_state(c, pe, ep)) == 0) {
+    while ((s = slot_take(c, pe, ep, acc)) == 0) {
         symm_status_t st = symm_wait_pause(&w);
-        if (SYMM_UNLIKELY(st)) return report_missing(c, ep, st, &w, &pe, 1);
+        if (SYMM_UNLIKELY(st)) return wait_failed(c, ep, st, &w);
     }
-    if (SYMM_UNLIKELY(s < 0)) return mismatch(c, pe);
-    if (data) *data = c->dup->mine[pe].data[ep & 1];
+    if (SYMM_UNLIKELY(s < 0)) return met_broken(c, pe, *acc);
     return SYMM_SUCCESS;
 }
 
 /* Waits for every member's signal of episode ep, scanning rather than waiting for each
  * in turn so that a timeout can name all the missing ones. */
-static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep)
+static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep, uint64_t *acc)
 {
     int next = 0; /* members before next have arrived */
     symm_wait_t w = SYMM_WAIT_INIT;
@@ -137,62 +260,126 @@ static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep)
             next++;
             continue;
         }
-        int s = slot_state(c, next, ep);
+        int s = slot_take(c, next, ep, acc);
         if (s > 0) {
             next++;
             continue;
         }
-        if (SYMM_UNLIKELY(s < 0)) return mismatch(c, next);
+        if (SYMM_UNLIKELY(s < 0)) return met_broken(c, next, *acc);
         symm_status_t st = symm_wait_pause(&w);
-        if (SYMM_UNLIKELY(st)) return report_missing(c, ep, st, &w, NULL, c->n);
+        if (SYMM_UNLIKELY(st)) return wait_failed(c, ep, st, &w);
     }
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_coll_sync(symm_coll_t *c)
+/* ---------------------------------------------------------------- verdicts */
+/* Member j's own word of episode ep, as it stored it in the first signal it sends in
+ * every pattern (to j + 1: flat rounds signal everyone, and dissemination's first round
+ * goes there); still readable, as nobody can be two episodes ahead of this reader. */
+static uint64_t member_word(const symm_coll_t *c, int j, uint64_t ep)
+{
+    if (j == c->me) return my_word(c);
+    int to = (j + 1) % c->n;
+    const symm_chunk_t *ch = c->dup->chunk;
+    const symm_sync_slot_t *s = (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
+    return s->check[ep & 1];
+}
+
+/* The member that a mismatch names, the same on every member: the lowest one whose word
+ * differs from member 0's. */
+static int mismatch_member(const symm_coll_t *c, uint64_t ep)
+{
+    uint64_t w0 = member_word(c, 0, ep);
+    for (int j = 1; j < c->n; j++)
+        if (member_word(c, j, ep) != w0) return j;
+    return -1;
+}
+
+/* Turns the verdict of episode ep into this member's status and message. */
+static symm_status_t verdict(symm_coll_t *c, uint64_t ep, uint64_t v)
+{
+    if (SYMM_LIKELY(!chk_is_err(v))) {
+        c->agreed = 1;
+        return SYMM_SUCCESS;
+    }
+    char buf[96];
+    const char *team = symm_team_describe(c->team, buf, sizeof buf);
+    if (v & CHK_MISMATCH) {
+        int j = mismatch_member(c, ep);
+        if (j >= 0)
+            return symm_error_set(SYMM_ERR_COLL_MISMATCH,
+                                  "%s on %s: PE %d (world %d) entered a different collective "
+                                  "or passed different arguments than PE 0 (world %d): "
+                                  "count, type, op, root or buffer (members must name the "
+                                  "same symmetric objects)",
+                                  c->what, team, j, c->world[j], c->world[0]);
+        return symm_error_set(SYMM_ERR_COLL_MISMATCH,
+                              "%s on %s: members entered different collectives or passed "
+                              "different arguments (count, type, op, root or buffer)",
+                              c->what, team);
+    }
+    int origin = chk_origin(v);
+    symm_status_t st = chk_status(v);
+    if (origin == c->me) return st; /* my own message is recorded already */
+    if (origin >= c->n) origin = 0;
+    return symm_error_set(st,
+                          "%s on %s: PE %d (world PE %d) failed its part of this call (%s); "
+                          "every member returns its status%s",
+                          c->what, team, origin, c->world[origin], symm_strerror(st),
+                          c->local ? " (this PE failed too)" : "");
+}
+
+/* ---------------------------------------------------------------- episodes */
+static symm_status_t sync_flat(symm_coll_t *c)
 {
     int n = c->n, me = c->me;
-    if (n == 1) return SYMM_SUCCESS;
-    uint64_t ep = symm_coll_episode(c);
-    if (n <= symm_config.barrier_flat_max) {
-        /* One round: every member signals every other one; each waits on its own block,
-         * so the cost is one cache-line transfer per pair, in parallel. */
-        for (int k = 1; k < n; k++) symm_coll_notify(c, (me + k) % n, ep, 0);
-        return wait_all(c, ep);
-    }
-    /* Dissemination: log2(n) rounds; in round r member i signals i + 2^r. The partners
-     * of one member differ in every round, so one slot per source suffices. */
-    symm_status_t st = SYMM_SUCCESS;
+    uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
+    for (int k = 1; k < n; k++) symm_coll_notify(c, (me + k) % n, ep, 0, word);
+    CHECK(wait_all(c, ep, &acc));
+    return verdict(c, ep, acc);
+}
+
+/* Dissemination: log2(n) rounds of one episode; in round r member i signals i + 2^r
+ * with what it knows so far. The partners of one member differ in every round, so one
+ * slot per source suffices, and after the last round every member has heard, through
+ * some chain, from every other: the join of all words is every member's verdict. */
+static symm_status_t sync_dissem(symm_coll_t *c)
+{
+    int n = c->n, me = c->me;
+    uint64_t ep = symm_coll_episode(c), acc = my_word(c);
     for (int d = 1; d < n; d <<= 1) {
-        symm_coll_notify(c, (me + d) % n, ep, 0);
-        if (st) continue;
-        st = symm_coll_wait(c, (me - d + n) % n, ep, NULL);
-        if (st == SYMM_ERR_COLL_MISMATCH) {
-            /* The later partners wait for this member's rounds: signal them anyway, with
-             * a tag no collective uses, so that they report the mismatch too instead of
-             * waiting until SYMM_TIMEOUT (the poison reaches every member, as the
-             * rounds' information does). */
-            c->tag = SYMM_TAG_MASK;
-        } else if (st) {
-            return st; /* timeout or failed PE: the others will notice it themselves */
-        }
+        symm_coll_notify(c, (me + d) % n, ep, 0, acc);
+        CHECK(wait_one(c, (me - d + n) % n, ep, &acc));
     }
-    return st;
+    return verdict(c, ep, acc);
+}
+
+symm_status_t symm_coll_sync(symm_coll_t *c)
+{
+    if (c->n == 1) return c->local;
+    /* One round: every member signals every other one; each waits on its own block,
+     * so the cost is one cache-line transfer per pair, in parallel. */
+    if (c->n <= symm_config.barrier_flat_max) return sync_flat(c);
+    return sync_dissem(c);
 }
 
 symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t value,
                                  uint64_t *recv)
 {
     int n = c->n, me = c->me;
-    recv[me] = send ? send[me] : value;
-    if (n == 1) return SYMM_SUCCESS;
-    uint64_t ep = symm_coll_episode(c);
+    if (recv) recv[me] = send ? send[me] : value;
+    if (n == 1) return c->local;
+    /* A member with bad arguments cannot know whether its peers' first episode is an
+     * exchange or a sync; in a large team the two differ, so the sync goes first. */
+    if (n > symm_config.barrier_flat_max && !c->agreed) CHECK(sync_dissem(c));
+    uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
     for (int k = 1; k < n; k++) {
         int pe = (me + k) % n;
-        symm_coll_notify(c, pe, ep, send ? send[pe] : value);
+        symm_coll_notify(c, pe, ep, send ? send[pe] : value, word);
     }
-    CHECK(wait_all(c, ep));
-    for (int pe = 0; pe < n; pe++)
+    CHECK(wait_all(c, ep, &acc));
+    CHECK(verdict(c, ep, acc));
+    for (int pe = 0; pe < n && recv; pe++)
         if (pe != me) recv[pe] = c->dup->mine[pe].data[ep & 1];
     return SYMM_SUCCESS;
 }

@@ -155,7 +155,7 @@ void symm_pool_obj_free(symm_pool_obj_t *p)
     symm_chunk_t *ch = p->chunks;
     while (ch) {
         symm_chunk_t *next = ch->next;
-        symm_team_region_free(ch->my_off);
+        if (!p->keep_region) symm_team_region_free(ch->my_off);
         symm_chunk_free(ch);
         ch = next;
     }
@@ -339,6 +339,39 @@ symm_status_t symm_team_layer_init(void)
 
 void symm_registry_finalize(void);
 
+/* Whether any thread of this PE is inside a call on a team: finalize must not free what
+ * it uses. A scan of every duplicate (finalize only; no counter on the hot path). */
+symm_status_t symm_team_layer_busy(const char *fn)
+{
+    symm_status_t st = SYMM_SUCCESS;
+    pthread_mutex_lock(&slot_lock);
+    for (uint32_t sl = 0; sl < slot_next && !st; sl++) {
+        symm_pool_obj_t *p = slot_get(sl);
+        if (!p) continue;
+        size_t size = atomic_load(&p->size);
+        for (size_t i = 0; i <= size && !st; i++) {
+            symm_dup_t *d = i < size ? symm_pool_dup_at(p, i) : p->ctl;
+            if (!d || !atomic_load(&d->busy)) continue;
+            const char *what = atomic_load_explicit(&d->busy_what, memory_order_relaxed);
+            char buf[96];
+            st = symm_error_set(SYMM_ERR_TEAM_BUSY,
+                                "%s: another thread of this PE is inside %s on %s; finalize "
+                                "only once every call has returned (nothing was changed)",
+                                fn, what ? what : "a call",
+                                symm_team_describe(symm_team_handle(p, (uint32_t)(i < size ? i : 0),
+                                                                    0), buf, sizeof buf));
+        }
+    }
+    pthread_mutex_unlock(&slot_lock);
+    if (!st && pthread_mutex_trylock(&symm_g.create_lock) == 0) {
+        pthread_mutex_unlock(&symm_g.create_lock);
+    } else if (!st) {
+        st = symm_error_set(SYMM_ERR_TEAM_BUSY, "%s: another thread of this PE is creating a "
+                            "team; finalize only once every call has returned", fn);
+    }
+    return st;
+}
+
 void symm_team_layer_finalize(void)
 {
     symm_registry_finalize();
@@ -362,39 +395,35 @@ void symm_team_layer_finalize(void)
 }
 
 /* ---------------------------------------------------------------- creation */
-/* Creates a pool over `members` with ndups duplicates, exchanging offsets through the
- * collective c of a parent team (every parent member calls; non-members of the new team
- * allocate nothing and get *out = NULL). One exchange episode: O(1) rounds. */
 symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
                          symm_status_t local_fail)
 {
     symm_coll_t c;
-    CHECK(symm_coll_enter(symm_team_internal, fn, 0, &c));
-    uint64_t word = (args & ~(uint64_t)1) | (local_ok ? 0 : 1);
-    uint64_t *recv = malloc((size_t)c.n * sizeof *recv);
-    symm_status_t st = recv ? symm_coll_exchange(&c, NULL, word, recv)
-                            : symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    CHECK(symm_coll_enter(symm_team_internal, fn, args, &c));
+    c.local = local_ok ? SYMM_SUCCESS : local_fail;
+    symm_status_t st = symm_coll_sync(&c);
     symm_coll_leave(&c);
-    for (int j = 0; j < c.n && !st; j++) {
-        if (recv[j] & 1)
-            st = symm_error_set(local_fail, "%s failed on PE %d; nothing changed", fn, j);
-        else if ((recv[j] & ~(uint64_t)1) != (word & ~(uint64_t)1) && local_ok)
-            st = symm_error_set(SYMM_ERR_MISMATCH, "%s: PE %d passed other arguments than "
-                                "PE %d (symmetric allocation needs the same calls on every PE)",
-                                fn, j, symm_g.me);
+    if (st == SYMM_ERR_COLL_MISMATCH) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", symm_last_error());
+        st = symm_error_set(SYMM_ERR_MISMATCH, "%s: PEs made different calls (symmetric "
+                            "allocation needs the same calls with the same arguments, in the "
+                            "same order, on every PE): %s", fn, why);
     }
-    free(recv);
     return st;
 }
 
+/* Creates a pool over `members` with ndups duplicates, exchanging offsets through the
+ * collective c of a parent team (every parent member calls; non-members of the new team
+ * allocate nothing and get *out = NULL). One exchange episode: O(1) rounds. A local
+ * failure travels in the exchange, so every parent member returns the same status. */
 symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
-                                       symm_kind_t kind, size_t ndups,
-                                       symm_pool_obj_t **out)
+                                   symm_kind_t kind, size_t ndups, symm_pool_obj_t **out)
 {
     symm_status_t st = SYMM_SUCCESS;
     symm_pool_obj_t *p = NULL;
     symm_chunk_t *ch = NULL;
-    uint64_t mine = UINT64_MAX; /* UINT64_MAX: "not a member" or "failed" */
+    uint64_t mine = 0;
     int member = 0;
     for (int i = 0; i < n; i++) member |= members[i] == symm_g.me;
     if (member) {
@@ -402,27 +431,14 @@ symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
         if (!st) st = symm_chunk_alloc(p, 0, ndups + 1, &ch);
         if (!st) mine = ch->my_off;
     }
+    uint64_t *recv = malloc((size_t)c->n * sizeof *recv);
+    if (!recv && !st) st = symm_error_set(SYMM_ERR_NO_MEMORY, "team creation");
     /* Everyone takes part in the exchange even after a local failure, so that no member
      * waits for ever; a failure anywhere fails the creation everywhere. */
-    uint64_t *recv = malloc((size_t)c->n * sizeof *recv);
-    if (!recv) {
-        st = symm_error_set(SYMM_ERR_NO_MEMORY, "team creation");
-        goto out_free;
-    }
-    symm_status_t xst = symm_coll_exchange(c, NULL, st ? UINT64_MAX - 1 : mine, recv);
-    if (xst) {
-        st = xst;
-        goto out_free;
-    }
-    int bad = -1;
-    for (int j = 0; j < c->n; j++)
-        if (recv[j] == UINT64_MAX - 1) bad = j;
+    c->local = st;
+    st = symm_coll_exchange(c, NULL, mine, recv);
+    c->local = SYMM_SUCCESS;
     if (st) goto out_free;
-    if (bad >= 0) {
-        st = symm_error_set(SYMM_ERR_NO_MEMORY, "team creation failed on PE %d (world %d)",
-                            bad, c->world[bad]);
-        goto out_free;
-    }
     if (!member) {
         free(recv);
         *out = NULL;
@@ -474,37 +490,47 @@ static symm_status_t lookup_parent(const char *fn, symm_team_t parent, symm_pool
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride, int size,
-                                      symm_team_t *out)
+/* The checks of a strided split's arguments against a parent of pn members. */
+static symm_status_t check_strided(const char *fn, int pn, int start, int stride, int size)
 {
-    SYMM_REQUIRE_INIT();
-    CHECK(check_out(__func__, out));
-    symm_pool_obj_t *pp;
-    symm_dup_t *pd;
-    CHECK(lookup_parent(__func__, parent, &pp, &pd));
-    int pn = pp->n;
     if (size < 1 || size > pn || start < 0 || start >= pn || (stride == 0 && size > 1))
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: start %d, stride %d, size %d do not fit a parent of %d "
-                              "PEs", __func__, start, stride, size, pn);
+                              "PEs", fn, start, stride, size, pn);
     long last = (long)start + (long)stride * (size - 1);
     if (last < 0 || last >= pn)
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: start %d, stride %d, size %d reach parent PE %ld, outside "
-                              "0..%d", __func__, start, stride, size, last, pn - 1);
-    int *members = malloc((size_t)size * sizeof(int));
-    if (!members) return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", __func__);
-    for (int k = 0; k < size; k++) members[k] = pp->world[start + k * stride];
-    uint64_t args = symm_hash64(symm_hash64(symm_hash64(SYMM_HASH_INIT, (uint64_t)start),
-                                            (uint64_t)stride), (uint64_t)size);
+                              "0..%d", fn, start, stride, size, last, pn - 1);
+    return SYMM_SUCCESS;
+}
+
+/* Splits are collective over the parent: a member whose own arguments are bad still
+ * takes part (symm_coll_fail), so that every member returns the same status. */
+symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride, int size,
+                                      symm_team_t *out)
+{
+    const char *fn = __func__;
+    SYMM_REQUIRE_INIT();
+    symm_pool_obj_t *pp;
+    symm_dup_t *pd;
+    CHECK(lookup_parent(fn, parent, &pp, &pd));
+    symm_status_t local = check_out(fn, out);
+    if (!local) local = check_strided(fn, pp->n, start, stride, size);
+    int *members = local ? NULL : malloc((size_t)size * sizeof(int));
+    if (!local && !members) local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    for (int k = 0; !local && k < size; k++) members[k] = pp->world[start + k * stride];
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter_dup(pp, pd, parent, "team_split_strided", args, &c);
+    symm_status_t st = symm_coll_enter_dup(
+        pp, pd, parent, fn,
+        symm_coll_args((uint64_t)start, (uint64_t)stride, (uint64_t)size, 0), &c);
     if (st) {
         free(members);
         return st;
     }
     symm_pool_obj_t *p = NULL;
-    st = symm_team_create_via(&c, members, size, SYMM_KIND_TEAM, 1, &p);
+    if (local) st = symm_coll_fail(&c, local);
+    else st = symm_team_create_via(&c, members, size, SYMM_KIND_TEAM, 1, &p);
     symm_coll_leave(&c);
     free(members);
     if (st) return st;
@@ -515,37 +541,38 @@ symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride,
 symm_status_t symm_team_split_2d(symm_team_t parent, int xrange, symm_team_t *xaxis,
                                  symm_team_t *yaxis)
 {
+    const char *fn = __func__;
     SYMM_REQUIRE_INIT();
-    CHECK(check_out(__func__, xaxis));
-    CHECK(check_out(__func__, yaxis));
     symm_pool_obj_t *pp;
     symm_dup_t *pd;
-    CHECK(lookup_parent(__func__, parent, &pp, &pd));
+    CHECK(lookup_parent(fn, parent, &pp, &pd));
     int pn = pp->n;
-    if (xrange < 1)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: xrange %d must be positive",
-                              __func__, xrange);
-    if (xrange > pn) xrange = pn; /* OpenSHMEM: a range beyond the team is the team */
-    int row = pp->me / xrange, col = pp->me % xrange;
-    int nrows = (pn + xrange - 1) / xrange;
-    int xn = (row == nrows - 1) ? pn - row * xrange : xrange;
-    int yn = (col < pn - (nrows - 1) * xrange) ? nrows : nrows - 1;
+    symm_status_t local = check_out(fn, xaxis);
+    if (!local) local = check_out(fn, yaxis);
+    if (!local && xrange < 1)
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: xrange %d must be positive", fn,
+                               xrange);
+    int xr = xrange < 1 ? 1 : xrange > pn ? pn : xrange; /* OpenSHMEM: beyond is the team */
+    int row = pp->me / xr, col = pp->me % xr;
+    int nrows = (pn + xr - 1) / xr;
+    int xn = (row == nrows - 1) ? pn - row * xr : xr;
+    int yn = (col < pn - (nrows - 1) * xr) ? nrows : nrows - 1;
     int *xm = malloc((size_t)xn * sizeof(int)), *ym = malloc((size_t)yn * sizeof(int));
-    if (!xm || !ym) {
-        free(xm);
-        free(ym);
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", __func__);
-    }
-    for (int k = 0; k < xn; k++) xm[k] = pp->world[row * xrange + k];
-    for (int k = 0; k < yn; k++) ym[k] = pp->world[k * xrange + col];
+    if (!local && (!xm || !ym)) local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    for (int k = 0; xm && k < xn; k++) xm[k] = pp->world[row * xr + k];
+    for (int k = 0; ym && k < yn; k++) ym[k] = pp->world[k * xr + col];
     symm_coll_t c;
-    symm_status_t st = symm_coll_enter_dup(pp, pd, parent, "team_split_2d", (uint64_t)xrange, &c);
+    symm_status_t st = symm_coll_enter_dup(pp, pd, parent, fn, (uint64_t)xr, &c);
     symm_pool_obj_t *px = NULL, *py = NULL;
     /* Each PE is in one row and one column; an axis is one exchange over the parent in
      * which every PE publishes its block and keeps those of its own row (column). */
     if (!st) {
-        st = symm_team_create_via(&c, xm, xn, SYMM_KIND_TEAM, 1, &px);
-        if (!st) st = symm_team_create_via(&c, ym, yn, SYMM_KIND_TEAM, 1, &py);
+        if (local) {
+            st = symm_coll_fail(&c, local);
+        } else {
+            st = symm_team_create_via(&c, xm, xn, SYMM_KIND_TEAM, 1, &px);
+            if (!st) st = symm_team_create_via(&c, ym, yn, SYMM_KIND_TEAM, 1, &py);
+        }
         symm_coll_leave(&c);
     }
     free(xm);

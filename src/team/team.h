@@ -5,12 +5,26 @@
  * episode counter, one cache line) and, on every member, a sync block in that member's
  * team region: one slot per member, written only by that member.
  *
- * A collective runs as a sequence of episodes. In episode e member j writes
- * (e << 24 | tag) into its slot of the block of the peers it signals, with an optional
- * data word in data[e & 1]; receivers wait until the slot's episode reaches e. The data
- * word is double-buffered by parity: a member can be at most one episode ahead of the
- * slowest reader of its data. The tag hashes the collective and its arguments, so
- * members that call different collectives are caught when they meet. */
+ * A collective runs as a sequence of episodes. In episode e member j stores e into the
+ * flag of its slot in the blocks of the peers it signals, after a data word in data[e & 1]
+ * and a check word in check[e & 1]; receivers wait until the flag reaches e. Both words
+ * are double-buffered by parity: a member can be at most one episode ahead of the
+ * slowest reader of its words.
+ *
+ * The check word is how every member agrees on every outcome. It holds the call's 64-bit
+ * fingerprint (the collective and every argument that members must pass equal) or, if
+ * the member failed, an error word: its team number and status. The first episode of a
+ * call has a pattern that depends on the team's size only (one flat round up to
+ * SYMM_BARRIER_FANIN members, dissemination beyond), so a member whose arguments are bad
+ * still takes part in it and every member learns, in that episode, the same verdict:
+ * success, the lowest-numbered failing member's status, or a mismatch. Later episodes
+ * carry the same words, so a failure found mid-call (an output that does not fit) is
+ * agreed in the next one. No round is added on the success path.
+ *
+ * A timeout or a failed PE leaves the duplicate broken: the member that gave up stores a
+ * poison (a flag beyond any episode and a broken error word) into every peer's slot, a
+ * member that meets it does the same, and every later call on the duplicate fails with
+ * SYMM_ERR_TEAM_BROKEN on every member until the team is destroyed. */
 #ifndef SYMM_TEAM_H
 #define SYMM_TEAM_H
 
@@ -22,12 +36,13 @@
 #include "symm.h"
 
 typedef struct symm_sync_slot {
-    volatile uint64_t flag; /* (episode << 24) | tag */
-    volatile uint64_t data[2];
+    volatile uint64_t flag;     /* last episode signalled; SYMM_FLAG_POISON once broken */
+    volatile uint64_t data[2];  /* payload word, by episode parity */
+    volatile uint64_t check[2]; /* fingerprint or error word, by episode parity */
 } symm_sync_slot_t;
 
-#define SYMM_TAG_BITS 24
-#define SYMM_TAG_MASK ((1u << SYMM_TAG_BITS) - 1)
+/* A flag beyond any episode: the writer broke the duplicate (see the check word). */
+#define SYMM_FLAG_POISON ((uint64_t)1 << 62)
 
 struct symm_pool_obj;
 struct symm_chunk;
@@ -41,6 +56,8 @@ typedef struct symm_dup {
     uint64_t block;         /* offset of this dup's block from the chunk's base */
     symm_sync_slot_t *mine; /* my block (local address) */
     _Atomic(const char *) busy_what; /* collective holding it, for the BUSY message */
+    int32_t broken;        /* 0, or the status that broke it (timeout, failed PE) */
+    int32_t broken_origin; /* the member that gave up first, as far as this PE knows */
 } __attribute__((aligned(64))) symm_dup_t;
 
 /* Duplicates allocated by one creation or growth: their blocks are contiguous on each
@@ -70,6 +87,7 @@ typedef struct symm_pool_obj {
     symm_chunk_t *chunks;
     void **retired; /* old tables, freed with the pool */
     size_t nretired;
+    int keep_region; /* freed without agreement: its blocks stay out of the region */
     char *name; /* registry name, or NULL */
     void *gpu;  /* GPU state (src/transport/cuda), or NULL */
 } symm_pool_obj_t;
@@ -83,6 +101,9 @@ typedef struct symm_pool_obj {
 
 symm_status_t symm_team_layer_init(void);
 void symm_team_layer_finalize(void);
+/* SYMM_ERR_TEAM_BUSY (message naming the call) if a thread of this PE is inside a call
+ * on a team or creating one. */
+symm_status_t symm_team_layer_busy(const char *fn);
 
 /* Resolves a team handle; records an error naming fn if it is invalid. */
 symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t **pool_out,
@@ -94,19 +115,30 @@ typedef struct symm_coll {
     symm_dup_t *dup;
     int n, me;
     const int *world;
-    uint32_t tag;
+    uint64_t fp;         /* the call's fingerprint (never in the error-word range) */
+    symm_status_t local; /* this member's own failure, told to all in the next episode */
+    int agreed;          /* the first episode has run: every member passed the same fp */
     const char *what;
     symm_team_t team;
 } symm_coll_t;
 
 /* Enters a collective on team: validates the handle and membership, claims the
- * duplicate (SYMM_ERR_TEAM_BUSY if another thread holds it) and sets the tag from
- * what and args (a hash of the arguments that every member must pass equal). */
+ * duplicate (SYMM_ERR_TEAM_BUSY if another thread holds it, SYMM_ERR_TEAM_BROKEN if a
+ * timeout broke it) and sets the fingerprint from what and args (a hash of every
+ * argument that members must pass equal, symm_coll_args). A member whose own arguments
+ * are bad enters all the same, sets c->local and runs symm_coll_sync once (see
+ * symm_coll_fail): only a call that cannot enter the team fails alone. */
 symm_status_t symm_coll_enter(symm_team_t team, const char *what, uint64_t args,
                               symm_coll_t *c);
 symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_team_t team,
                                   const char *what, uint64_t args, symm_coll_t *c);
 void symm_coll_leave(symm_coll_t *c);
+
+/* For a member whose arguments failed its own checks (st, message recorded): records st
+ * as its local status and runs the validity episode that its peers' first episode
+ * meets, so that every member returns the same status, which it returns (the caller
+ * still leaves the collective). */
+symm_status_t symm_coll_fail(symm_coll_t *c, symm_status_t st);
 
 /* One exchange on the internal world team, for calls that every PE makes with the same
  * arguments (symmetric allocation): every PE passed the same args (a hash; its low bit is
@@ -131,25 +163,29 @@ static inline symm_sync_slot_t *symm_coll_peer_slot(const symm_coll_t *c, int pe
 /* Starts an episode and returns its number. */
 static inline uint64_t symm_coll_episode(symm_coll_t *c) { return ++c->dup->episode; }
 
-/* Signals member pe in episode ep, with a data word. */
-static inline void symm_coll_notify(const symm_coll_t *c, int pe, uint64_t ep, uint64_t data)
+/* Signals member pe in episode ep, with a data word and a check word. */
+static inline void symm_coll_notify(const symm_coll_t *c, int pe, uint64_t ep, uint64_t data,
+                                    uint64_t check)
 {
     symm_sync_slot_t *s = symm_coll_peer_slot(c, pe);
     s->data[ep & 1] = data;
-    __atomic_store_n(&s->flag, (ep << SYMM_TAG_BITS) | c->tag, __ATOMIC_RELEASE);
+    s->check[ep & 1] = check;
+    __atomic_store_n(&s->flag, ep, __ATOMIC_RELEASE);
 }
 
-/* Waits for member pe's signal of episode ep; *data (may be NULL) gets its word. */
-symm_status_t symm_coll_wait(const symm_coll_t *c, int pe, uint64_t ep, uint64_t *data);
-
-/* One full synchronisation episode (barrier without quiet). */
+/* One full synchronisation episode (barrier without quiet). Carries c->local: returns
+ * SYMM_SUCCESS only if every member succeeded so far and passed the same fingerprint,
+ * else the status every member returns. */
 symm_status_t symm_coll_sync(symm_coll_t *c);
-/* All-to-all of one word per pair in one episode: recv[j] = what j sent me (send[me]
- * for me). send == NULL sends value to everyone (an all-gather). */
+/* All-to-all of one word per pair: recv[j] = what j sent me (send[me] for me). send ==
+ * NULL sends value to everyone (an all-gather); recv may be NULL (a member that
+ * failed: it still takes part). One flat episode; as a call's first
+ * episode in a team larger than SYMM_BARRIER_FANIN it is preceded by a sync, so that the
+ * first episode's pattern never depends on arguments. Agrees like symm_coll_sync. */
 symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t value,
                                  uint64_t *recv);
 
-/* FNV-1a, for tags and argument hashes. */
+/* FNV-1a, for member lists and allocation arguments. */
 static inline uint64_t symm_hash64(uint64_t h, uint64_t v)
 {
     for (int i = 0; i < 8; i++) {
@@ -159,6 +195,36 @@ static inline uint64_t symm_hash64(uint64_t h, uint64_t v)
     return h;
 }
 #define SYMM_HASH_INIT 0xcbf29ce484222325ull
+
+/* The murmur3 finaliser: a bijective 64-bit mix with full avalanche. */
+static inline uint64_t symm_mix64(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    x *= 0xc4ceb9fe1a85ec53ull;
+    x ^= x >> 33;
+    return x;
+}
+
+/* Hash of a collective's arguments that every member must pass equal, folded into the
+ * call's 64-bit fingerprint. Chained mixes: two argument sets that collide take a
+ * generic 2^32 search, not arithmetic (the terms are not combined linearly). */
+static inline uint64_t symm_coll_args(uint64_t a, uint64_t b, uint64_t c, uint64_t d)
+{
+    uint64_t h = symm_mix64(a ^ 0x9e3779b97f4a7c15ull);
+    h = symm_mix64(h ^ b);
+    h = symm_mix64(h ^ c);
+    return symm_mix64(h ^ d);
+}
+
+/* Heap offset of a symmetric address for a fingerprint (0 for NULL): collectives reach
+ * a peer's buffer through the caller's own address, so members must name the same
+ * object. */
+static inline uint64_t symm_coll_off(const void *p)
+{
+    return p ? (uint64_t)((const uint8_t *)p - symm_g.seg[symm_g.me]) : 0;
+}
 
 /* ---- object internals shared by team.c, pool.c and registry.c */
 symm_team_t symm_team_handle(const symm_pool_obj_t *p, uint32_t dup, int pool_bit);
@@ -188,8 +254,9 @@ symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
 /* Same over the members only, through the world mailboxes (rank-list teams). */
 symm_status_t symm_team_create_list(const int *members, int n, symm_kind_t kind,
                                     size_t ndups, symm_pool_obj_t **out);
-/* Grows p by count duplicates via its control duplicate. */
-symm_status_t symm_pool_obj_grow(symm_pool_obj_t *p, size_t count);
+/* Grows p to target duplicates via its control duplicate (collective; local: this
+ * member's own failure, told to the others). */
+symm_status_t symm_pool_obj_grow(symm_pool_obj_t *p, size_t target, symm_status_t local);
 /* Collective destroy over the members through the control duplicate. */
 symm_status_t symm_pool_obj_destroy(symm_pool_obj_t *p, const char *fn);
 

@@ -1,8 +1,9 @@
 /* test_team_timeout.c — bounded waiting (SYMM_TIMEOUT=1): a barrier whose other
  * members do not come fails with SYMM_ERR_TIMEOUT after about a second, naming the
  * team and every member that never arrived; a wait_until / signal_wait_until on a value
- * nobody sets fails the same way. Members that come late then complete that barrier
- * (the early PE's signal is there), and the team keeps working. */
+ * nobody sets fails the same way. Members that come late fail too (SYMM_ERR_TIMEOUT,
+ * naming the member that gave up), every later call on the team fails with
+ * SYMM_ERR_TEAM_BROKEN on every member, and destroying it works. */
 #include "common/test_util.h"
 
 int main(void)
@@ -23,10 +24,8 @@ int main(void)
     CHECK_OK(symm_barrier_all());
 
     if (npes >= 2) {
-        /* The flat barrier (teams up to SYMM_BARRIER_FANIN) waits for every member and
-         * names every missing one; dissemination waits for one partner per round and
-         * can name only that one, and its rounds cannot be resumed by late members. */
-        int flat = npes <= test_env_long("SYMM_BARRIER_FANIN", 16);
+        /* Both barriers (flat up to SYMM_BARRIER_FANIN, dissemination beyond) name every
+         * member that never arrived. */
         symm_team_t t;
         CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 0, 1, npes, &t));
         if (me == 0) {
@@ -38,7 +37,7 @@ int main(void)
             CHECK_TRUE(strstr(m, "team") != NULL && strstr(m, "barrier") != NULL,
                        "the message does not name the team and the call: %s", m);
             CHECK_TRUE(strstr(m, "(world ") != NULL, "the message names no PE: %s", m);
-            for (int p = 1; flat && p < npes && p < 8; p++) {
+            for (int p = 1; p < npes && p < 8; p++) {
                 char who[32];
                 snprintf(who, sizeof who, "(world %d)", p);
                 CHECK_TRUE(strstr(m, who) != NULL, "the message does not name PE %d: %s", p, m);
@@ -52,11 +51,13 @@ int main(void)
             int k = 0;
             while ((st = symm_wait_until_uint64(flag, SYMM_CMP_EQ, 1)) == SYMM_ERR_TIMEOUT && k < 10) k++;
             CHECK_OK(st);
-            /* PE 0 signalled this barrier before it gave up: it completes here */
-            if (flat) CHECK_OK(symm_barrier(t));
+            /* PE 0 gave up on this barrier: it fails here too, naming PE 0 */
+            CHECK_STATUS(symm_barrier(t), SYMM_ERR_TIMEOUT);
+            CHECK_TRUE(strstr(symm_last_error(), "PE 0 (world 0)") != NULL,
+                       "the late member's message does not name PE 0: %s", symm_last_error());
         }
-        /* and the team is consistent again */
-        for (int i = 0; flat && i < 5; i++) CHECK_OK(symm_barrier(t));
+        /* the team is unusable on every member until destroyed */
+        for (int i = 0; i < 3; i++) CHECK_STATUS(symm_barrier(t), SYMM_ERR_TEAM_BROKEN);
         CHECK_OK(symm_team_destroy(t)); /* through its control duplicate: always works */
         CHECK_OK(symm_barrier_all());
     }
