@@ -419,8 +419,11 @@ symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
  * major_align, all_to_all_vdev_2d_offset), on rows of row_bytes bytes (any width, any
  * content). Conventions shared by all three:
  *  - `in` is symmetric: members read each other's input directly (pull); the call
- *    returns once every member has finished reading, so in may then be reused. in may be
- *    NULL only if this PE sends no rows.
+ *    returns once every member has finished reading, so in may then be reused. Each
+ *    member publishes where its in lies, so members may pass different symmetric
+ *    objects (or offsets) as in. in may be NULL if, and only if, this PE sends no rows
+ *    (it may still receive); a PE whose splits send rows from a NULL in fails the call
+ *    on every member with SYMM_ERR_INVALID_ARG.
  *  - `out` is this PE's local memory of out_capacity rows (symmetric or not) that must
  *    not overlap in. Only rows that receive data are written: alignment padding is left
  *    as it was.

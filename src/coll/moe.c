@@ -4,8 +4,11 @@
  *
  * One engine serves all three. Every member publishes, for each receiver j and index e
  * (j's expert for dispatch, my expert for combine), the count and source offset of the
- * rows it holds for (j, e), with its out_capacity, in a per-call scratch of its team
- * region whose offset it announces with one exchange. Each member then reads its column
+ * rows it holds for (j, e), with its out_capacity and where its input lies in its
+ * segment, in a per-call scratch of its team region whose offset it announces with one
+ * exchange. Readers find a source's rows through that published place, never through
+ * their own in: members may pass different objects as in, or NULL when they send
+ * nothing. Each member then reads its column
  * of every peer's table and lays out its output. Before any row moves, all members must
  * agree that every output fits: for small teams each member computes every member's
  * need from the tables itself (no extra episode), for large ones (n*n*ne reads too many)
@@ -57,8 +60,15 @@ static const char *kind_fn(a2a_kind_t k, int worker_form)
 static int mul_overflows(size_t a, size_t b, size_t *r) { return __builtin_mul_overflow(a, b, r); }
 static int add_overflows(size_t a, size_t b, size_t *r) { return __builtin_add_overflow(a, b, r); }
 
-/* Validates what this PE passed and fills its publication table pub[(j*ne + e)*2 + 0/1]
- * = (count, source offset) of the rows for (receiver j, index e). */
+/* Words before the table in a member's scratch: its out_capacity, and the segment
+ * offset of its in (0 when it sends no rows: nobody reads it then). */
+#define A2A_HDR 2
+#define A2A_HDR_CAP 0
+#define A2A_HDR_IN 1
+
+/* Validates what this PE passed and fills its scratch: the header, then the table
+ * pub[A2A_HDR + (j*ne + e)*2 + 0/1] = (count, source offset) of the rows for (receiver
+ * j, index e). */
 static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a_args_t *a,
                                  uint64_t *pub)
 {
@@ -98,8 +108,8 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
                                       "%s on %s: in_offsets[%zu] + in_splits[%zu] overflows",
                                       fn, symm_coll_tname(tn), k, k);
             if (cnt && seg_end > end) end = seg_end;
-            pub[((size_t)j * ne + e) * 2] = cnt;
-            pub[((size_t)j * ne + e) * 2 + 1] = off;
+            pub[A2A_HDR + ((size_t)j * ne + e) * 2] = cnt;
+            pub[A2A_HDR + ((size_t)j * ne + e) * 2 + 1] = off;
         }
     }
     size_t in_bytes;
@@ -107,6 +117,11 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
         return symm_error_set(SYMM_ERR_OVERFLOW,
                               "%s on %s: %zu input rows of %zu bytes overflow", fn,
                               symm_coll_tname(tn), end, a->row_bytes);
+    if (in_bytes && !a->in)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s on %s: in is NULL but this PE sends rows (its splits read "
+                              "%zu rows of %zu bytes)",
+                              fn, symm_coll_tname(tn), end, a->row_bytes);
     if (in_bytes && !symm_addr_accessible(a->in, in_bytes))
         return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
                               "%s on %s: in %p + %zu bytes (%zu rows of %zu bytes) is not "
@@ -123,6 +138,8 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
                               "%s on %s: out [%p, +%zu) overlaps in [%p, +%zu): peers read "
                               "in while out is written",
                               fn, symm_coll_tname(tn), a->out, out_bytes, a->in, in_bytes);
+    pub[A2A_HDR_CAP] = a->out_capacity;
+    pub[A2A_HDR_IN] = in_bytes ? (uint64_t)((const uint8_t *)a->in - symm_g.seg[symm_g.me]) : 0;
     return SYMM_SUCCESS;
 }
 
@@ -164,9 +181,6 @@ static size_t a2a_layout(const a2a_args_t *a, int n, const size_t *cnt, size_t *
  * every member computes every member's need itself and the capacity agreement costs no
  * episode; beyond it a second exchange carries the needs. */
 #define A2A_LOCAL_AGREE_MAX ((size_t)1 << 16)
-/* Words before the table in a member's scratch: its out_capacity, and padding. */
-#define A2A_HDR 2
-
 /* Rows of member m's output layout, read from every member's scratch (tab[s]: its
  * header, then its table); SIZE_MAX on overflow. The same total as a2a_layout's, without
  * the offsets: the capacity agreement needs no more. */
@@ -243,9 +257,11 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     size_t nsplit = 0, *cnt = NULL;
     uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
     const uint64_t **tab = malloc(sizeof(uint64_t *) * (size_t)n);
-    if (!words || !tab) {
+    const uint8_t **src_in = malloc(sizeof(uint8_t *) * (size_t)n); /* each source's in */
+    if (!words || !tab || !src_in) {
         free(words);
         free(tab);
+        free(src_in);
         symm_coll_leave(&c);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
                               symm_coll_tname(tn), n);
@@ -269,8 +285,7 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     else if ((mine = symm_team_region_alloc((A2A_HDR + nsplit * 2) * sizeof(uint64_t),
                                             &pub_off)) == SYMM_SUCCESS) {
         pub = symm_team_region_ptr(symm_g.me, pub_off);
-        pub[0] = a->out_capacity;
-        mine = a2a_prepare(fn, &c, a, pub + A2A_HDR);
+        mine = a2a_prepare(fn, &c, a, pub);
     }
 
     /* Exchange 1: the table's offset, or my failure. It also orders every member's
@@ -287,9 +302,10 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     for (int s = 0; s < n; s++)
         tab[s] = s == me ? pub : (const uint64_t *)symm_team_region_ptr(c.world[s], words[s]);
 
-    /* ---- my column of every table, and my layout */
+    /* ---- my column of every table, where every source's in lies, and my layout */
     size_t *srcoff = cnt + nsplit, *dstoff = cnt + 2 * nsplit;
     for (int s = 0; s < n; s++) {
+        src_in[s] = symm_g.seg[c.world[s]] + tab[s][A2A_HDR_IN];
         const uint64_t *t = tab[s] + A2A_HDR + (size_t)me * ne * 2;
         for (int e = 0; e < ne; e++) {
             cnt[(size_t)s * ne + e] = t[2 * e];
@@ -304,7 +320,7 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         /* Every member evaluates every member's need from the same tables: the same
          * verdict everywhere, and no episode. The tables stay until the closing sync. */
         for (int m = 0; m < n && !st; m++) {
-            size_t need = a2a_need(a, n, tab, m), cap = (size_t)tab[m][0];
+            size_t need = a2a_need(a, n, tab, m), cap = (size_t)tab[m][A2A_HDR_CAP];
             if (need == SIZE_MAX || need > cap) st = overflow_error(fn, tn, &c, m, need, &cap);
         }
         if (st) {
@@ -348,9 +364,8 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
             pos = seg_hi;
             size_t a0 = seg_lo > lo ? seg_lo : lo, a1 = seg_hi < hi ? seg_hi : hi;
             if (a0 >= a1) continue;
-            const uint8_t *src = symm_coll_ptr(&c, a->in, s);
             symm_coll_copy((uint8_t *)a->out + (dstoff[o] + (a0 - seg_lo)) * a->row_bytes,
-                           src + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes,
+                           src_in[s] + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes,
                            (a1 - a0) * a->row_bytes, nt);
         }
     }
@@ -371,6 +386,7 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
 out_free:
     if (pub) symm_team_region_free(pub_off);
     free(cnt);
+    free(src_in);
     free(tab);
     free(words);
     symm_coll_leave(&c);

@@ -5,8 +5,10 @@
  * on two concurrent sub-teams (even and odd PEs); worker and parallel forms with 1..8
  * workers and the automatic count equal the plain form, and the automatic count follows
  * its documented rule on every PE alike; an output that would overflow on one PE fails on all
- * and writes nothing; bad arguments fail and change nothing. Every PE can compute any
- * PE's splits and rows (seeded by its world rank), so the model needs no communication. */
+ * and writes nothing; bad arguments fail and change nothing; a PE that sends nothing may
+ * pass in = NULL (one that does fails everywhere), and members may pass different objects
+ * (at different offsets) as in, in every form. Every PE can compute any PE's splits and
+ * rows (seeded by its world rank), so the model needs no communication. */
 #include <pthread.h>
 #include <sched.h>
 
@@ -22,6 +24,7 @@ static uint64_t seed;
 
 static uint8_t *inbuf, *dout, *cout, *scram; /* symmetric, BUF_BYTES each */
 static uint8_t *plain_out;                   /* local copy for worker comparisons */
+static uint8_t *alt;                         /* symmetric, 2 x BUF_BYTES: another in */
 
 typedef struct {
     symm_team_t team;
@@ -31,6 +34,8 @@ typedef struct {
     size_t align, rb;
     uint64_t it; /* iteration tag */
     int maxr;    /* rows per (receiver, expert): 0..maxr */
+    int mute;    /* member that sends no rows in dispatch (-1, as cfg_team sets: none) */
+    int deaf;    /* member that receives no rows in dispatch (-1: none) */
 } cfg_t;
 
 static uint64_t mix(uint64_t a, uint64_t b)
@@ -48,8 +53,10 @@ static void model_splits(const cfg_t *c, int s, size_t *sp)
 {
     test_rng_t r;
     test_rng_seed(&r, mix(mix(seed, c->it), (uint64_t)c->world[s]));
-    for (int k = 0; k < c->n * c->ne; k++)
+    for (int k = 0; k < c->n * c->ne; k++) {
         sp[k] = test_rng_below(&r, 3) == 0 ? 0 : 1 + test_rng_below(&r, (uint64_t)c->maxr);
+        if (s == c->mute || k / c->ne == c->deaf) sp[k] = 0;
+    }
 }
 
 static uint64_t row_tag(const cfg_t *c, int s, size_t idx)
@@ -191,6 +198,7 @@ static void cfg_team(cfg_t *c, symm_team_t team)
     c->n = symm_team_n_pes(team);
     c->rank = symm_team_my_pe(team);
     for (int i = 0; i < c->n; i++) c->world[i] = symm_team_world_pe(team, i);
+    c->mute = c->deaf = -1;
 }
 
 static void test_dispatch_combine(void)
@@ -364,8 +372,9 @@ static void test_sub_teams(void)
 /* ---------------------------------------------------------------- workers */
 typedef struct {
     symm_pool_t pool;
-    int worker, nworkers, combine;
+    int worker, nworkers, combine, one_d; /* dispatch, combine or (one_d) all_to_all_v */
     const cfg_t *c;
+    const void *in;
     const size_t *splits, *offs;
     size_t *osplit, *ooff, *orows;
     symm_status_t st;
@@ -375,14 +384,19 @@ static void *wjob_main(void *p)
 {
     wjob_t *j = p;
     const cfg_t *c = j->c;
-    if (!j->combine)
-        j->st = symm_moe_dispatch_worker(j->pool, j->worker, j->nworkers, dout, MAXROWS, inbuf,
+    if (j->one_d)
+        j->st = symm_all_to_all_v_worker(j->pool, j->worker, j->nworkers, dout, MAXROWS, j->in,
+                                         j->splits, c->rb, j->worker ? NULL : j->osplit,
+                                         j->worker ? NULL : j->ooff,
+                                         j->worker ? NULL : j->orows);
+    else if (!j->combine)
+        j->st = symm_moe_dispatch_worker(j->pool, j->worker, j->nworkers, dout, MAXROWS, j->in,
                                          j->splits, c->ne, c->rb, c->align,
                                          j->worker ? NULL : j->osplit,
                                          j->worker ? NULL : j->ooff,
                                          j->worker ? NULL : j->orows);
     else
-        j->st = symm_moe_combine_worker(j->pool, j->worker, j->nworkers, cout, MAXROWS, dout,
+        j->st = symm_moe_combine_worker(j->pool, j->worker, j->nworkers, cout, MAXROWS, j->in,
                                         j->splits, j->offs, c->ne, c->rb, j->osplit, j->ooff,
                                         j->orows);
     return NULL;
@@ -434,14 +448,14 @@ static void test_workers(void)
         if (nw != 1 && nw != 4 && nw != 7) continue;
         memset(dout, SENTINEL, BUF_BYTES);
         wrows = 0;
-        wjob_t proto = {.pool = pool, .c = &c, .splits = splits, .osplit = ws, .ooff = wo,
-                        .orows = &wrows};
+        wjob_t proto = {.pool = pool, .c = &c, .in = inbuf, .splits = splits, .osplit = ws,
+                        .ooff = wo, .orows = &wrows};
         own_threads(proto, nw);
         CHECK_BYTES(dout, plain_out, BUF_BYTES, "dispatch_worker with %d workers", nw);
         CHECK_TRUE(wrows == rows, "dispatch_worker rows");
         memset(cout, SENTINEL, BUF_BYTES);
-        wjob_t cproto = {.pool = pool, .combine = 1, .c = &c, .splits = os, .offs = oo,
-                         .osplit = cs, .ooff = co, .orows = &crows};
+        wjob_t cproto = {.pool = pool, .combine = 1, .c = &c, .in = dout, .splits = os,
+                         .offs = oo, .osplit = cs, .ooff = co, .orows = &crows};
         CHECK_OK(symm_barrier_all()); /* dout complete everywhere before combine reads it */
         own_threads(cproto, nw);
         check_combine(&c, splits, in_rows, cs, co, crows, "combine_worker");
@@ -613,6 +627,166 @@ static void test_bad_input(void)
     round_trip(&c, 0);
 }
 
+/* ---------------------------------------------------------------- where in lies */
+/* A dispatch + combine round trip (or, with ne == 1 and one_d, an all_to_all_v) in which
+ * the mute member passes in = NULL to dispatch and the deaf one to combine (each sends
+ * nothing there, yet the mute one receives) and, with alt_in, odd members pass another
+ * symmetric object at another offset while garbage fills their usual one: a reader that
+ * looked for a peer's rows at its own in's place would get wrong rows. form: 0 plain, 1
+ * parallel (3 workers), 2 worker forms on own threads (2 workers). */
+static void round_trip_in(const cfg_t *c, symm_pool_t pool, int form, int alt_in, int one_d)
+{
+    size_t splits[64 * 16], os[64 * 16], oo[64 * 16], cs[64 * 16], co[64 * 16];
+    size_t orows = 0, crows = 0;
+    char what[96];
+    snprintf(what, sizeof what, "%s form %d, %s, mute %d deaf %d, ne %d", one_d ? "1-D" :
+             "dispatch", form, alt_in ? "other objects" : "one object", c->mute, c->deaf, c->ne);
+    size_t in_rows = fill_input(c, splits), rb = c->rb;
+    int odd = alt_in && c->rank % 2;
+    size_t shift = 1 + (size_t)c->rank % 5;
+    const uint8_t *din = c->rank == c->mute ? NULL : inbuf;
+    if (odd && din) {
+        memcpy(alt + shift * rb, inbuf, in_rows * rb);
+        memset(inbuf, 0xEE, BUF_BYTES);
+        din = alt + shift * rb;
+    }
+    memset(dout, SENTINEL, BUF_BYTES);
+    memset(cout, SENTINEL, BUF_BYTES);
+    if (form == 0 && one_d)
+        CHECK_OK(symm_all_to_all_v(c->team, dout, MAXROWS, din, splits, rb, os, oo, &orows));
+    if (form == 0 && !one_d)
+        CHECK_OK(symm_moe_dispatch(c->team, dout, MAXROWS, din, splits, c->ne, rb, c->align, os,
+                                   oo, &orows));
+    if (form == 1 && one_d)
+        CHECK_OK(symm_all_to_all_v_parallel(pool, 3, dout, MAXROWS, din, splits, rb, os, oo,
+                                            &orows));
+    if (form == 1 && !one_d)
+        CHECK_OK(symm_moe_dispatch_parallel(pool, 3, dout, MAXROWS, din, splits, c->ne, rb,
+                                            c->align, os, oo, &orows));
+    if (form == 2) {
+        wjob_t proto = {.pool = pool, .one_d = one_d, .c = c, .in = din, .splits = splits,
+                        .osplit = os, .ooff = oo, .orows = &orows};
+        own_threads(proto, 2);
+    }
+    check_dispatch(c, dout, os, oo, orows, what);
+    if (odd && din) memcpy(inbuf, alt + shift * rb, in_rows * rb);
+    if (one_d) return;
+    /* combine the dispatch output back: the deaf member has nothing to send */
+    const uint8_t *cin = c->rank == c->deaf ? NULL : dout;
+    if (odd && cin) {
+        shift = 5 - (size_t)c->rank % 4;
+        memcpy(alt + shift * rb, dout, orows * rb);
+        memset(dout, 0xEE, BUF_BYTES);
+        cin = alt + shift * rb;
+    }
+    if (form == 0)
+        CHECK_OK(symm_moe_combine(c->team, cout, MAXROWS, cin, os, oo, c->ne, rb, cs, co,
+                                  &crows));
+    if (form == 1)
+        CHECK_OK(symm_moe_combine_parallel(pool, 3, cout, MAXROWS, cin, os, oo, c->ne, rb, cs,
+                                           co, &crows));
+    if (form == 2) {
+        wjob_t proto = {.pool = pool, .combine = 1, .c = c, .in = cin, .splits = os,
+                        .offs = oo, .osplit = cs, .ooff = co, .orows = &crows};
+        own_threads(proto, 2);
+    }
+    check_combine(c, splits, in_rows, cs, co, crows, what);
+}
+
+static void test_where_in(void)
+{
+    static const struct {
+        int ne;
+        size_t align, rb;
+        int maxr;
+    } cases[] = {{1, 0, 8, 4}, {3, 2, 12, 3}, {5, 1, 40, 2}, {2, 0, 64, 6}};
+    symm_team_t solo;
+    CHECK_OK(symm_team_create(&me, 1, &solo));
+    const symm_team_t teams[2] = {SYMM_TEAM_WORLD, solo};
+    uint64_t it = 1500;
+    for (int t = 0; t < 2; t++) {
+        symm_pool_t pool;
+        CHECK_OK(symm_pool_create(teams[t], 3, &pool));
+        int n = symm_team_n_pes(teams[t]);
+        const int who[][2] = {{n - 1, 0}, {0, n - 1}, {n / 2, n / 2}, {-1, -1}}; /* mute, deaf */
+        for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+            for (int w = 0; w < 4; w++)
+                for (int form = 0; form < 3; form++)
+                    for (int alt_in = 0; alt_in < 2; alt_in++) {
+                        cfg_t c = {.ne = cases[i].ne, .align = cases[i].align,
+                                   .rb = cases[i].rb, .maxr = cases[i].maxr, .it = it++};
+                        cfg_team(&c, teams[t]);
+                        c.mute = who[w][0];
+                        c.deaf = who[w][1];
+                        round_trip_in(&c, pool, form, alt_in, 0);
+                        if (c.ne != 1) continue;
+                        c.align = 0;
+                        c.it = it++;
+                        round_trip_in(&c, pool, form, alt_in, 1);
+                    }
+        CHECK_OK(symm_pool_destroy(pool));
+    }
+    CHECK_OK(symm_team_destroy(solo));
+}
+
+/* A member that sends rows from in = NULL: every member fails alike, nothing written. */
+static void test_null_in_sending(void)
+{
+    cfg_t c = {.ne = 2, .align = 1, .rb = 8, .maxr = 3, .it = 1400};
+    cfg_team(&c, SYMM_TEAM_WORLD);
+    size_t splits[64 * 16], os[64 * 16], oo[64 * 16], rows = 77;
+    fill_input(&c, splits);
+    int bad = npes - 1;
+    splits[0] = 2; /* the bad member surely sends */
+    const void *in = me == bad ? NULL : inbuf;
+    char want[64];
+    snprintf(want, sizeof want, "PE %d (world %d)", bad, bad);
+    symm_pool_t pool;
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 2, &pool));
+    memset(os, 0x5a, sizeof os);
+    memset(dout, SENTINEL, BUF_BYTES);
+    for (int f = 0; f < 5; f++) {
+        symm_status_t st = SYMM_SUCCESS;
+        switch (f) {
+        case 0:
+            st = symm_moe_dispatch(SYMM_TEAM_WORLD, dout, MAXROWS, in, splits, 2, 8, 1, os, oo,
+                                   &rows);
+            break;
+        case 1:
+            st = symm_all_to_all_v(SYMM_TEAM_WORLD, dout, MAXROWS, in, splits, 8, os, oo,
+                                   &rows);
+            break;
+        case 2: { /* combine from offsets 0, 2, 4, ..: inside inbuf */
+            size_t offs[64 * 16];
+            for (int k = 0; k < 2 * npes; k++) offs[k] = 2 * (size_t)k;
+            st = symm_moe_combine(SYMM_TEAM_WORLD, dout, MAXROWS, in, splits, offs, 2, 8, os,
+                                  oo, &rows);
+            break;
+        }
+        case 3:
+            st = symm_moe_dispatch_parallel(pool, 2, dout, MAXROWS, in, splits, 2, 8, 1, os, oo,
+                                            &rows);
+            break;
+        default:
+            st = symm_all_to_all_v_parallel(pool, 0, dout, MAXROWS, in, splits, 8, os, oo,
+                                            &rows);
+        }
+        CHECK_TRUE(st == SYMM_ERR_INVALID_ARG, "form %d: status %d (%s), want INVALID_ARG: %s",
+                   f, (int)st, symm_strerror(st), symm_last_error());
+        if (me == bad)
+            CHECK_TRUE(strstr(symm_last_error(), "in is NULL") != NULL, "form %d: says why: %s",
+                       f, symm_last_error());
+        else
+            CHECK_TRUE(strstr(symm_last_error(), want) != NULL, "form %d: names the PE: %s", f,
+                       symm_last_error());
+    }
+    CHECK_ALL_BYTES(dout, SENTINEL, BUF_BYTES, "a failed call wrote out");
+    CHECK_ALL_BYTES(os, 0x5a, sizeof os, "a failed call wrote out_splits");
+    CHECK_EQ_U64(rows, 77);
+    CHECK_OK(symm_pool_destroy(pool));
+    round_trip(&c, 0); /* the team still works */
+}
+
 int main(void)
 {
     TEST_INIT();
@@ -624,8 +798,9 @@ int main(void)
     dout = symm_malloc(BUF_BYTES);
     cout = symm_malloc(BUF_BYTES);
     scram = symm_malloc(BUF_BYTES);
+    alt = symm_malloc(2 * BUF_BYTES);
     plain_out = malloc(BUF_BYTES);
-    CHECK_TRUE(inbuf && dout && cout && scram && plain_out, "allocation");
+    CHECK_TRUE(inbuf && dout && cout && scram && alt && plain_out, "allocation");
     test_dispatch_combine();
     test_random_sweep();
     test_large_ne();
@@ -635,7 +810,10 @@ int main(void)
     test_auto_workers();
     test_overflow();
     test_bad_input();
+    test_where_in();
+    test_null_in_sending();
     CHECK_OK(symm_barrier_all());
+    CHECK_OK(symm_free(alt));
     CHECK_OK(symm_free(scram));
     CHECK_OK(symm_free(cout));
     CHECK_OK(symm_free(dout));
