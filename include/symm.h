@@ -340,7 +340,8 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
 /* ---------------------------------------------------------------- tile reduce */
 /* A 2-D tile of rows x cols elements whose rows start ld elements apart (ld >= cols
  * when rows > 0 and cols > 0). A tile with 0 rows or 0 cols is empty: valid, its base
- * may be NULL, and the call is still collective (it synchronises and writes nothing).
+ * may be NULL, and the call is still collective (it synchronises and writes nothing);
+ * members passing "the same" empty tile may pass any base and ld and either dimension 0.
  * Tiles are read in place: no packing, any ld, odd sizes, single rows or columns.
  * Cost: a one-word exchange (inputs ready, and every member's arguments valid: a bad
  * argument on one member fails the call on all, naming it, and nothing is written), the
@@ -353,10 +354,15 @@ typedef struct {
 } symm_tile_t;
 
 /* Every member's tile `in` (the same symmetric tile: same offset, shape and ld on
- * every member) is reduced element by element with op, into root's `out`. Types and
- * ops are those of symm_reduce (and, or, xor on integer types only). Every element is
- * combined in team order, member 0 first, so the result is the same whatever the root,
- * the form (plain, worker, parallel) or the number of workers. `out` must have in's
+ * every member, since members read each other's tiles at their own tile's offset) is
+ * reduced element by element with op, into root's `out`. A member passing another
+ * object or offset makes every member fail with SYMM_ERR_COLL_MISMATCH naming it, and
+ * nothing is written (checked by a fingerprint carried in the opening exchange: in the
+ * rooted forms 24 bits of it cover the in tiles, so one such error in 2^24 could pass
+ * unseen; allreduce's 63 bits cover in and out). Types and ops are those of
+ * symm_reduce (and, or, xor on integer types only). Every element is combined in team
+ * order, member 0 first, so the result is the same whatever the root, the form (plain,
+ * worker, parallel) or the number of workers. `out` must have in's
  * rows and cols (its own ld); only root's out is written. If every member passes the
  * same symmetric out tile (as PyTorch requires), the members share the work, each
  * reducing a band of rows straight into root's out; otherwise (out not symmetric, or
@@ -365,10 +371,10 @@ typedef struct {
 symm_status_t symm_tile_reduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
                                symm_type_t type, symm_op_t op, int root);
 /* The reduction into every member's `out`, which must be symmetric (the same tile on
- * every member). Each member reduces its own band of rows, then copies the others'
- * bands (a tile of at most SYMM_COLL_SMALL bytes, not in place, is reduced whole by every
- * member instead, saving a sync): every member ends with identical bytes. In place
- * (out == in) is allowed. */
+ * every member, checked as in is). Each member reduces its own band of rows, then copies
+ * the others' bands (a tile of at most SYMM_COLL_SMALL bytes, not in place, is reduced
+ * whole by every member instead, saving a sync): every member ends with identical
+ * bytes. In place (out == in) is allowed. */
 symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
                                   symm_type_t type, symm_op_t op);
 /* Multi-root (PyTorch's multi_root_tile_reduce): nroots symmetric tiles in[k]; member

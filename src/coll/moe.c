@@ -62,9 +62,9 @@ static int add_overflows(size_t a, size_t b, size_t *r) { return __builtin_add_o
 
 /* Words before the table in a member's scratch: its out_capacity, and the segment
  * offset of its in (0 when it sends no rows: nobody reads it then). */
-#define A2A_HDR 2
+#define A2A_HDR     2
 #define A2A_HDR_CAP 0
-#define A2A_HDR_IN 1
+#define A2A_HDR_IN  1
 
 /* Validates what this PE passed and fills its scratch: the header, then the table
  * pub[A2A_HDR + (j*ne + e)*2 + 0/1] = (count, source offset) of the rows for (receiver

@@ -8,6 +8,8 @@
  * Every form starts with a one-word exchange that both tells every member that the
  * inputs are ready and agrees on the validity of everyone's arguments, so a bad argument
  * on one member fails the call everywhere instead of leaving the others to time out.
+ * The word also fingerprints the tiles each member reads of its peers at its own tiles'
+ * offsets (in, and allreduce's out): members that pass different objects all fail alike.
  * Peers' tiles are read in place, row by row, and combined with the type x op kernel
  * in team order (member 0 first), so every form and worker count gives the same bytes.
  * (The worker runner the _parallel forms use lives in workers.c.) */
@@ -34,7 +36,14 @@ typedef struct tile_args {
     const char *worker_fn; /* name of the _worker form, for the _parallel forms */
 } tile_args_t;
 
+/* The exchanged word: with TILE_FAIL, the member's status in the low bits. Otherwise a
+ * fingerprint of the tiles members read of each other at their own offsets (allreduce:
+ * in and out, in all 63 bits) or, in the rooted forms, of the in tiles and roots in the
+ * bits above TILE_OUT_BITS and of out in the bits below (0: out is not symmetric; a
+ * different out is allowed there, it only stops the sharing of the work). */
 #define TILE_FAIL ((uint64_t)1 << 63)
+#define TILE_OUT_BITS 39
+#define TILE_OUT_MASK (((uint64_t)1 << TILE_OUT_BITS) - 1)
 
 static int tile_empty(const symm_tile_t *t) { return t->rows == 0 || t->cols == 0; }
 
@@ -191,7 +200,7 @@ static void tile_reduce_rows(int n, symm_reduce_fn_t kern, symm_op_t op, size_t 
 }
 
 /* A symmetric address is hashed by its heap offset (equal on every member); anything
- * else by a constant, so that validation, not the tag check, reports it. */
+ * else by a constant, so that validation reports it. */
 static uint64_t addr_hash(uint64_t h, const void *p)
 {
     uint64_t off = 1;
@@ -199,17 +208,36 @@ static uint64_t addr_hash(uint64_t h, const void *p)
     return symm_hash64(h, off);
 }
 
-static uint64_t tile_hash(uint64_t h, const symm_tile_t *t)
+/* A tile's shape, for the tag. Every empty tile hashes alike: its base (NULL allowed),
+ * ld and which of rows and cols is 0 do not matter, nothing of it is read. */
+static uint64_t tile_shape_hash(uint64_t h, const symm_tile_t *t)
 {
+    if (tile_empty(t)) return symm_hash64(h, 0);
     h = symm_hash64(h, t->rows);
     h = symm_hash64(h, t->cols);
-    h = symm_hash64(h, t->ld);
-    return addr_hash(h, t->base);
+    return symm_hash64(h, t->ld);
 }
 
-/* A fingerprint of a symmetric out tile (0 if it is not one), sent in the first exchange
- * of the rooted forms: when every member passes the same symmetric out, as PyTorch
- * requires, every member reduces a band of rows straight into the root's out. */
+/* A tile's shape and place, for the fingerprints of the exchanged word. */
+static uint64_t tile_obj_hash(uint64_t h, const symm_tile_t *t)
+{
+    h = tile_shape_hash(h, t);
+    return tile_empty(t) ? h : addr_hash(h, t->base);
+}
+
+/* FNV's low bits depend on the low bits of its input only: mix before cutting fields. */
+static uint64_t tile_mix(uint64_t h)
+{
+    h ^= h >> 33;
+    h *= 0xff51afd7ed558ccdull;
+    h ^= h >> 33;
+    h *= 0xc4ceb9fe1a85ec53ull;
+    return h ^ (h >> 33);
+}
+
+/* The out field of the rooted forms' word: a fingerprint of a symmetric out tile (0 if
+ * it is not one). When every member passes the same symmetric out, as PyTorch requires,
+ * every member reduces a band of rows straight into the root's out. */
 static uint64_t out_word(const symm_tile_t *o, size_t esize)
 {
     size_t elems, bytes;
@@ -218,7 +246,22 @@ static uint64_t out_word(const symm_tile_t *o, size_t esize)
         __builtin_add_overflow(elems, o->cols, &elems) ||
         __builtin_mul_overflow(elems, esize, &bytes) || !symm_addr_accessible(o->base, bytes))
         return 0;
-    return (tile_hash(SYMM_HASH_INIT, o) | 1) & ~TILE_FAIL;
+    return (tile_mix(tile_obj_hash(SYMM_HASH_INIT, o)) & TILE_OUT_MASK) | 1;
+}
+
+/* The word of a member whose arguments are valid (see TILE_FAIL). */
+static uint64_t tile_word(const tile_args_t *a, size_t esize)
+{
+    uint64_t h = SYMM_HASH_INIT;
+    if (a->kind == TILE_ALL) {
+        h = tile_obj_hash(h, &a->in[0]);
+        return tile_mix(tile_obj_hash(h, &a->out)) & ~TILE_FAIL;
+    }
+    for (int k = 0; k < a->nroots; k++) {
+        h = symm_hash64(h, (uint64_t)(int64_t)a->roots[k]);
+        h = tile_obj_hash(h, &a->in[k]);
+    }
+    return (tile_mix(h) << TILE_OUT_BITS & ~TILE_FAIL) | out_word(&a->out, esize);
 }
 
 static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int nworkers,
@@ -230,15 +273,16 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     h = symm_hash64(h, ((uint64_t)a->type << 32) | (uint32_t)a->op);
     h = symm_hash64(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
     h = symm_hash64(h, (uint64_t)(int64_t)a->nroots);
+    /* Shapes only: where the tiles lie is checked by the exchanged word, which names the
+     * member that differs. */
     if (a->kind == TILE_ALL) {
-        h = tile_hash(h, &a->in[0]);
-        h = symm_hash64(h, a->out.ld);
-        h = addr_hash(h, a->out.base);
+        h = tile_shape_hash(h, &a->in[0]);
+        h = symm_hash64(h, tile_empty(&a->out) ? 0 : a->out.ld);
     } else if (a->in && a->roots && a->nroots <= symm_team_n_pes(team)) {
         /* (an nroots beyond the team is reported by validation: in[] is not read) */
         for (int k = 0; k < a->nroots && k < 64; k++) {
             h = symm_hash64(h, (uint64_t)(int64_t)a->roots[k]);
-            h = tile_hash(h, &a->in[k]);
+            h = tile_shape_hash(h, &a->in[k]);
         }
     }
     symm_coll_t c;
@@ -274,15 +318,15 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
             for (int t = 0; t < a->nroots; t++)
                 if (!tile_empty(&a->in[t]) && same_tile(&a->out, &a->in[t]))
                     acc_cols = a->in[t].cols;
-            word = out_word(&a->out, esize);
         }
+        word = tile_word(a, esize);
         if (acc_cols && !(acc = malloc(acc_cols * esize)))
             mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for a row", fn,
                                   symm_coll_tname(tn));
     }
 
-    /* Exchange 1: inputs ready, and everyone's arguments valid (and, for the rooted
-     * forms, the fingerprint of everyone's out tile). */
+    /* Exchange 1: inputs ready, everyone's arguments valid, and the fingerprints of
+     * everyone's tiles. */
     CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? TILE_FAIL | (uint32_t)-mine : word, words),
                st, out_free);
     for (int s = 0; s < n; s++) {
@@ -298,17 +342,33 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         }
         goto out_free;
     }
+    /* Peers' tiles are read at my tiles' offsets: every member must pass the same ones.
+     * Every member compares every word with member 0's: the same verdict everywhere. */
+    uint64_t objs = a->kind == TILE_ALL ? ~TILE_FAIL : ~(TILE_FAIL | TILE_OUT_MASK);
+    for (int s = 1; s < n; s++) {
+        if (!((words[s] ^ words[0]) & objs)) continue;
+        st = symm_error_set(SYMM_ERR_COLL_MISMATCH,
+                            "%s on %s: PE %d (world %d) passed %s than PE 0 (world %d) (all "
+                            "members must pass the same symmetric tiles: same object, offset, "
+                            "shape and ld); nothing was written",
+                            fn, symm_coll_tname(tn), s, c.world[s],
+                            a->kind == TILE_ALL ? "other in or out tiles"
+                                                : "other in tiles or roots",
+                            c.world[0]);
+        goto out_free;
+    }
 
     /* A small allreduce (not in place) is reduced whole by every member: one sync and the
      * copy-out phase saved, the same bytes (same order). Every member decides alike: the
-     * shape, type and in-place-ness are part of the tag. */
+     * shape and type are part of the tag, in-place-ness of the word checked above. */
     int direct = a->kind == TILE_ALL && !tile_empty(in) && !same_tile(&a->out, in) &&
                  in->rows * in->cols * esize <= symm_config.coll_small;
     /* Rooted forms: if every member passed the same symmetric out tile, all share the
      * work, each reducing its band of every tile into that tile's root; else each root
      * reduces its tile alone. Every member sees the same words: the same choice. */
-    int shared = a->kind == TILE_MULTI && words[0] != 0;
-    for (int s = 1; s < n && shared; s++) shared = words[s] == words[0];
+    int shared = a->kind == TILE_MULTI && (words[0] & TILE_OUT_MASK) != 0;
+    for (int s = 1; s < n && shared; s++)
+        shared = (words[s] & TILE_OUT_MASK) == (words[0] & TILE_OUT_MASK);
     if (shared) {
         for (int t = 0; t < a->nroots; t++) {
             const symm_tile_t *ti = &a->in[t];
@@ -381,9 +441,11 @@ static size_t tile_work_bytes(symm_pool_t pool, const tile_args_t *a)
 {
     size_t esize = symm_type_size(a->type), total = 0, b;
     int n = symm_team_n_pes(symm_pool_team(pool, 0));
-    if (!esize || !a->in || (a->kind == TILE_MULTI && (a->nroots < 0 || a->nroots > n)))
+    if (!esize || (a->kind == TILE_MULTI && (a->nroots < 0 || a->nroots > n)))
         return SIZE_MAX;
     int ntiles = a->kind == TILE_MULTI ? a->nroots : 1;
+    /* in may be NULL with no roots: 0 bytes, as for members that pass an array */
+    if (ntiles && !a->in) return SIZE_MAX;
     for (int k = 0; k < ntiles; k++)
         if (__builtin_mul_overflow(a->in[k].rows, a->in[k].cols, &b) ||
             __builtin_mul_overflow(b, esize, &b) || __builtin_add_overflow(total, b, &total))

@@ -4,8 +4,10 @@
  * with 1..8 workers and the automatic count give the same bytes as the plain form (the
  * automatic count also on tiles big enough for several workers, with the PEs asking for
  * different SYMM_NODE_CPUS: they must agree); bad arguments fail on every PE and change
- * nothing. Every PE can compute every other PE's input (seeded by its rank),
- * so the reference needs no communication. */
+ * nothing; members passing in tiles (or allreduce's out) at other offsets or in other
+ * objects all fail with SYMM_ERR_COLL_MISMATCH naming the member, while empty tiles of any
+ * base and different rooted outs are fine. Every PE can compute every other PE's input
+ * (seeded by its rank), so the reference needs no communication. */
 #include <pthread.h>
 
 #include "common/test_util.h"
@@ -19,6 +21,7 @@ static uint64_t seed;
 
 static uint8_t *inbuf;  /* symmetric: MAX_TILES tiles of MAX_ELEMS doubles */
 static uint8_t *outbuf; /* symmetric: one tile */
+static uint8_t *altbuf; /* symmetric: another object of TILE_BYTES */
 static uint8_t *refbuf; /* local */
 static const size_t TILE_BYTES = MAX_ELEMS * 8;
 
@@ -630,6 +633,125 @@ static void test_bad_input(void)
     case_all(s, 6, SYMM_INT32, SYMM_OP_SUM);
 }
 
+/* ---------------------------------------------------------------- where tiles lie */
+/* Legal: empty tiles with any base (NULL or not) and either dimension 0, and rooted outs
+ * that differ between members (each root still gets its reduction). */
+static void test_objects_legal(void)
+{
+    symm_tile_t e = me % 2 ? (symm_tile_t){NULL, 0, 4, 4} : (symm_tile_t){inbuf + 8, 3, 0, 0};
+    symm_tile_t eo = e;
+    eo.base = me % 2 ? NULL : outbuf + 16;
+    memset(outbuf, SENTINEL, TILE_BYTES);
+    memset(inbuf, 0x5c, 64);
+    CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, eo, e, SYMM_INT32, SYMM_OP_SUM, npes - 1));
+    CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, eo, e, SYMM_INT32, SYMM_OP_SUM));
+    symm_tile_t es[2] = {e, e};
+    int r2[2] = {0, npes - 1};
+    CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, eo, es, r2, npes > 1 ? 2 : 1, SYMM_INT32,
+                                    SYMM_OP_SUM));
+    symm_pool_t pool;
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 3, &pool));
+    /* the automatic worker count too: every member must pick the same one */
+    CHECK_OK(symm_tile_allreduce_parallel(pool, 0, eo, e, SYMM_INT32, SYMM_OP_SUM));
+    CHECK_OK(symm_tile_reduce_parallel(pool, 0, eo, e, SYMM_INT32, SYMM_OP_SUM, 0));
+    CHECK_OK(symm_tile_reduce_multi_parallel(pool, 0, eo, me % 2 ? NULL : es, NULL, 0,
+                                             SYMM_INT32, SYMM_OP_SUM));
+    CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "empty tiles wrote");
+    CHECK_ALL_BYTES(inbuf, 0x5c, 64, "empty tiles wrote in");
+    /* outs in different objects and at different offsets: odd members use altbuf */
+    const shape_t shapes[] = {{5, 7, 9}, {40, 33, 35}, {1, 100, 100}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++)
+        for (int form = 0; form < 3; form++) {
+            shape_t sh = shapes[i];
+            uint64_t tag = tagc++;
+            symm_tile_t in = fill_in(0, sh, SYMM_FLOAT, tag);
+            int root = (int)(i + (size_t)form) % npes;
+            make_ref(sh, sh.ld, SYMM_FLOAT, SYMM_OP_SUM, tag);
+            memset(outbuf, SENTINEL, TILE_BYTES);
+            memset(altbuf, SENTINEL, TILE_BYTES);
+            uint8_t *ob = me % 2 ? altbuf + 4 * (size_t)me : outbuf;
+            symm_tile_t out = {ob, sh.rows, sh.cols, sh.ld};
+            if (form == 0)
+                CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM,
+                                          root));
+            if (form == 1)
+                CHECK_OK(symm_tile_reduce_parallel(pool, 3, out, in, SYMM_FLOAT, SYMM_OP_SUM,
+                                                   root));
+            if (form == 2)
+                CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, &in, &root, 1, SYMM_FLOAT,
+                                                SYMM_OP_SUM));
+            size_t span = ((sh.rows - 1) * sh.ld + sh.cols) * 4;
+            if (me == root)
+                CHECK_BYTES(ob, refbuf, span, "different outs, form %d, %zu x %zu", form,
+                            sh.rows, sh.cols);
+            else
+                CHECK_ALL_BYTES(ob, SENTINEL, span, "different outs: a non-root's out written");
+            CHECK_OK(symm_barrier_all());
+        }
+    CHECK_OK(symm_pool_destroy(pool));
+}
+
+/* Illegal: member npes-1 passes its in (or allreduce's out) at another offset or in
+ * another object, holding the same data. Every member fails with COLL_MISMATCH naming
+ * it, and nothing is written. */
+static void test_objects_differ(void)
+{
+    if (npes < 2) return;
+    int odd_one = npes - 1;
+    char want[64];
+    snprintf(want, sizeof want, "PE %d (world %d)", odd_one, odd_one);
+    symm_pool_t pool;
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 2, &pool));
+    shape_t sh = {6, 5, 8};
+    const symm_type_t t = SYMM_INT64;
+    for (int where = 0; where < 3; where++) { /* in: offset, in: object, allreduce's out */
+        uint64_t tag = tagc++;
+        symm_tile_t in = fill_in(0, sh, t, tag);
+        symm_tile_t out = {outbuf, sh.rows, sh.cols, sh.ld};
+        if (me == odd_one && where < 2) {
+            uint8_t *b = where == 0 ? inbuf + TILE_BYTES : altbuf;
+            memcpy(b, in.base, TILE_BYTES);
+            in.base = b;
+        }
+        if (me == odd_one && where == 2) out.base = altbuf;
+        for (int form = 0; form < 6; form++) {
+            memset(outbuf, SENTINEL, TILE_BYTES);
+            if (where == 2) memset(altbuf, SENTINEL, TILE_BYTES);
+            int roots[2] = {0, odd_one};
+            symm_tile_t two[2] = {in, in};
+            symm_status_t st = SYMM_SUCCESS;
+            if (where == 2 && form != 1 && form != 4) continue; /* out matters in allreduce */
+            switch (form) {
+            case 0: st = symm_tile_reduce(SYMM_TEAM_WORLD, out, in, t, SYMM_OP_SUM, 0); break;
+            case 1: st = symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, t, SYMM_OP_SUM); break;
+            case 2:
+                st = symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, two, roots, 2, t,
+                                            SYMM_OP_SUM);
+                break;
+            case 3:
+                st = symm_tile_reduce_parallel(pool, 2, out, in, t, SYMM_OP_SUM, odd_one);
+                break;
+            case 4: st = symm_tile_allreduce_parallel(pool, 0, out, in, t, SYMM_OP_SUM); break;
+            default:
+                st = symm_tile_reduce_multi_parallel(pool, 2, out, two, roots, 2, t,
+                                                     SYMM_OP_SUM);
+            }
+            CHECK_TRUE(st == SYMM_ERR_COLL_MISMATCH, "where %d form %d: status %d (%s)", where,
+                       form, (int)st, symm_strerror(st));
+            CHECK_TRUE(strstr(symm_last_error(), want) != NULL, "where %d form %d: names the "
+                       "PE: %s", where, form, symm_last_error());
+            CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "where %d form %d: out written",
+                            where, form);
+            if (where == 2)
+                CHECK_ALL_BYTES(altbuf, SENTINEL, TILE_BYTES, "where %d form %d: out written",
+                                where, form);
+        }
+    }
+    CHECK_OK(symm_pool_destroy(pool));
+    CHECK_OK(symm_barrier_all());
+    case_all(sh, 8, SYMM_INT32, SYMM_OP_SUM); /* the team still works */
+}
+
 int main(void)
 {
     force_node_cpus();
@@ -639,8 +761,9 @@ int main(void)
     seed = test_seed();
     inbuf = symm_malloc(MAX_TILES * TILE_BYTES);
     outbuf = symm_malloc(TILE_BYTES);
+    altbuf = symm_malloc(TILE_BYTES);
     refbuf = malloc(TILE_BYTES);
-    CHECK_TRUE(inbuf && outbuf && refbuf, "allocation");
+    CHECK_TRUE(inbuf && outbuf && altbuf && refbuf, "allocation");
     test_types_ops();
     test_shapes();
     test_random();
@@ -648,6 +771,9 @@ int main(void)
     test_workers();
     test_auto_workers();
     test_bad_input();
+    test_objects_legal();
+    test_objects_differ();
+    CHECK_OK(symm_free(altbuf));
     CHECK_OK(symm_free(outbuf));
     CHECK_OK(symm_free(inbuf));
     free(refbuf);
