@@ -1,5 +1,5 @@
-/* symm-info — prints the build, the transport and every SYMM_* variable with its value.
- * `symm-info --markdown` prints the table of docs/ENVIRONMENT.md. */
+/* symm-info — prints the build, the transport and every SYMM_* variable with its value and
+ * valid values. `symm-info --markdown` prints the table of docs/ENVIRONMENT.md. */
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -19,7 +19,12 @@ int main(int argc, char **argv)
     printf("symm %d.%d.%d\n", SYMM_VERSION_MAJOR, SYMM_VERSION_MINOR, SYMM_VERSION_PATCH);
     symm_status_t st = symm_init();
     if (st) {
-        fprintf(stderr, "symm-info: symm_init failed: %s: %s\n", symm_strerror(st), symm_last_error());
+        fprintf(stderr, "symm-info: symm_init failed: %s: %s\n", symm_strerror(st),
+                symm_last_error());
+        /* The table still says what each variable accepts: the likely fix for a bad one. */
+        printf("\nEnvironment:\n");
+        fflush(stdout);
+        symm_config_print(STDOUT_FILENO, 0);
         return 1;
     }
     symm_info_t info;

@@ -186,7 +186,8 @@ static int gpu_of_pe(const char *map, int r, int npes)
     const char *p = map;
     for (;;) {
         long v = strtol(p, &end, 10);
-        if (end == p || v < 0 || v > 4096 || (*end != ',' && *end != '\0')) return -1;
+        /* 4095: the largest SYMM_GPU_DEVICE the library accepts (core/config.h) */
+        if (end == p || v < 0 || v > 4095 || (*end != ',' && *end != '\0')) return -1;
         if (k++ == want) return (int)v;
         if (*end == '\0') return -1;
         p = end + 1;
@@ -209,10 +210,11 @@ static bool parse_timeout(const char *s, double *out)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    /* Upper bound: the deadline is kept in milliseconds of an int64_t. */
-    if (errno != 0 || end == s || *end != '\0' || !(v > 0) || v > 1e9) {
-        fprintf(stderr, "symmrun: bad --timeout '%s' (expected a positive number of seconds)\n",
-                s);
+    /* The range of SYMM_TIMEOUT (core/config.h): a millisecond, the deadline's unit, up
+     * to 10^7 s. Written so that NaN fails too. */
+    if (errno != 0 || end == s || *end != '\0' || !(v >= 1e-3 && v <= 1e7)) {
+        fprintf(stderr, "symmrun: bad --timeout '%s' (expected seconds from 0.001 to "
+                        "10000000)\n", s);
         return false;
     }
     *out = v;

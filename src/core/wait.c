@@ -30,9 +30,11 @@ symm_status_t symm_wait_slow(symm_wait_t *w)
     if (waited < (uint64_t)symm_config.yield_us * 1000u) {
         sched_yield();
     } else {
-        /* Long waits back off to 1 ms between polls: with hundreds of PEs on a few cores,
-         * fast pollers would starve the very PEs (and symmrun) they wait for. */
-        long us = waited > 100000000ull ? 1000L : (long)symm_config.sleep_us;
+        /* Long waits back off to at least 1 ms between polls: with hundreds of PEs on a
+         * few cores, fast pollers would starve the very PEs (and symmrun) they wait for.
+         * SYMM_SLEEP_US is below one second (config.h), as tv_nsec must be. */
+        long us = (long)symm_config.sleep_us;
+        if (waited > 100000000ull && us < 1000L) us = 1000L;
         struct timespec ts = {0, us * 1000L};
         nanosleep(&ts, NULL);
         w->last_ns = symm_now_ns();

@@ -33,6 +33,8 @@ uint64_t symm_now_ns(void);
  * for PE_FAILED only: the caller knows whom it waited for) or SYMM_SUCCESS. */
 symm_status_t symm_wait_slow(symm_wait_t *w);
 
+/* SYMM_SPIN is at least 1 (config.h): a negative one cast to uint32_t would spin for
+ * billions of polls before the first look at the clock, outliving SYMM_TIMEOUT. */
 static inline symm_status_t symm_wait_pause(symm_wait_t *w)
 {
     if (SYMM_LIKELY(++w->iter < (uint32_t)symm_config.spin)) {
