@@ -67,6 +67,7 @@ typedef struct {
     bool running;  /* started and not yet reaped */
     bool hello;
     bool watch_out; /* its socket is in the epoll set for EPOLLOUT too */
+    bool bye;       /* it said it finalized (symm_finalize) */
 } symmrun_pe_t;
 
 typedef struct {
@@ -147,9 +148,10 @@ static void usage(FILE *f)
             "  -v, --verbose          report the rendezvous and every PE's exit\n"
             "  -h, --help             show this help\n"
             "\n"
-            "If a PE fails (non-zero exit, killed by a signal, or symm_abort), symmrun\n"
-            "tells the other PEs which one failed, stops them within about a second and\n"
-            "exits with the failed PE's status (128+signal if it was killed).\n",
+            "If a PE fails (non-zero exit, killed by a signal, symm_abort, or any exit\n"
+            "after symm_init without symm_finalize), symmrun tells the other PEs which\n"
+            "one failed, stops them within about a second and exits with the failed PE's\n"
+            "status (128+signal if it was killed; 1 if it exited 0 unfinalized).\n",
             SYMMRUN_MAX_NPES);
 }
 
@@ -712,6 +714,7 @@ static void pe_message(symmrun_t *job, int r, const symm_boot_msg_t *msg, int fd
         rv_hello(job, r, msg, fd);
         return; /* rv_hello owns fd */
     case SYMM_BOOT_BYE:
+        job->pe[r].bye = true;
         pe_state_clean(job, r);
         verbose(job, "PE %d finalized", r);
         break;
@@ -872,7 +875,17 @@ static void pe_exited(symmrun_t *job, int r, int status)
     pe_read(job, r);
     pe_close(job, r);
 
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    /* A PE that got every segment is in the others' world: if it leaves without
+     * symm_finalize (returning from main mid-collective), they would wait for it until
+     * SYMM_TIMEOUT, so its status 0 is a failure like any other. One that never joined
+     * (a program that does not use symm, or whose rendezvous failed) is not. */
+    bool joined = p->hello && p->next_send > job->npes;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && joined && !p->bye) {
+        if (job->stopping)
+            verbose(job, "PE %d exited with status 0 without calling symm_finalize", r);
+        job_fail(job, r, 0, 0, 1, SYMMRUN_GRACE_MS,
+                 "PE %d exited with status 0 without calling symm_finalize", r);
+    } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
         pe_state_clean(job, r);
         verbose(job, "PE %d exited with status 0", r);
     } else {

@@ -31,6 +31,13 @@
  * (MSG_CTRUNC) and the rendezvous fails. */
 #define SYMM_BOOT_MAX_FDS SYMM_BOOT_SEGS_MAX
 
+/* A process joins its symmrun job once: symmrun runs one rendezvous per job, and the
+ * socket it gave the process is closed by symm_finalize (or by a failed symm_init).
+ * Remembered so that a second symm_init says so, instead of finding SYMM_BOOT_FD closed
+ * or, worse, reused by an unrelated socket that would then receive a hello. */
+static enum { BOOT_FRESH, BOOT_JOINED, BOOT_FAILED } boot_state = BOOT_FRESH;
+static int boot_rank = -1; /* for the message of a second symm_init */
+
 static int64_t boot_now_ms(void)
 {
     struct timespec ts;
@@ -243,6 +250,19 @@ symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
                               "symm_boot_init: bad arguments (segment fd %d, out %p)",
                               my_seg_fd, (void *)out);
     if (getenv(SYMM_BOOT_ENV_FD) == NULL) return boot_init_single(my_seg_fd, seg_size, out);
+    if (boot_state == BOOT_JOINED)
+        return symm_error_set(SYMM_ERR_UNSUPPORTED,
+                              "PE %d: symm_init after symm_finalize is not supported under "
+                              "symmrun: a process joins its job's rendezvous once, at its "
+                              "first symm_init (call symm_init and symm_finalize once per "
+                              "process; to run again, start a new job)",
+                              boot_rank);
+    if (boot_state == BOOT_FAILED)
+        return symm_error_set(SYMM_ERR_UNSUPPORTED,
+                              "PE %d: symm_init after a symm_init that failed in or after the "
+                              "rendezvous: a process joins its job's rendezvous once, so it "
+                              "cannot be retried (see the first error; start a new job)",
+                              boot_rank);
 
     int sock, npes, rank;
     st = boot_env_int(SYMM_BOOT_ENV_FD, 0, INT_MAX, &sock);
@@ -263,6 +283,9 @@ symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
     if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
         return symm_error_set(SYMM_ERR_SYSTEM, "PE %d: fcntl(%s=%d, FD_CLOEXEC): %s", rank,
                               SYMM_BOOT_ENV_FD, sock, strerror(errno));
+    /* From here on the socket is this attempt's: it is closed or kept, never reused. */
+    boot_state = BOOT_FAILED;
+    boot_rank = rank;
 
     int *seg_fd = malloc((size_t)npes * sizeof *seg_fd);
     if (seg_fd == NULL) {
@@ -342,6 +365,7 @@ symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
     close(seg_fd[rank]);
     seg_fd[rank] = my_seg_fd;
 
+    boot_state = BOOT_JOINED;
     *out = (symm_boot_t){.rank = rank,
                          .npes = npes,
                          .sock = sock,
@@ -372,6 +396,16 @@ void symm_boot_finalize(symm_boot_t *boot)
     (void)boot_send(boot->sock, &msg, -1, 0);
     close(boot->sock);
     boot->sock = -1;
+}
+
+void symm_boot_close(symm_boot_t *boot)
+{
+    if (boot == NULL || boot->sock < 0) return;
+    /* No bye: symmrun must count this PE's exit as a failure, since the others may
+     * already count on it. */
+    close(boot->sock);
+    boot->sock = -1;
+    boot_state = BOOT_FAILED;
 }
 
 void symm_boot_abort(symm_boot_t *boot, int code, const char *why)

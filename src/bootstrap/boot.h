@@ -50,8 +50,13 @@ typedef struct symm_boot {
  * seg_size to symmrun and receives every PE's segment and the control page. The
  * caller owns the fds (and seg_fd) afterwards. */
 symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out);
-/* Tells symmrun this PE finalized cleanly and closes the socket. */
+/* Tells symmrun this PE finalized cleanly and closes the socket. symmrun counts the exit
+ * of a PE that joined the rendezvous and never did this as a failure, whatever its
+ * status. A process joins once: a later symm_boot_init under symmrun is
+ * SYMM_ERR_UNSUPPORTED. */
 void symm_boot_finalize(symm_boot_t *boot);
+/* Closes the socket without the bye, for a symm_init that fails after the rendezvous. */
+void symm_boot_close(symm_boot_t *boot);
 /* Asks symmrun to stop the job, naming this PE and the reason. */
 void symm_boot_abort(symm_boot_t *boot, int code, const char *why);
 

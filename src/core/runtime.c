@@ -251,7 +251,9 @@ out_unmap:
     symm_g.ctrl = NULL;
 out_close_boot:
     close_boot_fds();
-    symm_boot_finalize(&symm_g.boot);
+    /* Not symm_boot_finalize: the other PEs hold this one in the world already, so its
+     * exit must read as a failure to symmrun, not as a finalized PE. */
+    symm_boot_close(&symm_g.boot);
     symm_g.me = -1;
     symm_g.npes = 0;
     goto out_unlock;

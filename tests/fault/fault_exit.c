@@ -6,7 +6,10 @@
  *   fault_exit MODE [R] [marker...]      (extra arguments are ignored: tests use them
  *                                         to find their processes with pgrep -f)
  *   ok        every PE checks the segments and fds it got, finalizes and exits 0
- *   nobye     as ok, but exits 0 without saying bye
+ *   bye       every PE finalizes and exits 0, checking nothing (for large jobs)
+ *   nobye     every PE exits 0 without saying bye: a failure, as it joined the job
+ *   quit R    PE R exits 0 without saying bye after a short delay; the others wait for
+ *             the abort flag as in fail
  *   fail R    PE R exits 3 after a short delay; the others wait for the abort flag,
  *             print "PE x saw abort: <message>" and exit 1
  *   crash R   as fail, but PE R calls abort()
@@ -163,8 +166,8 @@ static int parse_target(int argc, char **argv, int npes)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: fault_exit ok|nobye|fail R|crash R|abort R|hang|sleep|"
-                        "mismatch [marker...]\n");
+        fprintf(stderr, "usage: fault_exit ok|bye|nobye|quit R|fail R|crash R|abort R|hang|"
+                        "sleep|mismatch [marker...]\n");
         return 10;
     }
     const char *mode = argv[1];
@@ -205,8 +208,8 @@ int main(int argc, char **argv)
     check_segments(&boot, seg);
     symm_ctrl_t *ctrl = ctrl_map(&boot);
 
-    if (strcmp(mode, "ok") == 0 || strcmp(mode, "nobye") == 0) {
-        if (strcmp(mode, "ok") == 0) symm_boot_finalize(&boot);
+    if (strcmp(mode, "ok") == 0 || strcmp(mode, "bye") == 0 || strcmp(mode, "nobye") == 0) {
+        if (strcmp(mode, "nobye") != 0) symm_boot_finalize(&boot);
         munmap(mine, SEG_SIZE);
         boot_release(&boot, ctrl);
         return 0;
@@ -228,6 +231,7 @@ int main(int argc, char **argv)
     if (boot.rank != target) wait_for_abort(ctrl);
     sleep_ms(FAIL_DELAY_MS);
     if (strcmp(mode, "fail") == 0) exit(3);
+    if (strcmp(mode, "quit") == 0) exit(0);
     if (strcmp(mode, "crash") == 0) {
         /* No core file: the test checks that nothing new appears anywhere. */
         struct rlimit no_core = {0, 0};

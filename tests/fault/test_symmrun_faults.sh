@@ -88,8 +88,8 @@ for n in 1 2 3 4 8 64; do
 done
 job -np 4 -- "$FAULT" ok "$MARK"
 expect "-np 4 and --" 0 10000
-job -n 4 "$FAULT" nobye "$MARK"
-expect "PEs exiting 0 without bye" 0 10000
+job -n 4 "$FAULT" bye "$MARK"
+expect "-n 4 bye without checks" 0 10000
 # Outside symmrun the program is a 1-PE job.
 t0=$(now_ms)
 env -u SYMM_BOOT_FD "$FAULT" ok "$MARK" >"$WORK/out" 2>"$WORK/err"
@@ -104,6 +104,23 @@ if [ "$saw" -eq 7 ]; then
     pass "all 7 other PEs read the failure from the control page"
 else
     fail "only $saw of 7 other PEs read the failure from the control page"
+fi
+
+# A PE that joined and exits 0 without bye (without symm_finalize) failed: the others
+# would wait for it.
+job -n 4 "$FAULT" nobye "$MARK"
+expect "PEs exiting 0 without bye" 1 4000 "exited with status 0 without calling symm_finalize"
+job -n 1 "$FAULT" nobye "$MARK"
+expect "-n 1, exiting 0 without bye" 1 4000 \
+    "symmrun: PE 0 exited with status 0 without calling symm_finalize"
+job -n 4 "$FAULT" quit 1 "$MARK"
+expect "PE exits 0 without bye" 1 4000 \
+    "symmrun: PE 1 exited with status 0 without calling symm_finalize; stopping the other 3 PEs"
+saw=$(grep -c "saw abort: PE 1 exited with status 0 without calling symm_finalize" "$ERR")
+if [ "$saw" -eq 3 ]; then
+    pass "all 3 other PEs read the unfinalized exit from the control page"
+else
+    fail "only $saw of 3 other PEs read the unfinalized exit from the control page"
 fi
 
 job -n 4 "$FAULT" crash 1 "$MARK"
@@ -179,8 +196,12 @@ for bad in 0 -1 abc 4x 1000000; do
     job -n "$bad" "$FAULT" ok "$MARK"
     expect "-n $bad" nonzero 2000 "bad number of PEs"
 done
-job -n 2 --timeout 0 "$FAULT" ok "$MARK"
-expect "--timeout 0" nonzero 2000 "bad --timeout"
+for bad in 0 -1 0.0005 nan -nan inf 1e300 10000001 5s; do
+    job -n 2 --timeout "$bad" "$FAULT" ok "$MARK"
+    expect "--timeout $bad" 2 2000 "bad --timeout '$bad' (expected seconds from 0.001 to"
+done
+job -n 2 --timeout 1e7 "$FAULT" ok "$MARK"
+expect "--timeout 1e7" 0 10000
 
 # ---------------------------------------------------------------- leftovers
 # Other processes on the machine may write to /tmp at any time, so a few jobs run again

@@ -138,7 +138,7 @@ expect "-n 200" 0 60000
 if [ "${SYMM_TEST_SKIP_LARGE:-0}" = 1 ]; then
     echo "SKIP: -n 1024 (sanitizer build or SYMM_TEST_SKIP_LARGE=1)"
 else
-    job -n 1024 "$FAULT" nobye "$MARK"
+    job -n 1024 "$FAULT" bye "$MARK"
     expect "-n 1024" 0 90000
 fi
 
