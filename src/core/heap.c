@@ -31,16 +31,45 @@ static void prefault(uint64_t off, size_t size)
     }
 }
 
-static void *heap_alloc(const char *fn, size_t size, size_t align, int zero)
+/* Why symm_arena_alloc found no room for size bytes at align: the alignment when a free
+ * block holds the size at the heap's own alignment (64: every block starts on one), the
+ * heap otherwise. Caller holds heap_lock. */
+static symm_status_t no_room(const char *fn, size_t size, size_t align)
+{
+    const symm_arena_t *a = &symm_g.heap_arena;
+    uint64_t largest = symm_arena_largest_free(a);
+    uint64_t need = size <= a->size ? ((uint64_t)size + 63) & ~(uint64_t)63 : UINT64_MAX;
+    if (align > 64 && need <= largest)
+        return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: no free block of the symmetric heap "
+                              "holds %zu bytes at alignment %zu (the largest free block, "
+                              "%llu bytes, has no room for them past an aligned start; %zu "
+                              "of %zu bytes in use)", fn, size, align,
+                              (unsigned long long)largest, (size_t)a->used, symm_g.heap_size);
+    return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu bytes do not fit in the symmetric heap "
+                          "(%zu of %zu bytes in use, largest free block %llu; raise "
+                          "SYMM_HEAP_SIZE)", fn, size, (size_t)a->used, symm_g.heap_size,
+                          (unsigned long long)largest);
+}
+
+/* count x size bytes (count 1 but for symm_calloc). Every check that can fail on one PE
+ * only runs before the agreement, so that a failure anywhere fails the call everywhere. */
+static void *heap_alloc(const char *fn, size_t count, size_t size1, size_t align, int zero)
 {
     if (!symm_g.initialized) {
         symm_error_set(SYMM_ERR_NOT_INITIALIZED, "%s before symm_init", fn);
         return NULL;
     }
+    size_t size;
+    int over = __builtin_mul_overflow(count, size1, &size);
+    if (over) size = SIZE_MAX;
     uint64_t args = symm_hash64(symm_hash64(SYMM_HASH_INIT, size), align);
     int ok = 1;
     symm_status_t local = SYMM_SUCCESS;
-    if (align == 0 || (align & (align - 1))) {
+    if (over) {
+        local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: %zu x %zu bytes overflows size_t", fn,
+                               count, size1);
+        ok = 0;
+    } else if (align == 0 || (align & (align - 1))) {
         local = symm_error_set(SYMM_ERR_ALIGNMENT, "%s: alignment %zu is not a power of two",
                                fn, align);
         ok = 0;
@@ -52,9 +81,7 @@ static void *heap_alloc(const char *fn, size_t size, size_t align, int zero)
     uint64_t off = 0;
     pthread_mutex_lock(&symm_g.heap_lock);
     if (ok && size && symm_arena_alloc(&symm_g.heap_arena, size, align < 64 ? 64 : align, &off)) {
-        local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu bytes do not fit in the symmetric "
-                               "heap (%zu of %zu in use; raise SYMM_HEAP_SIZE)", fn, size,
-                               (size_t)symm_g.heap_arena.used, symm_g.heap_size);
+        local = no_room(fn, size, align);
         ok = 0;
     }
     char why[512] = "";
@@ -73,52 +100,68 @@ static void *heap_alloc(const char *fn, size_t size, size_t align, int zero)
     return p;
 }
 
-void *symm_malloc(size_t size) { return heap_alloc(__func__, size, 64, 0); }
+void *symm_malloc(size_t size) { return heap_alloc(__func__, 1, size, 64, 0); }
 
-void *symm_align(size_t alignment, size_t size) { return heap_alloc(__func__, size, alignment, 0); }
+void *symm_align(size_t alignment, size_t size)
+{
+    return heap_alloc(__func__, 1, size, alignment, 0);
+}
 
 void *symm_calloc(size_t count, size_t size)
 {
-    if (size && count > SIZE_MAX / size) {
-        symm_error_set(SYMM_ERR_OVERFLOW, "symm_calloc: %zu x %zu overflows", count, size);
-        return NULL;
-    }
-    void *p = heap_alloc(__func__, count * size, 64, 1);
+    void *p = heap_alloc(__func__, count, size, 64, 1);
     /* Peers may read the zeros as soon as the call returns on every PE. */
     if (p && symm_barrier(symm_team_internal)) return NULL;
     return p;
 }
 
+/* What symm_free(NULL) agrees on: no object's offset hashes to it (offsets are below the
+ * heap size), so NULL on one PE and an object on another is a mismatch on both. */
+#define FREE_NULL_ARGS symm_hash64(SYMM_HASH_INIT, UINT64_MAX)
+
 symm_status_t symm_free(void *ptr)
 {
     SYMM_REQUIRE_INIT();
-    if (!ptr) return SYMM_SUCCESS; /* like free(NULL) — and every PE must agree, see below */
+    /* symm_free(NULL) is collective too, like free(NULL) a no-op when every PE passes it:
+     * it takes part in the agreement so that a PE freeing an object while another passes
+     * NULL fails at once on both rather than waiting for SYMM_TIMEOUT. */
     int ok = 1;
-    uint64_t off = 0;
+    uint64_t off = 0, args = FREE_NULL_ARGS;
     symm_status_t local = SYMM_SUCCESS;
-    if (!symm_in_heap(ptr, 0)) {
+    if (ptr && !symm_in_heap(ptr, 0)) {
         local = symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "symm_free(%p): not in the symmetric "
-                               "heap", ptr);
+                               "heap of PE %d", ptr, symm_g.me);
         ok = 0;
-    } else {
+    } else if (ptr) {
         off = (uint64_t)((uint8_t *)ptr - symm_heap_base(symm_g.me));
+        args = symm_hash64(SYMM_HASH_INIT, off);
     }
     pthread_mutex_lock(&symm_g.heap_lock);
-    if (ok) {
-        const symm_arena_block_t *b = symm_arena_find(&symm_g.heap_arena, off, 0);
-        if (!b || b->off != off) {
-            local = symm_error_set(SYMM_ERR_DOUBLE_FREE, "symm_free(%p): not the start of a "
-                                   "live symmetric object (freed twice?)", ptr);
-            ok = 0;
-        }
+    symm_arena_obj_t o;
+    if (ptr && ok && !symm_arena_lookup(&symm_g.heap_arena, off, &o)) {
+        local = symm_error_set(SYMM_ERR_DOUBLE_FREE, "symm_free(%p): not a live symmetric "
+                               "object on PE %d (freed twice, or never allocated)", ptr,
+                               symm_g.me);
+        ok = 0;
+    } else if (ptr && ok && o.off != off) {
+        local = symm_error_set(SYMM_ERR_DOUBLE_FREE, "symm_free(%p): %llu bytes into the "
+                               "object [%p, +%llu bytes) on PE %d, not its start", ptr,
+                               (unsigned long long)(off - o.off),
+                               symm_heap_base(symm_g.me) + o.off, (unsigned long long)o.size,
+                               symm_g.me);
+        ok = 0;
     }
     char why[512] = "";
     if (!ok) snprintf(why, sizeof why, "%s", symm_last_error());
-    symm_status_t st =
-        symm_agree("symm_free", symm_hash64(SYMM_HASH_INIT, off), ok, SYMM_ERR_INVALID_ARG);
-    if (!st && ok) symm_arena_free(&symm_g.heap_arena, off);
+    symm_status_t st = symm_agree("symm_free", args, ok, SYMM_ERR_INVALID_ARG);
+    if (!st && ok && ptr) symm_arena_free(&symm_g.heap_arena, off);
     pthread_mutex_unlock(&symm_g.heap_lock);
     if (!ok) return symm_error_set(local, "%s", why);
+    if (st == SYMM_ERR_MISMATCH) {
+        snprintf(why, sizeof why, "%s", symm_last_error());
+        return symm_error_set(st, "%s; this PE passed %p (every PE must free the same object, "
+                              "or every PE NULL); nothing was freed", why, ptr);
+    }
     return st;
 }
 
@@ -132,8 +175,49 @@ int symm_addr_accessible(const void *addr, size_t size)
 {
     if (!symm_g.initialized || !symm_in_heap(addr, size)) return 0;
     uint64_t off = (uint64_t)((const uint8_t *)addr - symm_heap_base(symm_g.me));
-    pthread_mutex_lock(&symm_g.heap_lock);
-    int ok = symm_arena_find(&symm_g.heap_arena, off, size) != NULL;
-    pthread_mutex_unlock(&symm_g.heap_lock);
-    return ok;
+    symm_arena_obj_t o;
+    return symm_arena_lookup(&symm_g.heap_arena, off, &o) && size <= o.size - (off - o.off);
+}
+
+/* ---------------------------------------------------------------- object bounds */
+_Thread_local symm_heap_last_t symm_heap_last;
+
+__attribute__((noinline, cold)) static symm_status_t heap_check_slow(const char *fn,
+                                                                    const char *arg,
+                                                                    const void *p, size_t n)
+{
+    uint8_t *heap = symm_heap_base(symm_g.me);
+    if (!symm_in_heap(p, n)) { /* callers check this first, each with its own status */
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %s [%p, +%zu bytes) on PE %d is "
+                              "not inside the symmetric heap", fn, arg, p, n, symm_g.me);
+    }
+    if (n == 0) return SYMM_SUCCESS; /* nothing is accessed: the heap is enough */
+    uint64_t off = (uint64_t)((const uint8_t *)p - heap);
+    uint64_t seq = __atomic_load_n(&symm_g.heap_arena.seq, __ATOMIC_ACQUIRE);
+    symm_arena_obj_t o;
+    if (!symm_arena_lookup(&symm_g.heap_arena, off, &o))
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %s %p on PE %d is in the symmetric "
+                              "heap but in no live object (freed, or never allocated)", fn,
+                              arg, p, symm_g.me);
+    if (n > o.size - (off - o.off))
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %s [%p, +%zu bytes) on PE %d runs %llu "
+                              "bytes past the end of its object [%p, +%llu bytes)", fn, arg,
+                              p, n, symm_g.me,
+                              (unsigned long long)(n - (o.size - (off - o.off))),
+                              heap + o.off, (unsigned long long)o.size);
+    /* seq was read before the lookup: if the index changed in between, the entries never
+     * hit (a later seq is never this one), which is only a miss */
+    symm_heap_last_t *c = &symm_heap_last;
+    if (c->seq == seq) c->e[1] = c->e[0];
+    else c->e[1].size = 0;
+    c->seq = seq;
+    c->e[0].base = (uintptr_t)heap + o.off;
+    c->e[0].size = o.size;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_heap_check(const char *fn, const char *arg, const void *p, size_t n)
+{
+    if (SYMM_LIKELY(symm_heap_hit(p, n))) return SYMM_SUCCESS;
+    return heap_check_slow(fn, arg, p, n);
 }

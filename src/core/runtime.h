@@ -84,11 +84,50 @@ extern symm_runtime_t symm_g;
 
 static inline uint8_t *symm_heap_base(int pe) { return symm_g.seg[pe] + symm_g.heap_off; }
 
-/* 1 if [p, p+n) lies inside my symmetric heap. */
+/* 1 if [p, p+n) lies inside my symmetric heap, in objects or not: the coarse test. What
+ * an access may touch is checked against the objects by symm_heap_check. */
 static inline int symm_in_heap(const void *p, size_t n)
 {
     uintptr_t a = (uintptr_t)p, b = (uintptr_t)symm_heap_base(symm_g.me);
     return a >= b && a - b <= symm_g.heap_size && n <= symm_g.heap_size - (a - b);
+}
+
+/* 0 if [p, p+n) lies inside one live object of my symmetric heap (as allocated: its size
+ * is the size asked, not rounded up); else records, naming fn and arg, SYMM_ERR_OVERFLOW
+ * for a range that starts in an object and runs past its end (with the object's bounds)
+ * or SYMM_ERR_NOT_SYMMETRIC for an address in no live object (freed, never allocated, or
+ * outside the heap: callers test symm_in_heap first where they report that otherwise).
+ * n == 0 needs only p in the heap. Lock-free; a repeat on this thread's last object
+ * costs a few loads. */
+symm_status_t symm_heap_check(const char *fn, const char *arg, const void *p, size_t n);
+
+/* The two objects this thread's last symm_heap_check calls found, and the heap index's
+ * seq then: while seq has not moved, no object was freed or allocated, so both are still
+ * live with the same bounds. Two, because a put with signal checks two objects a call.
+ * The initial-exec model makes a hit a load off the thread pointer rather than a
+ * __tls_get_addr call; the 40 bytes fit in the static TLS that glibc keeps for libraries
+ * loaded with dlopen. */
+typedef struct symm_heap_last {
+    uint64_t seq;
+    struct {
+        uintptr_t base;
+        uint64_t size;
+    } e[2]; /* e[0] the latest found */
+} symm_heap_last_t;
+extern _Thread_local symm_heap_last_t symm_heap_last
+    __attribute__((tls_model("initial-exec"), visibility("hidden")));
+
+/* 1 if [p, p+n) lies inside an object of symm_heap_last: the hot path of the checks,
+ * which may skip every other test of p on a hit (p is then in the heap, not NULL). */
+static inline int symm_heap_hit(const void *p, size_t n)
+{
+    const symm_heap_last_t *c = &symm_heap_last;
+    if (c->seq != __atomic_load_n(&symm_g.heap_arena.seq, __ATOMIC_ACQUIRE)) return 0;
+    for (int k = 0; k < 2; k++) {
+        uintptr_t d = (uintptr_t)p - c->e[k].base;
+        if (d < c->e[k].size && n <= c->e[k].size - d) return 1;
+    }
+    return 0;
 }
 
 /* My address of an object in my segment -> the same object in pe's segment. */

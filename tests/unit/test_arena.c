@@ -1,12 +1,18 @@
 /* test_arena.c — the first-fit offset allocator (src/core/arena.c) against a serial
- * model: random alloc/free sequences, alignment, coalescing, exhaustion, bad frees. */
+ * model: random alloc/free sequences, alignment, coalescing, exhaustion, bad frees; the
+ * index of live objects (lookup by any offset, with the size asked) and the largest free
+ * block. */
 #include "common/test_util.h"
 #include "core/arena.h"
+
+#include <pthread.h>
+#include <sched.h>
 
 #define GRAIN 64u
 
 typedef struct {
     uint64_t off, size; /* size rounded to GRAIN, as the arena keeps it */
+    uint64_t asked;     /* the size asked, which lookup reports */
 } live_t;
 
 typedef struct {
@@ -48,6 +54,7 @@ static void model_add(model_t *m, uint64_t off, uint64_t size)
     }
     m->live[m->n].off = off;
     m->live[m->n].size = (size + GRAIN - 1) / GRAIN * GRAIN;
+    m->live[m->n].asked = size;
     m->n++;
     qsort(m->live, m->n, sizeof *m->live, cmp_live);
 }
@@ -90,6 +97,58 @@ static void check_structure(const symm_arena_t *a, const model_t *m, const char 
                (unsigned long long)at, (unsigned long long)a->size);
     CHECK_TRUE(k == m->n, "%s: %zu used blocks, model has %zu", when, k, m->n);
     CHECK_EQ_U64(a->used, used);
+    /* the index holds exactly the live objects, in order, with the sizes asked */
+    CHECK_TRUE(a->index && a->index->n == m->n && a->index->n <= a->index->cap,
+               "%s: index of %llu objects, model has %zu", when,
+               (unsigned long long)(a->index ? a->index->n : 0), m->n);
+    for (size_t i = 0; i < m->n; i++)
+        CHECK_TRUE(a->index->obj[i].off == m->live[i].off &&
+                       a->index->obj[i].size == m->live[i].asked,
+                   "%s: index entry %zu is [%llu,+%llu), model [%llu,+%llu)", when, i,
+                   (unsigned long long)a->index->obj[i].off,
+                   (unsigned long long)a->index->obj[i].size,
+                   (unsigned long long)m->live[i].off, (unsigned long long)m->live[i].asked);
+    CHECK_TRUE((a->seq & 1) == 0, "%s: seq %llu is odd outside a change", when,
+               (unsigned long long)a->seq);
+    uint64_t gap = 0, largest = 0;
+    for (size_t i = 0; i <= m->n; i++) {
+        uint64_t end = i < m->n ? m->live[i].off : m->size;
+        if (end - gap > largest) largest = end - gap;
+        if (i < m->n) gap = m->live[i].off + m->live[i].size;
+    }
+    CHECK_EQ_U64(symm_arena_largest_free(a), largest);
+}
+
+/* lookup: every byte of an object's asked size finds it; the padding past it, and free
+ * space, find nothing. */
+static void check_lookup(const symm_arena_t *a, const model_t *m, test_rng_t *r)
+{
+    symm_arena_obj_t o = {12345, 678};
+    for (int t = 0; t < 4 && m->n; t++) {
+        const live_t *l = &m->live[test_rng_below(r, m->n)];
+        uint64_t in = test_rng_below(r, l->asked);
+        CHECK_TRUE(symm_arena_lookup(a, l->off + in, &o) && o.off == l->off &&
+                       o.size == l->asked,
+                   "lookup(%llu) in [%llu,+%llu) gave [%llu,+%llu)",
+                   (unsigned long long)(l->off + in), (unsigned long long)l->off,
+                   (unsigned long long)l->asked, (unsigned long long)o.off,
+                   (unsigned long long)o.size);
+        CHECK_TRUE(symm_arena_lookup(a, l->off + l->asked - 1, &o) && o.off == l->off,
+                   "lookup of the last byte");
+        if (l->asked < l->size) {
+            o.off = 999;
+            CHECK_TRUE(!symm_arena_lookup(a, l->off + l->asked, &o) && o.off == 999,
+                       "lookup in the padding past [%llu,+%llu) found an object",
+                       (unsigned long long)l->off, (unsigned long long)l->asked);
+        }
+    }
+    /* a free offset: right after the last object's block, if that is not the end */
+    uint64_t after = m->n ? m->live[m->n - 1].off + m->live[m->n - 1].size : 0;
+    if (after < m->size)
+        CHECK_TRUE(!symm_arena_lookup(a, after + test_rng_below(r, m->size - after), &o),
+                   "lookup in free space past %llu found an object", (unsigned long long)after);
+    CHECK_TRUE(!symm_arena_lookup(a, m->size, &o) && !symm_arena_lookup(a, UINT64_MAX, &o),
+               "lookup past the arena");
 }
 
 static void test_random(uint64_t seed, uint64_t arena_size, int steps)
@@ -137,6 +196,7 @@ static void test_random(uint64_t seed, uint64_t arena_size, int steps)
                        "succeeded", s, (unsigned long long)off);
         }
         check_structure(&a, &m, "random step");
+        check_lookup(&a, &m, &r);
         /* find: a byte inside a live block finds it; a range running past it does not */
         if (m.n) {
             live_t *l = &m.live[test_rng_below(&r, m.n)];
@@ -190,10 +250,10 @@ static void test_edges(void)
     /* exact fill: 64 blocks of 64 bytes, then nothing fits; sizes 1 and 63 round up */
     uint64_t offs[64];
     for (int i = 0; i < 64; i++) {
-        CHECK_TRUE(symm_arena_alloc(&a, (i % 3 == 0) ? 1 : (i % 3 == 1) ? 63 : 64, 1,
-                                    &offs[i]) == 0, "fill %d", i);
+        uint64_t asked = (i % 3 == 0) ? 1 : (i % 3 == 1) ? 63 : 64;
+        CHECK_TRUE(symm_arena_alloc(&a, asked, 1, &offs[i]) == 0, "fill %d", i);
         CHECK_EQ_U64(offs[i], (uint64_t)i * 64);
-        model_add(&m, offs[i], 64);
+        model_add(&m, offs[i], asked);
     }
     CHECK_TRUE(symm_arena_alloc(&a, 1, 1, &off) == -1, "alloc in a full arena");
     CHECK_EQ_U64(a.used, 4096);
@@ -215,6 +275,64 @@ static void test_edges(void)
     free(m.live);
 }
 
+/* Lock-free lookups while the owner allocates and frees (and the index grows): objects
+ * that stay allocated throughout are always found with their bounds. */
+typedef struct {
+    symm_arena_t *a;
+    uint64_t pinned_off[4], pinned_size[4];
+    int stop, bad, rounds;
+} race_t;
+
+static void *race_reader(void *arg)
+{
+    race_t *x = arg;
+    uint64_t k = 0;
+    while (!__atomic_load_n(&x->stop, __ATOMIC_ACQUIRE)) {
+        int i = (int)(k++ % 4);
+        symm_arena_obj_t o;
+        uint64_t at = x->pinned_off[i] + k % x->pinned_size[i];
+        if (!symm_arena_lookup(x->a, at, &o) || o.off != x->pinned_off[i] ||
+            o.size != x->pinned_size[i])
+            __atomic_add_fetch(&x->bad, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+static void test_race(uint64_t seed)
+{
+    symm_arena_t a;
+    CHECK_TRUE(symm_arena_init(&a, 1 << 24) == 0, "init");
+    race_t x = {.a = &a};
+    test_rng_t r;
+    test_rng_seed(&r, seed);
+    uint64_t offs[512];
+    int n = 0;
+    for (int i = 0; i < 4; i++) {
+        x.pinned_size[i] = 1 + test_rng_below(&r, 300);
+        CHECK_TRUE(symm_arena_alloc(&a, x.pinned_size[i], 64, &x.pinned_off[i]) == 0, "pin");
+        for (int j = 0; j < 20; j++) /* objects between the pinned ones, freed later */
+            if (symm_arena_alloc(&a, 1 + test_rng_below(&r, 200), 64, &offs[n]) == 0) n++;
+    }
+    pthread_t th;
+    CHECK_TRUE(pthread_create(&th, NULL, race_reader, &x) == 0, "pthread_create");
+    for (int s = 0; s < 20000; s++) {
+        if (n < 512 && (n == 0 || test_rng_below(&r, 100) < 55)) {
+            if (symm_arena_alloc(&a, 1 + test_rng_below(&r, 4096), 64, &offs[n]) == 0) n++;
+        } else {
+            int i = (int)test_rng_below(&r, (uint64_t)n);
+            CHECK_TRUE(symm_arena_free(&a, offs[i]) == 0, "free");
+            offs[i] = offs[--n];
+        }
+        if (s % 64 == 0) sched_yield(); /* let the reader run between changes too */
+    }
+    __atomic_store_n(&x.stop, 1, __ATOMIC_RELEASE);
+    pthread_join(th, NULL);
+    CHECK_TRUE(x.bad == 0, "%d lookups of pinned objects went wrong during changes", x.bad);
+    CHECK_TRUE(a.index->cap >= 256, "the index never grew (cap %llu)",
+               (unsigned long long)a.index->cap);
+    symm_arena_destroy(&a);
+}
+
 int main(void)
 {
     test_edges();
@@ -222,6 +340,7 @@ int main(void)
     test_random(seed, 1 << 20, 4000);
     test_random(seed + 1, 64 * 1024, 4000);
     test_random(seed + 2, 4096 + 64 * 3, 2000);
+    test_race(seed + 3);
     printf("test_arena: OK\n");
     return 0;
 }

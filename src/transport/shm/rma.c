@@ -7,22 +7,41 @@
 #include "team/team.h"
 #include "transport/shm/shm.h"
 
-symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int pe)
+/* arg names the symmetric argument in messages. A range outside the heap is refused as
+ * it always was (running past the heap's end is an overflow); one inside it must lie in
+ * one live object. */
+__attribute__((noinline)) static symm_status_t check_remote_slow(const char *fn,
+                                                                 const char *arg,
+                                                                 const void *addr, size_t n)
+{
+    if (SYMM_UNLIKELY(!addr))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: symmetric address %s is NULL", fn,
+                              arg);
+    if (SYMM_UNLIKELY(!symm_in_heap(addr, n))) {
+        if (symm_in_heap(addr, 0))
+            return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %s, %zu bytes at %p, runs past the "
+                                  "end of the symmetric heap", fn, arg, n, addr);
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %s %p is not a symmetric address",
+                              fn, arg, addr);
+    }
+    return symm_heap_check(fn, arg, addr, n);
+}
+
+/* The hot path: a range in one of the objects this thread checked last passes at once. */
+static inline __attribute__((always_inline)) symm_status_t
+check_remote(const char *fn, const char *arg, const void *addr, size_t n, int pe)
 {
     SYMM_REQUIRE_INIT();
     if (SYMM_UNLIKELY(pe < 0 || pe >= symm_g.npes))
         return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: PE %d outside 0..%d", fn, pe,
                               symm_g.npes - 1);
-    if (SYMM_UNLIKELY(!addr))
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: symmetric address is NULL", fn);
-    if (SYMM_UNLIKELY(!symm_in_heap(addr, n))) {
-        if (symm_in_heap(addr, 0))
-            return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %zu bytes at %p run past the end "
-                                  "of the symmetric heap", fn, n, addr);
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %p is not a symmetric address", fn,
-                              addr);
-    }
-    return SYMM_SUCCESS;
+    if (SYMM_LIKELY(symm_heap_hit(addr, n))) return SYMM_SUCCESS;
+    return check_remote_slow(fn, arg, addr, n);
+}
+
+symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int pe)
+{
+    return check_remote(fn, "addr", addr, n, pe);
 }
 
 static inline symm_status_t check_local(const char *fn, const void *p, size_t n)
@@ -34,7 +53,7 @@ static inline symm_status_t check_local(const char *fn, const void *p, size_t n)
 
 symm_status_t symm_put(void *dest, const void *src, size_t nbytes, int pe)
 {
-    CHECK(symm_check_remote(__func__, dest, nbytes, pe));
+    CHECK(check_remote(__func__, "dest", dest, nbytes, pe));
     CHECK(check_local(__func__, src, nbytes));
     symm_shm_put(dest, src, nbytes, pe);
     return SYMM_SUCCESS;
@@ -42,7 +61,7 @@ symm_status_t symm_put(void *dest, const void *src, size_t nbytes, int pe)
 
 symm_status_t symm_get(void *dest, const void *src, size_t nbytes, int pe)
 {
-    CHECK(symm_check_remote(__func__, src, nbytes, pe));
+    CHECK(check_remote(__func__, "src", src, nbytes, pe));
     CHECK(check_local(__func__, dest, nbytes));
     symm_shm_get(dest, src, nbytes, pe);
     return SYMM_SUCCESS;
@@ -105,7 +124,7 @@ symm_status_t symm_quiet(void)
         if (SYMM_UNLIKELY((unsigned)op >= SYMM_AMO_COUNT))                               \
             return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid operation %d",      \
                                   __func__, (int)op);                                    \
-        CHECK(symm_check_remote(__func__, dest, sizeof(T), pe));                         \
+        CHECK(check_remote(__func__, "dest", dest, sizeof(T), pe));                      \
         if (SYMM_UNLIKELY((uintptr_t)dest % sizeof(T)))                                  \
             return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: %p is not %zu-byte aligned",  \
                                   __func__, (void *)dest, sizeof(T));                    \
@@ -155,7 +174,7 @@ static symm_status_t signal_update(const char *fn, uint64_t *sig_addr, symm_sigo
     if (sigop != SYMM_SIGNAL_SET && sigop != SYMM_SIGNAL_ADD)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid signal operation %d", fn,
                               (int)sigop);
-    CHECK(symm_check_remote(fn, sig_addr, sizeof *sig_addr, pe));
+    CHECK(check_remote(fn, "sig_addr", sig_addr, sizeof *sig_addr, pe));
     if ((uintptr_t)sig_addr % 8)
         return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: signal %p is not 8-byte aligned", fn,
                               (void *)sig_addr);
@@ -166,7 +185,7 @@ symm_status_t symm_put_signal(void *dest, const void *src, size_t nbytes, uint64
                               uint64_t signal, symm_sigop_t sigop, int pe)
 {
     CHECK(signal_update(__func__, sig_addr, sigop, pe));
-    CHECK(symm_check_remote(__func__, dest, nbytes, pe));
+    CHECK(check_remote(__func__, "dest", dest, nbytes, pe));
     CHECK(check_local(__func__, src, nbytes));
     symm_shm_put(dest, src, nbytes, pe);
     /* Release: whoever sees the signal sees the data. */
@@ -194,7 +213,7 @@ static inline symm_status_t check_aligned(const char *fn, const void *p, size_t 
 
 symm_status_t symm_signal_fetch(const uint64_t *sig_addr, uint64_t *value_out)
 {
-    CHECK(symm_check_remote(__func__, sig_addr, 8, symm_g.me));
+    CHECK(check_remote(__func__, "sig_addr", sig_addr, 8, symm_g.me));
     CHECK(check_aligned(__func__, sig_addr, 8));
     if (!value_out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: value_out is NULL", __func__);
     *value_out = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
@@ -204,7 +223,7 @@ symm_status_t symm_signal_fetch(const uint64_t *sig_addr, uint64_t *value_out)
 /* The waits below are the same loop for each integer type. */
 #define SYMM_WAIT_UNTIL_BODY(T, fn, ivar, cmp, value, out)                                \
     {                                                                                    \
-        CHECK(symm_check_remote(fn, ivar, sizeof(T), symm_g.me));                        \
+        CHECK(check_remote(fn, "ivar", ivar, sizeof(T), symm_g.me));                     \
         CHECK(check_aligned(fn, ivar, sizeof(T)));                                       \
         if ((unsigned)(cmp) > SYMM_CMP_LE)                                               \
             return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d", fn, \
@@ -232,7 +251,7 @@ SYMM_WAIT_UNTIL_BODY(uint64_t, __func__, sig_addr, cmp, value, value_out)
     SYMM_WAIT_UNTIL_BODY(T, __func__, ivar, cmp, value, (T *)NULL)                       \
     symm_status_t symm_test_##name(T *ivar, symm_cmp_t cmp, T value, int *result_out)    \
     {                                                                                    \
-        CHECK(symm_check_remote(__func__, ivar, sizeof(T), symm_g.me));                  \
+        CHECK(check_remote(__func__, "ivar", ivar, sizeof(T), symm_g.me));               \
         CHECK(check_aligned(__func__, ivar, sizeof(T)));                                 \
         if ((unsigned)cmp > SYMM_CMP_LE)                                                 \
             return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d",     \
