@@ -86,7 +86,7 @@ static void *heap_alloc(const char *fn, size_t count, size_t size1, size_t align
     }
     char why[512] = "";
     if (!ok) snprintf(why, sizeof why, "%s", symm_last_error());
-    symm_status_t st = symm_agree(fn, args, ok, SYMM_ERR_INVALID_ARG);
+    symm_status_t st = symm_agree(fn, args, ok, local);
     if (st && ok && size) symm_arena_free(&symm_g.heap_arena, off);
     pthread_mutex_unlock(&symm_g.heap_lock);
     if (!ok) symm_error_set(local, "%s", why); /* this PE's own reason, not the agreement's */
@@ -153,7 +153,7 @@ symm_status_t symm_free(void *ptr)
     }
     char why[512] = "";
     if (!ok) snprintf(why, sizeof why, "%s", symm_last_error());
-    symm_status_t st = symm_agree("symm_free", args, ok, SYMM_ERR_INVALID_ARG);
+    symm_status_t st = symm_agree("symm_free", args, ok, local);
     if (!st && ok && ptr) symm_arena_free(&symm_g.heap_arena, off);
     pthread_mutex_unlock(&symm_g.heap_lock);
     if (!ok) return symm_error_set(local, "%s", why);

@@ -320,13 +320,15 @@ static symm_status_t verdict(symm_coll_t *c, uint64_t ep, uint64_t v)
     }
     int origin = chk_origin(v);
     symm_status_t st = chk_status(v);
-    if (origin == c->me) return st; /* my own message is recorded already */
+    /* my own message says more than the origin's status would */
+    if (origin == c->me || c->local == st) return st;
     if (origin >= c->n) origin = 0;
+    char mine[320] = "";
+    if (c->local) snprintf(mine, sizeof mine, "; this PE failed too: %s", symm_last_error());
     return symm_error_set(st,
                           "%s on %s: PE %d (world PE %d) failed its part of this call (%s); "
                           "every member returns its status%s",
-                          c->what, team, origin, c->world[origin], symm_strerror(st),
-                          c->local ? " (this PE failed too)" : "");
+                          c->what, team, origin, c->world[origin], symm_strerror(st), mine);
 }
 
 /* ---------------------------------------------------------------- episodes */

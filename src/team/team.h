@@ -140,10 +140,10 @@ void symm_coll_leave(symm_coll_t *c);
  * still leaves the collective). */
 symm_status_t symm_coll_fail(symm_coll_t *c, symm_status_t st);
 
-/* One exchange on the internal world team, for calls that every PE makes with the same
- * arguments (symmetric allocation): every PE passed the same args (a hash; its low bit is
- * not used) and succeeded locally (local_ok), or every PE returns an error: local_fail
- * naming the first PE that failed, or SYMM_ERR_MISMATCH naming one whose args differ. */
+/* One episode on the internal world team, for calls that every PE makes with the same
+ * arguments (symmetric allocation): every PE passed the same args (a hash) and succeeded
+ * locally (local_ok), or every PE returns an error: the status local_fail of the
+ * lowest-numbered PE that failed (naming it), or SYMM_ERR_MISMATCH. */
 symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
                          symm_status_t local_fail);
 
