@@ -6,7 +6,9 @@
  *   finalize   every PE runs the same barriers, finalizes and exits 0
  *   reinit     every PE initializes, finalizes and initializes again: the second init
  *              must fail saying re-initialising is not supported (exit 0 when it does)
- *   init       symm_init and symm_finalize only (for a bad environment: init must fail) */
+ *   init       symm_init and symm_finalize only (for a bad environment: init must fail)
+ *   fanin      the last PE sets another SYMM_BARRIER_FANIN: every PE's symm_init must
+ *              fail naming the variable (exit 0 when it does) */
 #include "common/test_util.h"
 
 static void barriers(int quitter)
@@ -90,6 +92,16 @@ int main(int argc, char **argv)
         CHECK_OK(symm_finalize());
         return 0;
     }
-    fprintf(stderr, "usage: fault_lifecycle exit0 R|finalize|reinit|init\n");
+    if (strcmp(mode, "fanin") == 0) {
+        const char *r = getenv("SYMM_RANK"), *n = getenv("SYMM_NPES");
+        if (r && n && atoi(r) == atoi(n) - 1) setenv("SYMM_BARRIER_FANIN", "3", 1);
+        symm_status_t st = symm_init();
+        CHECK_TRUE(st == SYMM_ERR_INVALID_ARG, "symm_init returned %s", symm_strerror(st));
+        CHECK_TRUE(strstr(symm_last_error(), "SYMM_BARRIER_FANIN") != NULL, "message: %s",
+                   symm_last_error());
+        fprintf(stderr, "fault_lifecycle: init refused: %s\n", symm_last_error());
+        return 0;
+    }
+    fprintf(stderr, "usage: fault_lifecycle exit0 R|finalize|reinit|init|fanin\n");
     return 10;
 }

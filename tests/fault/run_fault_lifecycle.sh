@@ -7,6 +7,7 @@
 #   finalize  every PE finalizes and exits 0: symmrun exits 0
 #   reinit    symm_init after symm_finalize fails, saying why; the job still succeeds
 #   badenv    SYMM_SPIN=-1: every PE's symm_init fails naming the variable and range
+#   fanin     one PE sets another SYMM_BARRIER_FANIN: every PE's symm_init fails
 set -u
 SYMMRUN=$1
 PROG=$2
@@ -71,6 +72,11 @@ badenv)
     [ "$(count "SYMM_SPIN='-1' is out of range: must be 1..1000000000")" -eq 2 ] ||
         fail "not both PEs' symm_init named SYMM_SPIN, its value and its range"
     [ "$(count "symmrun: PE ")" -ge 1 ] || fail "symmrun does not name the failed PE"
+    ;;
+fanin)
+    run 3 fanin
+    [ "$(count "init refused: SYMM_BARRIER_FANIN is")" -eq 3 ] ||
+        fail "not every PE's symm_init refused a SYMM_BARRIER_FANIN that differs"
     ;;
 *)
     fail "unknown case '$CASE'"
