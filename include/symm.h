@@ -220,14 +220,17 @@ symm_status_t symm_test_uint64(uint64_t *ivar, symm_cmp_t cmp, uint64_t value,
                                int *result_out);
 
 /* ---------------------------------------------------------------- teams */
-/* Team and pool handles are small values, valid on the PE that received them. A stale
- * handle (its team destroyed) is detected and reported as SYMM_ERR_TEAM_INVALID. */
+/* Team and pool handles are small values, valid on the PE that received them; a valid
+ * handle is never negative. A stale handle (its team or pool destroyed) is detected and
+ * reported as SYMM_ERR_TEAM_INVALID (SYMM_TEAM_INVALID, -1 or 0 from the queries): no
+ * handle value is given out twice on a PE until more than 2^37 (1.4e11) teams and pools
+ * have been created there, so a stale handle never names a newer object in practice. */
 typedef int64_t symm_team_t;
 typedef int64_t symm_pool_t;
 #define SYMM_TEAM_INVALID ((symm_team_t)-1)
 #define SYMM_POOL_INVALID ((symm_pool_t)-1)
 #define SYMM_TEAM_WORLD ((symm_team_t)0)
-#define SYMM_TEAM_NODE ((symm_team_t)((int64_t)1 << 40))
+#define SYMM_TEAM_NODE ((symm_team_t)((int64_t)1 << 25))
 
 /* Team-relative number of the calling PE / size; -1 for an invalid team or a non-member. */
 int symm_team_my_pe(symm_team_t team);

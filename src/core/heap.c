@@ -111,7 +111,7 @@ void *symm_calloc(size_t count, size_t size)
 {
     void *p = heap_alloc(__func__, count, size, 64, 1);
     /* Peers may read the zeros as soon as the call returns on every PE. */
-    if (p && symm_barrier(symm_team_internal)) return NULL;
+    if (p && symm_team_internal_barrier()) return NULL;
     return p;
 }
 

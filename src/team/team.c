@@ -8,117 +8,121 @@
 #include <string.h>
 
 #include "core/config.h"
+#include "transport/shm/shm.h"
 
 /* ---------------------------------------------------------------- slot table */
-/* Two levels, 4096 slots a page, pages made on demand and never freed before finalize:
- * a reader indexes twice with no lock; only creation and destruction take slot_lock. */
-#define SLOT_PAGE_BITS 12
-#define SLOT_PAGE (1u << SLOT_PAGE_BITS)
-#define SLOT_DIR 2048 /* 8M slots */
-/* Freed slots wait in a FIFO and are reused only when this many are waiting, so that a
- * stale handle meets its old generation in its slot for a long time. */
-#define SLOT_REUSE_AFTER 1024
+/* Objects are found by serial number in a power-of-two table: serial s lives in slot
+ * s & mask, and a serial is given out only when its slot is free, so a slot holds at
+ * most one object and a reader indexes once with no lock (only creation, destruction
+ * and growth take slot_lock). The table doubles before it is half full; old tables stay
+ * until finalize, since a reader may still be indexing one. */
+#define SLOT_TABLE_MIN 1024
+#define SERIAL_END (((uint64_t)1 << SYMM_H_SERIAL_BITS) - 1) /* SYMM_H_INTERNAL's, not given */
+#define SERIAL_FIRST_REUSED 2                               /* after a wrap: WORLD, NODE live */
 
-static _Atomic(symm_pool_obj_t *) *slot_dir[SLOT_DIR];
-static uint8_t *slot_gen[SLOT_DIR];
-static uint32_t slot_next;
-static uint32_t *free_fifo;
-static size_t free_head, free_tail, free_cap;
+typedef struct slot_table {
+    uint64_t mask;
+    struct slot_table *older; /* retired, freed at finalize */
+    _Atomic(symm_pool_obj_t *) slot[];
+} slot_table_t;
+
+static _Atomic(slot_table_t *) slots;
+static uint64_t serial_next, slots_live;
 static pthread_mutex_t slot_lock = PTHREAD_MUTEX_INITIALIZER;
 
-symm_team_t symm_team_internal = SYMM_TEAM_INVALID;
+/* The internal world team: outside the table, so that no handle reaches it. */
+static symm_pool_obj_t *internal_obj;
 
-static inline symm_pool_obj_t *slot_get(uint32_t slot)
+static slot_table_t *slot_table_new(uint64_t size)
 {
-    _Atomic(symm_pool_obj_t *) *page = __atomic_load_n(&slot_dir[slot >> SLOT_PAGE_BITS],
-                                                       __ATOMIC_ACQUIRE);
-    return page ? atomic_load_explicit(&page[slot & (SLOT_PAGE - 1)], memory_order_acquire)
-                : NULL;
+    if (size > ((uint64_t)1 << 40) || size > (SIZE_MAX - sizeof(slot_table_t)) / sizeof(void *))
+        return NULL;
+    slot_table_t *t = calloc(1, sizeof *t + (size_t)size * sizeof t->slot[0]);
+    if (t) t->mask = size - 1;
+    return t;
 }
 
-static symm_status_t slot_take(uint32_t *slot_out, uint32_t *gen_out)
+/* Doubles the table (slot_lock held). Two live serials share no slot in the old table,
+ * so they share none in the new one, whose mask keeps the old one's bits. */
+static symm_status_t slot_table_grow(slot_table_t *t)
+{
+    slot_table_t *g = slot_table_new(2 * (t->mask + 1));
+    if (!g)
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "team slot table for %llu live teams "
+                              "and pools", (unsigned long long)slots_live + 1);
+    for (uint64_t i = 0; i <= t->mask; i++) {
+        symm_pool_obj_t *p = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+        if (p) atomic_init(&g->slot[p->slot & g->mask], p);
+    }
+    g->older = t;
+    atomic_store_explicit(&slots, g, memory_order_release);
+    return SYMM_SUCCESS;
+}
+
+/* Gives p the next serial whose slot is free and makes it resolvable. */
+static symm_status_t slot_insert(symm_pool_obj_t *p)
 {
     pthread_mutex_lock(&slot_lock);
-    uint32_t slot;
-    if (free_tail - free_head >= SLOT_REUSE_AFTER) {
-        slot = free_fifo[free_head++ % free_cap];
-    } else {
-        if (slot_next >= (uint32_t)SLOT_DIR * SLOT_PAGE) {
-            pthread_mutex_unlock(&slot_lock);
-            return symm_error_set(SYMM_ERR_NO_MEMORY, "more than %u live teams and pools",
-                                  (unsigned)SLOT_DIR * SLOT_PAGE);
-        }
-        slot = slot_next;
-        uint32_t d = slot >> SLOT_PAGE_BITS;
-        if (!slot_dir[d]) {
-            _Atomic(symm_pool_obj_t *) *page = calloc(SLOT_PAGE, sizeof(*page));
-            slot_gen[d] = calloc(SLOT_PAGE, 1);
-            if (!page || !slot_gen[d]) {
-                free(page);
-                free(slot_gen[d]);
-                slot_gen[d] = NULL;
-                pthread_mutex_unlock(&slot_lock);
-                return symm_error_set(SYMM_ERR_NO_MEMORY, "team slot table");
-            }
-            /* Readers index the directory without the lock: publish the zeroed page. */
-            __atomic_store_n(&slot_dir[d], page, __ATOMIC_RELEASE);
-        }
-        __atomic_store_n(&slot_next, slot_next + 1, __ATOMIC_RELEASE);
+    symm_status_t st = SYMM_SUCCESS;
+    slot_table_t *t = atomic_load_explicit(&slots, memory_order_relaxed);
+    if (!t) {
+        if (!(t = slot_table_new(SLOT_TABLE_MIN)))
+            st = symm_error_set(SYMM_ERR_NO_MEMORY, "team slot table");
+        else
+            atomic_store_explicit(&slots, t, memory_order_release);
+    } else if (2 * (slots_live + 1) > t->mask + 1) {
+        st = slot_table_grow(t);
+        t = atomic_load_explicit(&slots, memory_order_relaxed);
     }
-    *slot_out = slot;
-    *gen_out = slot_gen[slot >> SLOT_PAGE_BITS][slot & (SLOT_PAGE - 1)];
+    if (st) {
+        pthread_mutex_unlock(&slot_lock);
+        return st;
+    }
+    /* At most half the slots are taken: a free one comes within mask/2 + 1 serials. */
+    uint64_t s;
+    do {
+        s = serial_next;
+        serial_next = s + 1 < SERIAL_END ? s + 1 : SERIAL_FIRST_REUSED;
+    } while (atomic_load_explicit(&t->slot[s & t->mask], memory_order_relaxed));
+    p->slot = s;
+    slots_live++;
+    /* A reader that finds p in the slot sees its serial and every field set before. */
+    atomic_store_explicit(&t->slot[s & t->mask], p, memory_order_release);
     pthread_mutex_unlock(&slot_lock);
     return SYMM_SUCCESS;
 }
 
-static void slot_publish(symm_pool_obj_t *p)
-{
-    atomic_store_explicit(&slot_dir[p->slot >> SLOT_PAGE_BITS][p->slot & (SLOT_PAGE - 1)], p,
-                          memory_order_release);
-}
-
-void symm_slot_release(uint32_t slot)
+void symm_slot_release(uint64_t slot)
 {
     pthread_mutex_lock(&slot_lock);
-    uint32_t d = slot >> SLOT_PAGE_BITS, i = slot & (SLOT_PAGE - 1);
-    atomic_store_explicit(&slot_dir[d][i], NULL, memory_order_release);
-    slot_gen[d][i] = (uint8_t)((slot_gen[d][i] + 1) & SYMM_H_GEN_MASK);
-    if (free_tail - free_head == free_cap) {
-        size_t cap = free_cap ? free_cap * 2 : 4096;
-        uint32_t *f = malloc(cap * sizeof *f);
-        if (!f) { /* the slot is simply never reused */
-            pthread_mutex_unlock(&slot_lock);
-            return;
-        }
-        for (size_t k = free_head; k < free_tail; k++) f[k - free_head] = free_fifo[k % free_cap];
-        free_tail -= free_head;
-        free_head = 0;
-        free(free_fifo);
-        free_fifo = f;
-        free_cap = cap;
+    slot_table_t *t = atomic_load_explicit(&slots, memory_order_relaxed);
+    _Atomic(symm_pool_obj_t *) *e = &t->slot[slot & t->mask];
+    symm_pool_obj_t *p = atomic_load_explicit(e, memory_order_relaxed);
+    if (p && p->slot == slot) {
+        atomic_store_explicit(e, NULL, memory_order_release);
+        slots_live--;
     }
-    free_fifo[free_tail++ % free_cap] = slot;
     pthread_mutex_unlock(&slot_lock);
 }
 
 symm_team_t symm_team_handle(const symm_pool_obj_t *p, uint32_t dup, int pool_bit)
 {
-    return ((int64_t)p->slot << SYMM_H_SLOT_SHIFT) | ((int64_t)p->gen << SYMM_H_GEN_SHIFT) |
-           (pool_bit ? SYMM_H_POOL_BIT : 0) | (int64_t)dup;
+    return (int64_t)(p->slot << SYMM_H_SERIAL_SHIFT) | (pool_bit ? SYMM_H_POOL_BIT : 0) |
+           (int64_t)(dup & SYMM_H_DUP_MASK);
 }
 
-/* Resolves a handle to its object (any kind) or NULL. */
+/* Resolves a handle to its object (any kind) or NULL; O(1), no lock. */
 symm_pool_obj_t *symm_handle_resolve(int64_t h)
 {
     if (h < 0 || !symm_g.initialized) return NULL;
-    uint32_t slot = (uint32_t)(h >> SYMM_H_SLOT_SHIFT);
-    uint32_t gen = (uint32_t)(h >> SYMM_H_GEN_SHIFT) & SYMM_H_GEN_MASK;
-    if (slot >= __atomic_load_n(&slot_next, __ATOMIC_ACQUIRE)) return NULL;
-    symm_pool_obj_t *p = slot_get(slot);
-    if (!p || p->gen != gen) return NULL;
+    if ((h & SYMM_H_POOL_BIT) && (h & SYMM_H_DUP_MASK)) return NULL; /* not one we made */
+    uint64_t serial = (uint64_t)h >> SYMM_H_SERIAL_SHIFT;
+    slot_table_t *t = atomic_load_explicit(&slots, memory_order_acquire);
+    if (!t) return NULL;
+    symm_pool_obj_t *p = atomic_load_explicit(&t->slot[serial & t->mask], memory_order_acquire);
+    if (!p || p->slot != serial) return NULL;
     return p;
 }
-
 
 symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t **pool_out,
                                symm_dup_t **dup_out)
@@ -275,13 +279,12 @@ symm_status_t symm_chunk_attach(symm_pool_obj_t *p, symm_chunk_t *ch, const uint
 
 symm_status_t symm_pool_obj_register(symm_pool_obj_t *p)
 {
-    CHECK(slot_take(&p->slot, &p->gen));
-    slot_publish(p);
-    return SYMM_SUCCESS;
+    return slot_insert(p);
 }
 
 /* ---------------------------------------------------------------- predefined teams */
-static symm_status_t make_predefined(symm_kind_t kind, symm_team_t expect, symm_team_t *out)
+/* A world team object of the given kind; in the slot table if registered. */
+static symm_status_t make_predefined(symm_kind_t kind, int registered, symm_pool_obj_t **out)
 {
     int *all = malloc((size_t)symm_g.npes * sizeof(int));
     if (!all) return symm_error_set(SYMM_ERR_NO_MEMORY, "world team");
@@ -312,55 +315,89 @@ static symm_status_t make_predefined(symm_kind_t kind, symm_team_t expect, symm_
         symm_pool_obj_free(p);
         return st;
     }
-    if ((st = symm_pool_obj_register(p))) {
+    if (registered && (st = symm_pool_obj_register(p))) {
         symm_pool_obj_free(p);
         return st;
     }
-    *out = symm_team_handle(p, 0, 0);
-    if (expect != SYMM_TEAM_INVALID && *out != expect)
-        return symm_error_set(SYMM_ERR_SYSTEM, "predefined team got handle 0x%llx",
-                              (unsigned long long)*out);
+    *out = p;
+    return SYMM_SUCCESS;
+}
+
+/* Makes a predefined team, which must get the public handle expect. */
+static symm_status_t make_public(symm_kind_t kind, symm_team_t expect)
+{
+    symm_pool_obj_t *p;
+    CHECK(make_predefined(kind, 1, &p));
+    symm_team_t h = symm_team_handle(p, 0, 0);
+    if (h != expect)
+        return symm_error_set(SYMM_ERR_SYSTEM, "predefined team got handle 0x%llx, not 0x%llx",
+                              (unsigned long long)h, (unsigned long long)expect);
     return SYMM_SUCCESS;
 }
 
 symm_status_t symm_team_layer_init(void)
 {
-    symm_team_t t;
     symm_status_t st;
-    if ((st = make_predefined(SYMM_KIND_WORLD, SYMM_TEAM_WORLD, &t)) ||
-        (st = make_predefined(SYMM_KIND_NODE, SYMM_TEAM_NODE, &t)) ||
-        (st = make_predefined(SYMM_KIND_INTERNAL, SYMM_TEAM_INVALID, &symm_team_internal))) {
-        /* A later symm_init must find the slot table empty, or WORLD gets another slot. */
+    if ((st = make_public(SYMM_KIND_WORLD, SYMM_TEAM_WORLD)) ||
+        (st = make_public(SYMM_KIND_NODE, SYMM_TEAM_NODE)) ||
+        (st = make_predefined(SYMM_KIND_INTERNAL, 0, &internal_obj))) {
+        /* A later symm_init must find the slot table empty, or WORLD gets another serial. */
         symm_team_layer_finalize();
         return st;
     }
     return SYMM_SUCCESS;
 }
 
+symm_status_t symm_team_internal_enter(const char *what, uint64_t args, symm_coll_t *c)
+{
+    SYMM_REQUIRE_INIT();
+    if (SYMM_UNLIKELY(!internal_obj))
+        return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "%s: no internal team", what);
+    return symm_coll_enter_dup(internal_obj, symm_pool_dup_at(internal_obj, 0),
+                               SYMM_H_INTERNAL, what, args, c);
+}
+
+symm_status_t symm_team_internal_barrier(void)
+{
+    symm_coll_t c;
+    CHECK(symm_team_internal_enter("barrier", 0, &c));
+    symm_shm_fence(); /* quiet: earlier stores are visible before anyone leaves */
+    symm_status_t st = symm_coll_sync(&c);
+    symm_coll_leave(&c);
+    return st;
+}
+
 void symm_registry_finalize(void);
+
+/* SYMM_ERR_TEAM_BUSY naming the call if a thread of this PE is inside one on p. */
+static symm_status_t pool_obj_busy(const char *fn, symm_pool_obj_t *p)
+{
+    size_t size = atomic_load(&p->size);
+    for (size_t i = 0; i <= size; i++) {
+        symm_dup_t *d = i < size ? symm_pool_dup_at(p, i) : p->ctl;
+        if (!d || !atomic_load(&d->busy)) continue;
+        const char *what = atomic_load_explicit(&d->busy_what, memory_order_relaxed);
+        char buf[96];
+        symm_team_t h = p == internal_obj ? SYMM_H_INTERNAL
+                                          : symm_team_handle(p, (uint32_t)(i < size ? i : 0), 0);
+        return symm_error_set(SYMM_ERR_TEAM_BUSY,
+                              "%s: another thread of this PE is inside %s on %s; finalize "
+                              "only once every call has returned (nothing was changed)",
+                              fn, what ? what : "a call", symm_team_describe(h, buf, sizeof buf));
+    }
+    return SYMM_SUCCESS;
+}
 
 /* Whether any thread of this PE is inside a call on a team: finalize must not free what
  * it uses. A scan of every duplicate (finalize only; no counter on the hot path). */
 symm_status_t symm_team_layer_busy(const char *fn)
 {
-    symm_status_t st = SYMM_SUCCESS;
     pthread_mutex_lock(&slot_lock);
-    for (uint32_t sl = 0; sl < slot_next && !st; sl++) {
-        symm_pool_obj_t *p = slot_get(sl);
-        if (!p) continue;
-        size_t size = atomic_load(&p->size);
-        for (size_t i = 0; i <= size && !st; i++) {
-            symm_dup_t *d = i < size ? symm_pool_dup_at(p, i) : p->ctl;
-            if (!d || !atomic_load(&d->busy)) continue;
-            const char *what = atomic_load_explicit(&d->busy_what, memory_order_relaxed);
-            char buf[96];
-            st = symm_error_set(SYMM_ERR_TEAM_BUSY,
-                                "%s: another thread of this PE is inside %s on %s; finalize "
-                                "only once every call has returned (nothing was changed)",
-                                fn, what ? what : "a call",
-                                symm_team_describe(symm_team_handle(p, (uint32_t)(i < size ? i : 0),
-                                                                    0), buf, sizeof buf));
-        }
+    symm_status_t st = internal_obj ? pool_obj_busy(fn, internal_obj) : SYMM_SUCCESS;
+    slot_table_t *t = atomic_load_explicit(&slots, memory_order_relaxed);
+    for (uint64_t i = 0; t && i <= t->mask && !st; i++) {
+        symm_pool_obj_t *p = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+        if (p) st = pool_obj_busy(fn, p);
     }
     pthread_mutex_unlock(&slot_lock);
     if (!st && pthread_mutex_trylock(&symm_g.create_lock) == 0) {
@@ -376,21 +413,21 @@ void symm_team_layer_finalize(void)
 {
     symm_registry_finalize();
     pthread_mutex_lock(&slot_lock);
-    for (uint32_t s = 0; s < slot_next; s++) {
-        symm_pool_obj_t *p = slot_get(s);
-        if (p) symm_pool_obj_free(p);
+    slot_table_t *t = atomic_load_explicit(&slots, memory_order_relaxed);
+    if (t)
+        for (uint64_t i = 0; i <= t->mask; i++) {
+            symm_pool_obj_t *p = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
+            if (p) symm_pool_obj_free(p);
+        }
+    while (t) {
+        slot_table_t *older = t->older;
+        free(t);
+        t = older;
     }
-    for (int d = 0; d < SLOT_DIR; d++) {
-        free(slot_dir[d]);
-        free(slot_gen[d]);
-        slot_dir[d] = NULL;
-        slot_gen[d] = NULL;
-    }
-    free(free_fifo);
-    free_fifo = NULL;
-    free_head = free_tail = free_cap = 0;
-    slot_next = 0;
-    symm_team_internal = SYMM_TEAM_INVALID;
+    atomic_store_explicit(&slots, NULL, memory_order_release);
+    serial_next = slots_live = 0;
+    symm_pool_obj_free(internal_obj);
+    internal_obj = NULL;
     pthread_mutex_unlock(&slot_lock);
 }
 
@@ -399,7 +436,7 @@ symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
                          symm_status_t local_fail)
 {
     symm_coll_t c;
-    CHECK(symm_coll_enter(symm_team_internal, fn, args, &c));
+    CHECK(symm_team_internal_enter(fn, args, &c));
     c.local = local_ok ? SYMM_SUCCESS : local_fail;
     symm_status_t st = symm_coll_sync(&c);
     symm_coll_leave(&c);

@@ -73,7 +73,7 @@ typedef struct symm_chunk {
 typedef enum { SYMM_KIND_WORLD, SYMM_KIND_NODE, SYMM_KIND_INTERNAL, SYMM_KIND_TEAM, SYMM_KIND_POOL } symm_kind_t;
 
 typedef struct symm_pool_obj {
-    uint32_t slot, gen;
+    uint64_t slot; /* serial number: names it in handles and messages (see handles below) */
     symm_kind_t kind;
     int n;         /* members */
     int me;        /* my team number */
@@ -92,12 +92,23 @@ typedef struct symm_pool_obj {
     void *gpu;  /* GPU state (src/transport/cuda), or NULL */
 } symm_pool_obj_t;
 
-/* ---- handles */
-#define SYMM_H_SLOT_SHIFT 40
-#define SYMM_H_GEN_SHIFT 32
-#define SYMM_H_GEN_MASK 0x7fu
-#define SYMM_H_POOL_BIT ((int64_t)1 << 39)
-#define SYMM_H_DUP_MASK 0xffffffffu
+/* ---- handles
+ * A handle is a non-negative int64_t: bits 0-23 the duplicate index, bit 24 set for a
+ * pool handle (its duplicate bits are 0), bits 25-62 the object's serial number. Every
+ * object (team or pool) created on a PE gets the next serial of that PE, skipping those
+ * whose home slot in the resolution table is taken by a live object; the table keeps at
+ * most half its slots live, so at least every other serial goes to a new object. A serial
+ * comes back only when the 38-bit counter wraps: a destroyed object's handle can name
+ * another object only after more than 2^37 (1.4e11) creations on that PE, days of nothing
+ * but creating and destroying. WORLD is serial 0, NODE serial 1. */
+#define SYMM_H_DUP_BITS 24
+#define SYMM_H_DUP_MASK 0xffffffu /* the most duplicates a pool may have */
+#define SYMM_H_POOL_BIT ((int64_t)1 << SYMM_H_DUP_BITS)
+#define SYMM_H_SERIAL_SHIFT (SYMM_H_DUP_BITS + 1)
+#define SYMM_H_SERIAL_BITS (63 - SYMM_H_SERIAL_SHIFT)
+/* Never a valid handle: its serial (the last) is never given out. Collectives on the
+ * internal team carry it as their team, so messages and user calls never resolve it. */
+#define SYMM_H_INTERNAL INT64_MAX
 
 symm_status_t symm_team_layer_init(void);
 void symm_team_layer_finalize(void);
@@ -240,7 +251,7 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n,
                                 symm_pool_obj_t **out);
 void symm_pool_obj_free(symm_pool_obj_t *p);
 symm_status_t symm_pool_obj_register(symm_pool_obj_t *p);
-void symm_slot_release(uint32_t slot);
+void symm_slot_release(uint64_t slot);
 symm_status_t symm_chunk_alloc(symm_pool_obj_t *p, size_t first, size_t count,
                                symm_chunk_t **out);
 symm_status_t symm_chunk_attach(symm_pool_obj_t *p, symm_chunk_t *ch, const uint64_t *offs,
@@ -260,7 +271,11 @@ symm_status_t symm_pool_obj_grow(symm_pool_obj_t *p, size_t target, symm_status_
 /* Collective destroy over the members through the control duplicate. */
 symm_status_t symm_pool_obj_destroy(symm_pool_obj_t *p, const char *fn);
 
-/* The internal world team that heap allocation synchronises on (never given out). */
-extern symm_team_t symm_team_internal;
+/* The internal world team that heap allocation synchronises on. It has no handle that
+ * resolves (user calls on any handle never reach it); internal code enters it here. */
+symm_status_t symm_team_internal_enter(const char *what, uint64_t args, symm_coll_t *c);
+/* A barrier on the internal team (earlier stores visible to every PE before anyone
+ * leaves), for symmetric allocation. */
+symm_status_t symm_team_internal_barrier(void);
 
 #endif
