@@ -111,8 +111,8 @@ symm_team_t symm_team_handle(const symm_pool_obj_t *p, uint32_t dup, int pool_bi
            (int64_t)(dup & SYMM_H_DUP_MASK);
 }
 
-/* Resolves a handle to its object (any kind) or NULL; O(1), no lock. */
-symm_pool_obj_t *symm_handle_resolve(int64_t h)
+/* The object a handle's serial names, or NULL; O(1), no lock. */
+static inline symm_pool_obj_t *resolve_serial(int64_t h)
 {
     if (h < 0 || !symm_g.initialized) return NULL;
     if ((h & SYMM_H_POOL_BIT) && (h & SYMM_H_DUP_MASK)) return NULL; /* not one we made */
@@ -124,10 +124,21 @@ symm_pool_obj_t *symm_handle_resolve(int64_t h)
     return p;
 }
 
+/* Resolves a handle to its object (any kind) or NULL: a team handle must name one of
+ * the object's duplicates, a pool handle a pool (never WORLD, NODE or a team, which a
+ * pool call would otherwise grow or destroy). */
+symm_pool_obj_t *symm_handle_resolve(int64_t h)
+{
+    symm_pool_obj_t *p = resolve_serial(h);
+    if (!p) return NULL;
+    if (h & SYMM_H_POOL_BIT) return p->kind == SYMM_KIND_POOL ? p : NULL;
+    return symm_pool_dup_at(p, (size_t)(h & SYMM_H_DUP_MASK)) ? p : NULL;
+}
+
 symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t **pool_out,
                                symm_dup_t **dup_out)
 {
-    symm_pool_obj_t *p = symm_handle_resolve(team);
+    symm_pool_obj_t *p = resolve_serial(team);
     if (SYMM_UNLIKELY(!p || (team & SYMM_H_POOL_BIT)))
         return symm_error_set(SYMM_ERR_TEAM_INVALID,
                               "%s: team handle 0x%llx is invalid or was destroyed%s", fn,

@@ -1,8 +1,9 @@
 /* test_team_errors.c — bad input to the team and pool calls: non-members, out-of-range
  * start/stride/size, empty and negative sizes, bad rank lists, destroyed teams and
  * pools used again, destroying WORLD/NODE or a pool duplicate, pool handles used as
- * teams and the reverse, NULL outputs. Each returns its specific status, writes no
- * output, and leaves the world usable (a barrier after every group). */
+ * teams and the reverse, guessed handles (the internal team's among them), handles kept
+ * over many creations, NULL outputs. Each returns its specific status, writes no output,
+ * and leaves the world usable (a barrier after every group). */
 #include "common/test_util.h"
 
 static int me, npes;
@@ -17,6 +18,50 @@ int main(void)
     symm_info_t info0, info1;
     CHECK_OK(symm_get_info(&info0));
     symm_team_t t = SENTINEL, t2 = SENTINEL;
+
+    /* ---- guessed handles: the next ones after NODE, the largest, the old layout's
+     * internal team. None is live (nothing was created yet); a call on one is refused,
+     * and heap allocation (which agrees on an internal world team) still works after. */
+    static const symm_team_t guesses[] = {SYMM_TEAM_NODE * 2, SYMM_TEAM_NODE * 3,
+                                          SYMM_TEAM_NODE + 1, SYMM_TEAM_NODE * 2 + 1,
+                                          SYMM_TEAM_NODE | ((symm_team_t)1 << 24), INT64_MAX,
+                                          INT64_MAX - 1, (symm_team_t)2 << 40,
+                                          (symm_team_t)3 << 40, (symm_team_t)1 << 62};
+    uint64_t *sbuf = symm_malloc(2 * sizeof *sbuf);
+    CHECK_TRUE(sbuf != NULL, "symm_malloc: %s", symm_last_error());
+    for (size_t i = 0; i < sizeof guesses / sizeof guesses[0]; i++) {
+        symm_team_t g = guesses[i];
+        char buf[96];
+        CHECK_STATUS(symm_barrier(g), SYMM_ERR_TEAM_INVALID);
+        CHECK_STATUS(symm_sync(g), SYMM_ERR_TEAM_INVALID);
+        CHECK_STATUS(symm_allreduce(g, sbuf, sbuf + 1, 1, SYMM_UINT64, SYMM_OP_SUM),
+                     SYMM_ERR_TEAM_INVALID);
+        CHECK_STATUS(symm_pool_grow(g, 2), SYMM_ERR_TEAM_INVALID);
+        CHECK_EQ_I64(symm_team_n_pes(g), -1);
+        CHECK_EQ_I64(symm_team_my_pe(g), -1);
+        CHECK_EQ_I64(symm_team_world_pe(g, 0), -1);
+        CHECK_EQ_I64(symm_team_translate_pe(SYMM_TEAM_WORLD, 0, g), -1);
+        CHECK_EQ_U64(symm_pool_size(g), 0);
+        CHECK_TRUE(symm_pool_team(g, 0) == SYMM_TEAM_INVALID, "pool_team of 0x%llx",
+                   (unsigned long long)g);
+        CHECK_TRUE(strstr(symm_team_describe(g, buf, sizeof buf), "invalid") != NULL,
+                   "describe(0x%llx) = %s", (unsigned long long)g, buf);
+    }
+    /* a team's handle with the pool bit is no pool: it cannot be grown or destroyed */
+    CHECK_STATUS(symm_pool_grow(SYMM_TEAM_WORLD | ((symm_team_t)1 << 24), 4),
+                 SYMM_ERR_TEAM_INVALID);
+    CHECK_STATUS(symm_pool_destroy(SYMM_TEAM_NODE | ((symm_team_t)1 << 24)),
+                 SYMM_ERR_TEAM_INVALID);
+    CHECK_EQ_I64(symm_team_n_pes(SYMM_TEAM_WORLD), npes);
+    CHECK_OK(symm_barrier(SYMM_TEAM_NODE));
+    for (int k = 0; k < 3; k++) {
+        uint64_t *a = symm_calloc(16, sizeof *a);
+        CHECK_TRUE(a != NULL, "symm_calloc after guessed handles: %s", symm_last_error());
+        for (int i = 0; i < 16; i++) CHECK_EQ_U64(a[i], 0);
+        CHECK_OK(symm_free(a));
+    }
+    CHECK_OK(symm_free(sbuf));
+    CHECK_OK(symm_barrier_all());
 
     /* ---- split arguments (every PE passes the same bad ones: no one waits) */
     static const int bad[][3] = {{0, 1, 0},  {0, 1, -1}, {-1, 1, 1}, {0, 0, 2},  {0, 1, 1000},
@@ -139,6 +184,54 @@ int main(void)
     CHECK_OK(symm_pool_destroy(pool));
     CHECK_STATUS(symm_barrier(d1), SYMM_ERR_TEAM_INVALID);
     CHECK_EQ_I64(symm_team_my_pe(d1), -1);
+    CHECK_OK(symm_barrier_all());
+
+    /* ---- a destroyed pool's handles: no duplicate, no size, no description */
+    CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 3, &pool));
+    CHECK_TRUE(symm_pool_team(pool | 1, 0) == SYMM_TEAM_INVALID, "a pool handle with "
+               "duplicate bits resolves");
+    symm_pool_t gone = pool;
+    CHECK_OK(symm_pool_destroy(pool));
+    CHECK_TRUE(symm_pool_team(gone, 0) == SYMM_TEAM_INVALID, "pool_team of a destroyed pool");
+    CHECK_TRUE(symm_pool_team(gone, 2) == SYMM_TEAM_INVALID, "pool_team of a destroyed pool");
+    CHECK_EQ_U64(symm_pool_size(gone), 0);
+    {
+        char buf[96];
+        CHECK_TRUE(strstr(symm_team_describe(gone, buf, sizeof buf), "invalid") != NULL,
+                   "describe of a destroyed pool: %s", buf);
+    }
+    CHECK_OK(symm_barrier_all());
+
+    /* ---- handles kept over many creations: more than the 131,072 after which a
+     * 7-bit generation and a 1024-deep reuse queue gave an old handle to a new team.
+     * One-PE teams (no communication); no handle value may come back, and the first
+     * one stays refused while later teams live. */
+    {
+        enum { MANY = 140000 };
+        int one[1] = {me};
+        symm_team_t first = SYMM_TEAM_INVALID, live = SYMM_TEAM_INVALID;
+        for (long k = 0; k < MANY; k++) {
+            symm_team_t h;
+            CHECK_OK(symm_team_create(one, 1, &h));
+            CHECK_TRUE(h >= 0 && h != first, "creation %ld got handle 0x%llx, the first "
+                       "one's", k, (unsigned long long)h);
+            if (k == 0) first = h;
+            if (k % 4096 == 4095) { /* keep one alive for a while */
+                if (live != SYMM_TEAM_INVALID) CHECK_OK(symm_team_destroy(live));
+                live = h;
+            } else {
+                CHECK_OK(symm_team_destroy(h));
+            }
+            if (k % 1024 == 1023) {
+                CHECK_STATUS(symm_barrier(first), SYMM_ERR_TEAM_INVALID);
+                CHECK_EQ_I64(symm_team_n_pes(first), -1);
+            }
+        }
+        CHECK_EQ_I64(symm_team_n_pes(live), 1);
+        CHECK_OK(symm_barrier(live));
+        CHECK_OK(symm_team_destroy(live));
+        CHECK_STATUS(symm_barrier(first), SYMM_ERR_TEAM_INVALID);
+    }
     CHECK_OK(symm_barrier_all());
 
     /* ---- members calling different collectives on one team: COLL_MISMATCH on every
