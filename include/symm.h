@@ -221,10 +221,10 @@ symm_status_t symm_test_uint64(uint64_t *ivar, symm_cmp_t cmp, uint64_t value,
 
 /* ---------------------------------------------------------------- teams */
 /* Team and pool handles are small values, valid on the PE that received them; a valid
- * handle is never negative. A stale handle (its team or pool destroyed) is detected and
- * reported as SYMM_ERR_TEAM_INVALID (SYMM_TEAM_INVALID, -1 or 0 from the queries): no
- * handle value is given out twice on a PE until more than 2^37 (1.4e11) teams and pools
- * have been created there, so a stale handle never names a newer object in practice. */
+ * handle is never negative. A stale handle (its team or pool destroyed) is detected: calls
+ * on it return SYMM_ERR_TEAM_INVALID and the queries their invalid answer (-1, 0,
+ * SYMM_TEAM_INVALID). A PE gives no handle value out twice until more than 2^37 (1.4e11)
+ * teams and pools have been created on it, so a stale handle never names a newer one. */
 typedef int64_t symm_team_t;
 typedef int64_t symm_pool_t;
 #define SYMM_TEAM_INVALID ((symm_team_t)-1)

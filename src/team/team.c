@@ -17,8 +17,10 @@
  * and growth take slot_lock). The table doubles before it is half full; old tables stay
  * until finalize, since a reader may still be indexing one. */
 #define SLOT_TABLE_MIN 1024
-#define SERIAL_END (((uint64_t)1 << SYMM_H_SERIAL_BITS) - 1) /* SYMM_H_INTERNAL's, not given */
-#define SERIAL_FIRST_REUSED 2                               /* after a wrap: WORLD, NODE live */
+/* Serials run 0 .. SERIAL_END - 1, then again from 2 (WORLD and NODE never go); the
+ * last one, SERIAL_END, is SYMM_H_INTERNAL's and never given out. */
+#define SERIAL_END (((uint64_t)1 << SYMM_H_SERIAL_BITS) - 1)
+#define SERIAL_FIRST_REUSED 2
 
 typedef struct slot_table {
     uint64_t mask;
@@ -96,8 +98,8 @@ void symm_slot_release(uint64_t slot)
 {
     pthread_mutex_lock(&slot_lock);
     slot_table_t *t = atomic_load_explicit(&slots, memory_order_relaxed);
-    _Atomic(symm_pool_obj_t *) *e = &t->slot[slot & t->mask];
-    symm_pool_obj_t *p = atomic_load_explicit(e, memory_order_relaxed);
+    _Atomic(symm_pool_obj_t *) *e = t ? &t->slot[slot & t->mask] : NULL;
+    symm_pool_obj_t *p = e ? atomic_load_explicit(e, memory_order_relaxed) : NULL;
     if (p && p->slot == slot) {
         atomic_store_explicit(e, NULL, memory_order_release);
         slots_live--;
@@ -143,7 +145,7 @@ symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t
         return symm_error_set(SYMM_ERR_TEAM_INVALID,
                               "%s: team handle 0x%llx is invalid or was destroyed%s", fn,
                               (unsigned long long)team,
-                              (p && (team & SYMM_H_POOL_BIT))
+                              (p && (team & SYMM_H_POOL_BIT) && p->kind == SYMM_KIND_POOL)
                                   ? " (it is a pool: use symm_pool_team(pool, i))"
                                   : "");
     symm_dup_t *d = symm_pool_dup_at(p, (size_t)(team & SYMM_H_DUP_MASK));

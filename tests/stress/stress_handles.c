@@ -3,8 +3,8 @@
  * new on it (none comes back, which would make an old handle name a new object), calls
  * on the last RING destroyed handles and on a sample of old ones are refused, and live
  * teams still give right barriers and allreduces of random data.
- * CYCLES: SYMM_STRESS_ITERS, else 1000000 (1/50 under valgrind); more than 131,072, after
- * which handles with a 7-bit generation and a 1024-deep slot reuse queue came back. */
+ * CYCLES: SYMM_STRESS_ITERS, else 1000000 (1/50 under valgrind): well past 2^17, so that
+ * handles which repeat that soon (a 7-bit generation over a 1024-deep reuse queue) fail. */
 #include "common/test_util.h"
 
 #define LIVE_MAX 8 /* objects alive at once */
@@ -111,8 +111,9 @@ static void create(obj_t *o, int kind, test_rng_t *shared, long cycle)
     o->pool = SYMM_POOL_INVALID;
     if (kind == 0) { /* split of WORLD, any stride sign */
         int size = 1 + (int)test_rng_below(shared, (uint64_t)npes);
-        int stride = size > 1 ? 1 + (int)test_rng_below(shared, (uint64_t)((npes - 1) / (size - 1)))
-                              : 1;
+        int stride = 1;
+        if (size > 1)
+            stride += (int)test_rng_below(shared, (uint64_t)((npes - 1) / (size - 1)));
         int span = (size - 1) * stride;
         int start = (int)test_rng_below(shared, (uint64_t)(npes - span));
         if (test_rng_below(shared, 2)) {
@@ -188,12 +189,13 @@ int main(void)
             o->used = 0;
         }
         /* A quarter of the time the place stays empty: the live set varies. */
-        if (test_rng_below(&shared, 4) != 0) create(o, (int)test_rng_below(&shared, 3), &shared, c);
+        if (test_rng_below(&shared, 4) != 0)
+            create(o, (int)test_rng_below(&shared, 3), &shared, c);
         /* stale handles: a few of the recent ones, one old one */
         long avail = nring < RING ? nring : RING;
         for (int p = 0; p < 3 && avail > 0; p++, nprobes++)
-            probe(&ring[test_rng_below(&mine, (uint64_t)avail)], buf, c, p == 0 &&
-                  c % 16 == 0);
+            probe(&ring[test_rng_below(&mine, (uint64_t)avail)], buf, c,
+                  p == 0 && c % 16 == 0);
         if (nold > 0) {
             probe(&old[c % (nold < OLD_MAX ? nold : OLD_MAX)], buf, c, 0);
             nprobes++;

@@ -19,8 +19,8 @@ int main(void)
     CHECK_OK(symm_get_info(&info0));
     symm_team_t t = SENTINEL, t2 = SENTINEL;
 
-    /* ---- guessed handles: the next ones after NODE, the largest, the old layout's
-     * internal team. None is live (nothing was created yet); a call on one is refused,
+    /* ---- guessed handles: the next ones after NODE, the largest, others of the form
+     * n << 40. None is live (nothing was created yet); a call on one is refused,
      * and heap allocation (which agrees on an internal world team) still works after. */
     static const symm_team_t guesses[] = {SYMM_TEAM_NODE * 2, SYMM_TEAM_NODE * 3,
                                           SYMM_TEAM_NODE + 1, SYMM_TEAM_NODE * 2 + 1,
@@ -202,10 +202,10 @@ int main(void)
     }
     CHECK_OK(symm_barrier_all());
 
-    /* ---- handles kept over many creations: more than the 131,072 after which a
-     * 7-bit generation and a 1024-deep reuse queue gave an old handle to a new team.
-     * One-PE teams (no communication); no handle value may come back, and the first
-     * one stays refused while later teams live. */
+    /* ---- handles kept over many creations: more than 2^17, so that handles which
+     * repeat that soon (a 7-bit generation over a 1024-deep reuse queue) fail. One-PE
+     * teams (no communication); no handle value may come back, and the first one stays
+     * refused while later teams live. */
     {
         enum { MANY = 140000 };
         int one[1] = {me};
@@ -231,6 +231,36 @@ int main(void)
         CHECK_OK(symm_barrier(live));
         CHECK_OK(symm_team_destroy(live));
         CHECK_STATUS(symm_barrier(first), SYMM_ERR_TEAM_INVALID);
+    }
+    CHECK_OK(symm_barrier_all());
+
+    /* ---- many teams alive at once (the handle table grows under them): each still
+     * answers for itself; destroyed ones are refused while the rest live on */
+    {
+        enum { NLIVE = 2500 };
+        int one[1] = {me};
+        symm_team_t *h = malloc(NLIVE * sizeof *h);
+        CHECK_TRUE(h != NULL, "malloc");
+        for (int k = 0; k < NLIVE; k++) {
+            CHECK_OK(symm_team_create(one, 1, &h[k]));
+            for (int j = 0; j < k; j += 97)
+                CHECK_TRUE(h[j] != h[k], "teams %d and %d share handle 0x%llx", j, k,
+                           (unsigned long long)h[k]);
+        }
+        for (int k = 0; k < NLIVE; k += 2) CHECK_OK(symm_team_destroy(h[k]));
+        for (int k = 0; k < NLIVE; k++) {
+            if (k % 2 == 0) {
+                CHECK_STATUS(symm_barrier(h[k]), SYMM_ERR_TEAM_INVALID);
+                CHECK_EQ_I64(symm_team_n_pes(h[k]), -1);
+            } else {
+                CHECK_OK(symm_barrier(h[k]));
+                CHECK_EQ_I64(symm_team_n_pes(h[k]), 1);
+                CHECK_EQ_I64(symm_team_world_pe(h[k], 0), me);
+            }
+        }
+        for (int k = 1; k < NLIVE; k += 2) CHECK_OK(symm_team_destroy(h[k]));
+        for (int k = 0; k < NLIVE; k++) CHECK_EQ_I64(symm_team_my_pe(h[k]), -1);
+        free(h);
     }
     CHECK_OK(symm_barrier_all());
 
