@@ -141,6 +141,7 @@ static symm_status_t pe_info_write(int fd)
             info.cpu_mask[c / 64] |= (uint64_t)1 << (c % 64);
     }
     info.node_cpus = (uint64_t)(symm_config.node_cpus > 0 ? symm_config.node_cpus : 0);
+    info.barrier_fanin = (uint64_t)symm_config.barrier_flat_max;
     if (pwrite(fd, &info, sizeof info, (off_t)symm_g.info_off) != (ssize_t)sizeof info)
         return symm_error_set(SYMM_ERR_SYSTEM, "writing this PE's information into its "
                               "segment: %s", strerror(errno));
@@ -163,6 +164,23 @@ static int node_cpus_agree(void)
     for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++) n += __builtin_popcountll(uni[w]);
     if (forced) n = forced > 1 << 20 ? 1 << 20 : (int)forced;
     return n > 0 ? n : 1;
+}
+
+/* Settings that decide the pattern of a collective's episodes must be the same on every
+ * PE, or members would wait for signals that never come. Every PE reads the same
+ * published values, so every PE fails alike. */
+static symm_status_t settings_agree(void)
+{
+    for (int p = 0; p < symm_g.npes; p++) {
+        const symm_pe_info_t *i = (const symm_pe_info_t *)(symm_g.seg[p] + symm_g.info_off);
+        if (i->barrier_fanin != (uint64_t)symm_config.barrier_flat_max)
+            return symm_error_set(SYMM_ERR_INVALID_ARG,
+                                  "SYMM_BARRIER_FANIN is %d on PE %d but %llu on PE %d: it "
+                                  "must be the same on every PE of the job",
+                                  symm_config.barrier_flat_max, symm_g.me,
+                                  (unsigned long long)i->barrier_fanin, p);
+    }
+    return SYMM_SUCCESS;
 }
 
 symm_status_t symm_init(void)
@@ -207,6 +225,7 @@ symm_status_t symm_init(void)
     CHECK_GOTO(map_segments(), st, out_unmap);
     close_boot_fds();
     symm_g.node_cpus = node_cpus_agree();
+    CHECK_GOTO(settings_agree(), st, out_unmap);
 
     uint8_t *my = symm_g.seg[symm_g.me];
     symm_g.mbox = (symm_mbox_t *)my;

@@ -37,6 +37,7 @@ typedef struct symm_mbox_ack {
 typedef struct symm_pe_info {
     uint64_t cpu_mask[SYMM_CPU_MASK_WORDS]; /* the CPUs this PE may run on, at symm_init */
     uint64_t node_cpus;                     /* its SYMM_NODE_CPUS, 0 if unset */
+    uint64_t barrier_fanin;                 /* its SYMM_BARRIER_FANIN: must agree */
 } symm_pe_info_t;
 
 typedef struct symm_runtime {

@@ -410,13 +410,17 @@ int symm_team_translate_pe(symm_team_t src_team, int pe, symm_team_t dst_team)
 const char *symm_team_describe(symm_team_t team, char *buf, size_t len)
 {
     if (!buf || len == 0) return "";
+    if (team == SYMM_H_INTERNAL) {
+        snprintf(buf, len, "the internal world team (symmetric allocation)");
+        return buf;
+    }
     symm_pool_obj_t *p = symm_handle_resolve(team);
     if (!p) {
         snprintf(buf, len, "invalid team 0x%llx", (unsigned long long)team);
         return buf;
     }
     static const char *const kinds[] = {"WORLD", "NODE", "internal", "team", "pool"};
-    int n = snprintf(buf, len, "%s %u", kinds[p->kind], (unsigned)p->slot);
+    int n = snprintf(buf, len, "%s %llu", kinds[p->kind], (unsigned long long)p->slot);
     if (p->kind == SYMM_KIND_POOL && n > 0 && (size_t)n < len) {
         if (p->name) n += snprintf(buf + n, len - (size_t)n, " '%s'", p->name);
         if (!(team & SYMM_H_POOL_BIT) && n > 0 && (size_t)n < len)
