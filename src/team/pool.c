@@ -410,10 +410,6 @@ int symm_team_translate_pe(symm_team_t src_team, int pe, symm_team_t dst_team)
 const char *symm_team_describe(symm_team_t team, char *buf, size_t len)
 {
     if (!buf || len == 0) return "";
-    if (team == SYMM_H_INTERNAL) {
-        snprintf(buf, len, "the internal world team (symmetric allocation)");
-        return buf;
-    }
     symm_pool_obj_t *p = symm_handle_resolve(team);
     if (!p) {
         snprintf(buf, len, "invalid team 0x%llx", (unsigned long long)team);

@@ -50,6 +50,14 @@ static inline uint64_t my_word(const symm_coll_t *c)
     return SYMM_UNLIKELY(c->local) ? chk_error(c->me, c->local) : c->fp;
 }
 
+/* The team of a message; the internal team answers to no user handle, so it is named
+ * here rather than by symm_team_describe. */
+static const char *team_name(symm_team_t team, char *buf, size_t len)
+{
+    if (team == SYMM_H_INTERNAL) return "the internal world team (symmetric allocation)";
+    return symm_team_describe(team, buf, len);
+}
+
 /* ---------------------------------------------------------------- entering */
 /* The collective's name hashed once per call site and thread: the names are static
  * strings, and hashing one costs a dependent multiply per character. */
@@ -78,7 +86,7 @@ static symm_status_t broken_error(const symm_coll_t *c, const char *what, symm_t
     return symm_error_set(SYMM_ERR_TEAM_BROKEN,
                           "%s on %s: the team is unusable since a wait on it ended with "
                           "\"%s\" (member %d, world %d); destroy it and make a new one",
-                          what, symm_team_describe(team, buf, sizeof buf),
+                          what, team_name(team, buf, sizeof buf),
                           symm_strerror((symm_status_t)d->broken), d->broken_origin,
                           c->pool->world[d->broken_origin]);
 }
@@ -89,7 +97,7 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
     if (SYMM_UNLIKELY(pool->me < 0)) {
         char buf[96];
         return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s on %s: PE %d is not a member", what,
-                              symm_team_describe(team, buf, sizeof buf), symm_g.me);
+                              team_name(team, buf, sizeof buf), symm_g.me);
     }
     /* The claim is the only atomic on the way in: one uncontended exchange on a line
      * that no other duplicate shares. */
@@ -103,7 +111,7 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
             "%s on %s: the team is already in a collective (%s) on another thread of this "
             "PE; collectives on one team may not run concurrently: give each concurrent "
             "worker its own duplicate (symm_pool_create, then symm_pool_team(pool, i))",
-            what, symm_team_describe(team, buf, sizeof buf),
+            what, team_name(team, buf, sizeof buf),
             held ? held : "?");
     }
     atomic_store_explicit(&dup->busy_what, what, memory_order_relaxed);
@@ -197,7 +205,7 @@ static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_
     return symm_error_set(SYMM_ERR_TIMEOUT,
                           "%s on %s: timed out after %.1f s (SYMM_TIMEOUT) waiting for "
                           "PE %s; the team is now unusable on every member",
-                          c->what, symm_team_describe(c->team, buf, sizeof buf),
+                          c->what, team_name(c->team, buf, sizeof buf),
                           symm_wait_elapsed(w),
                           list[0] ? list : "(all arrived as it gave up)");
 }
@@ -214,7 +222,7 @@ static symm_status_t met_broken(const symm_coll_t *c, int pe, uint64_t w)
     return symm_error_set(why,
                           "%s on %s: PE %d (world %d) gave up on this team (%s) before this "
                           "PE arrived; the team is now unusable on every member",
-                          c->what, symm_team_describe(c->team, buf, sizeof buf), origin,
+                          c->what, team_name(c->team, buf, sizeof buf), origin,
                           c->world[origin], symm_strerror(why));
 }
 
@@ -303,7 +311,7 @@ static symm_status_t verdict(symm_coll_t *c, uint64_t ep, uint64_t v)
         return SYMM_SUCCESS;
     }
     char buf[96];
-    const char *team = symm_team_describe(c->team, buf, sizeof buf);
+    const char *team = team_name(c->team, buf, sizeof buf);
     if (v & CHK_MISMATCH) {
         int j = mismatch_member(c, ep);
         if (j >= 0)
