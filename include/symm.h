@@ -296,9 +296,22 @@ symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest
 
 /* ---------------------------------------------------------------- collectives */
 /* Every collective is collective over the team's members, who must pass the same
- * arguments (counts, type, op, root); buffers are symmetric. A second worker of the same
- * PE entering a collective on a team that is in use gets SYMM_ERR_TEAM_BUSY: give each
- * concurrent worker its own duplicate of a pool.
+ * arguments (counts, type, op, root) and name the same symmetric objects (alltoallv's
+ * src may differ); buffers are symmetric. A second worker of the same PE entering a
+ * collective on a team that is in use gets SYMM_ERR_TEAM_BUSY: give each concurrent
+ * worker its own duplicate of a pool.
+ * Every member agrees on every outcome. A call that fails on one member (a bad argument
+ * of its own, an output that does not fit) fails on every member with that member's
+ * status, the others' messages naming it; members that pass different arguments or call
+ * different collectives all get SYMM_ERR_COLL_MISMATCH. Either way the team stays in step
+ * and the next call works. Outputs are written only on success, except that a member's
+ * dest may already hold data when another member's late error (alltoallv, collect)
+ * fails the call. A wait that times out (SYMM_TIMEOUT) or meets a failed PE breaks the
+ * duplicate: that call fails on every member that reaches it (a late member gets
+ * SYMM_ERR_TIMEOUT too), and every later call on it gets SYMM_ERR_TEAM_BROKEN until the
+ * team (or pool) is destroyed, which always succeeds. This holds for team creation too
+ * (split, pool create/grow, rank lists). Only a call whose team handle is invalid fails
+ * alone: nobody can be told. */
  * Reductions fold members in team order, ((m0 op m1) op m2) ..., with one rounding per
  * step (fp16/bf16: computed in float, rounded to nearest even), so every member gets
  * bitwise-identical results. dest may equal src for broadcast, reduce and allreduce, and
