@@ -311,7 +311,7 @@ symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest
  * SYMM_ERR_TIMEOUT too), and every later call on it gets SYMM_ERR_TEAM_BROKEN until the
  * team (or pool) is destroyed, which always succeeds. This holds for team creation too
  * (split, pool create/grow, rank lists). Only a call whose team handle is invalid fails
- * alone: nobody can be told. */
+ * alone: nobody can be told.
  * Reductions fold members in team order, ((m0 op m1) op m2) ..., with one rounding per
  * step (fp16/bf16: computed in float, rounded to nearest even), so every member gets
  * bitwise-identical results. dest may equal src for broadcast, reduce and allreduce, and
