@@ -296,8 +296,8 @@ symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest
 
 /* ---------------------------------------------------------------- collectives */
 /* Every collective is collective over the team's members, who must pass the same
- * arguments (counts, type, op, root) and name the same symmetric objects (alltoallv's
- * src may differ); buffers are symmetric. A second worker of the same PE entering a
+ * arguments (counts, type, op, root) and name the same symmetric objects (except
+ * alltoallv's buffers and collect's dest, which may differ); buffers are symmetric. A second worker of the same PE entering a
  * collective on a team that is in use gets SYMM_ERR_TEAM_BUSY: give each concurrent
  * worker its own duplicate of a pool.
  * Every member agrees on every outcome. A call that fails on one member (a bad argument

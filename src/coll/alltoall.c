@@ -25,7 +25,7 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
                                   2 * (size_t)n * sizeof(uint64_t));
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_shaped(
-        team, fn, symm_coll_args(nbytes, symm_coll_off(src), 0, 0), n, me, &c);
+        team, fn, symm_coll_args(nbytes, symm_coll_off(src), symm_coll_off(dest), 0), n, me, &c);
     if (st) goto out_free;
     if (local) {
         st = symm_coll_fail(&c, local);

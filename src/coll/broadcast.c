@@ -29,7 +29,7 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
                                   (size_t)n * sizeof(uint64_t));
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_shaped(
-        team, fn, symm_coll_args(nbytes, (uint64_t)root, symm_coll_off(src), 0), n, me, &c);
+        team, fn, symm_coll_args(nbytes, (uint64_t)root, symm_coll_off(src), symm_coll_off(dest)), n, me, &c);
     if (st) goto out_free;
     if (local) {
         st = symm_coll_fail(&c, local);

@@ -48,12 +48,13 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
     if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
         local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                   (size_t)n * sizeof(uint64_t));
-    /* the buffer peers reach: dest in place, else src */
+    /* in place, src is a different address on every member */
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_shaped(
         team, fn,
-        symm_coll_args(nbytes, (uint64_t)inplace, symm_coll_off(inplace ? dest : src), 0), n,
-        me, &c);
+        symm_coll_args(nbytes, (uint64_t)inplace, inplace ? 0 : symm_coll_off(src),
+                       symm_coll_off(dest)),
+        n, me, &c);
     if (st) goto out_free;
     if (local) {
         st = symm_coll_fail(&c, local);

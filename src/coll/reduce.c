@@ -200,10 +200,11 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
     if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
         local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                   2 * (size_t)n * sizeof(uint64_t));
-    /* dest is written by its owner only: src is the buffer peers reach */
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_shaped(
-        team, fn, symm_coll_args(count, type, op, symm_coll_off(src)), n, me, &c);
+        team, fn,
+        symm_mix64(symm_coll_args(count, type, op, symm_coll_off(src)) ^ symm_coll_off(dest)),
+        n, me, &c);
     if (st) goto out_free;
     if (local) {
         st = symm_coll_fail(&c, local);
