@@ -218,6 +218,10 @@ static symm_status_t met_broken(const symm_coll_t *c, int pe, uint64_t w)
     int origin = chk_is_err(w) && (w & CHK_BROKEN) ? chk_origin(w) : pe;
     if (origin >= c->n) origin = pe;
     dup_break(c, why, origin);
+    /* A failed PE: the job's own message names it (the peer only passed it on). */
+    symm_ctrl_t *ctrl = symm_g.ctrl;
+    if (why == SYMM_ERR_PE_FAILED && ctrl && __atomic_load_n(&ctrl->abort, __ATOMIC_ACQUIRE))
+        return symm_error_set(why, "job aborted: %s", ctrl->message);
     char buf[96];
     return symm_error_set(why,
                           "%s on %s: PE %d (world %d) gave up on this team (%s) before this "
