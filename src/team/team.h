@@ -35,11 +35,12 @@
 #include "core/runtime.h"
 #include "symm.h"
 
+/* One cache line: a signal is one line's transfer, and no two writers share a line. */
 typedef struct symm_sync_slot {
     volatile uint64_t flag;     /* last episode signalled; SYMM_FLAG_POISON once broken */
     volatile uint64_t data[2];  /* payload word, by episode parity */
     volatile uint64_t check[2]; /* fingerprint or error word, by episode parity */
-} symm_sync_slot_t;
+} __attribute__((aligned(64))) symm_sync_slot_t;
 
 /* A flag beyond any episode: the writer broke the duplicate (see the check word). */
 #define SYMM_FLAG_POISON ((uint64_t)1 << 62)
