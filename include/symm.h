@@ -373,9 +373,8 @@ typedef struct {
  * every member, since members read each other's tiles at their own tile's offset) is
  * reduced element by element with op, into root's `out`. A member passing another
  * object or offset makes every member fail with SYMM_ERR_COLL_MISMATCH naming it, and
- * nothing is written (checked by a fingerprint carried in the opening exchange: in the
- * rooted forms 24 bits of it cover the in tiles, so one such error in 2^24 could pass
- * unseen; allreduce's 63 bits cover in and out). Types and ops are those of
+ * nothing is written (checked by the call's 64-bit fingerprint, which covers every in
+ * tile and allreduce's out). Types and ops are those of
  * symm_reduce (and, or, xor on integer types only). Every element is combined in team
  * order, member 0 first, so the result is the same whatever the root, the form (plain,
  * worker, parallel) or the number of workers. `out` must have in's

@@ -36,13 +36,13 @@ typedef struct tile_args {
     const char *worker_fn; /* name of the _worker form, for the _parallel forms */
 } tile_args_t;
 
-/* The exchanged word: with TILE_FAIL, the member's status in the low bits. Otherwise a
- * fingerprint of the tiles members read of each other at their own offsets (allreduce:
- * in and out, in all 63 bits) or, in the rooted forms, of the in tiles and roots in the
- * bits above TILE_OUT_BITS and of out in the bits below (0: out is not symmetric; a
- * different out is allowed there, it only stops the sharing of the work). */
-#define TILE_FAIL ((uint64_t)1 << 63)
-#define TILE_OUT_BITS 39
+/* The tiles members read of each other at their own offsets (every in tile, and
+ * allreduce's out) are in the call's 64-bit fingerprint: members that pass others get
+ * COLL_MISMATCH in the first exchange, naming the lowest one that differs, and a member
+ * whose arguments are bad fails that exchange for everyone. The exchanged word says, in
+ * the rooted forms, where out lies (63 bits; 0: out is not symmetric): a different out
+ * is allowed there, it only stops the sharing of the work. */
+#define TILE_OUT_BITS 63
 #define TILE_OUT_MASK (((uint64_t)1 << TILE_OUT_BITS) - 1)
 
 static int tile_empty(const symm_tile_t *t) { return t->rows == 0 || t->cols == 0; }
@@ -225,15 +225,6 @@ static uint64_t tile_obj_hash(uint64_t h, const symm_tile_t *t)
     return tile_empty(t) ? h : addr_hash(h, t->base);
 }
 
-/* FNV's low bits depend on the low bits of its input only: mix before cutting fields. */
-static uint64_t tile_mix(uint64_t h)
-{
-    h ^= h >> 33;
-    h *= 0xff51afd7ed558ccdull;
-    h ^= h >> 33;
-    h *= 0xc4ceb9fe1a85ec53ull;
-    return h ^ (h >> 33);
-}
 
 /* The out field of the rooted forms' word: a fingerprint of a symmetric out tile (0 if
  * it is not one). When every member passes the same symmetric out, as PyTorch requires,
@@ -246,22 +237,13 @@ static uint64_t out_word(const symm_tile_t *o, size_t esize)
         __builtin_add_overflow(elems, o->cols, &elems) ||
         __builtin_mul_overflow(elems, esize, &bytes) || !symm_addr_accessible(o->base, bytes))
         return 0;
-    return (tile_mix(tile_obj_hash(SYMM_HASH_INIT, o)) & TILE_OUT_MASK) | 1;
+    return (symm_mix64(tile_obj_hash(SYMM_HASH_INIT, o)) & TILE_OUT_MASK) | 1;
 }
 
-/* The word of a member whose arguments are valid (see TILE_FAIL). */
+/* The word of a member whose arguments are valid (see TILE_OUT_BITS). */
 static uint64_t tile_word(const tile_args_t *a, size_t esize)
 {
-    uint64_t h = SYMM_HASH_INIT;
-    if (a->kind == TILE_ALL) {
-        h = tile_obj_hash(h, &a->in[0]);
-        return tile_mix(tile_obj_hash(h, &a->out)) & ~TILE_FAIL;
-    }
-    for (int k = 0; k < a->nroots; k++) {
-        h = symm_hash64(h, (uint64_t)(int64_t)a->roots[k]);
-        h = tile_obj_hash(h, &a->in[k]);
-    }
-    return (tile_mix(h) << TILE_OUT_BITS & ~TILE_FAIL) | out_word(&a->out, esize);
+    return a->kind == TILE_ALL ? 0 : out_word(&a->out, esize);
 }
 
 static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int nworkers,
@@ -273,16 +255,16 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     h = symm_hash64(h, ((uint64_t)a->type << 32) | (uint32_t)a->op);
     h = symm_hash64(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
     h = symm_hash64(h, (uint64_t)(int64_t)a->nroots);
-    /* Shapes only: where the tiles lie is checked by the exchanged word, which names the
-     * member that differs. */
+    /* Shapes and places of the tiles peers read (a tile outside the heap hashes to a
+     * constant: validation reports it, and its error outranks the mismatch). */
     if (a->kind == TILE_ALL) {
-        h = tile_shape_hash(h, &a->in[0]);
-        h = symm_hash64(h, tile_empty(&a->out) ? 0 : a->out.ld);
+        h = tile_obj_hash(h, &a->in[0]);
+        h = tile_obj_hash(h, &a->out);
     } else if (a->in && a->roots && a->nroots <= symm_team_n_pes(team)) {
         /* (an nroots beyond the team is reported by validation: in[] is not read) */
-        for (int k = 0; k < a->nroots && k < 64; k++) {
+        for (int k = 0; k < a->nroots; k++) {
             h = symm_hash64(h, (uint64_t)(int64_t)a->roots[k]);
-            h = tile_shape_hash(h, &a->in[k]);
+            h = tile_obj_hash(h, &a->in[k]);
         }
     }
     symm_coll_t c;
@@ -325,42 +307,13 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
                                   symm_coll_tname(tn));
     }
 
-    /* Exchange 1: inputs ready, everyone's arguments valid, and the fingerprints of
-     * everyone's tiles. */
-    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? TILE_FAIL | (uint32_t)-mine : word, words),
-               st, out_free);
-    for (int s = 0; s < n; s++) {
-        if (!(words[s] & TILE_FAIL)) continue;
-        if (mine) {
-            st = mine;
-        } else {
-            symm_status_t theirs = (symm_status_t) - (int)(uint32_t)words[s];
-            st = symm_error_set(theirs,
-                                "%s on %s: PE %d (world %d) passed bad arguments "
-                                "(%s); nothing was written",
-                                fn, symm_coll_tname(tn), s, c.world[s], symm_strerror(theirs));
-        }
-        goto out_free;
-    }
-    /* Peers' tiles are read at my tiles' offsets: every member must pass the same ones.
-     * Every member compares every word with member 0's: the same verdict everywhere. */
-    uint64_t objs = a->kind == TILE_ALL ? ~TILE_FAIL : ~(TILE_FAIL | TILE_OUT_MASK);
-    for (int s = 1; s < n; s++) {
-        if (!((words[s] ^ words[0]) & objs)) continue;
-        st = symm_error_set(SYMM_ERR_COLL_MISMATCH,
-                            "%s on %s: PE %d (world %d) passed %s than PE 0 (world %d) (all "
-                            "members must pass the same symmetric tiles: same object, offset, "
-                            "shape and ld); nothing was written",
-                            fn, symm_coll_tname(tn), s, c.world[s],
-                            a->kind == TILE_ALL ? "other in or out tiles"
-                                                : "other in tiles or roots",
-                            c.world[0]);
-        goto out_free;
-    }
-
+    /* Exchange 1: inputs ready, everyone's arguments valid and the same tiles (the
+     * fingerprint), and where everyone's out lies. */
+    c.local = mine;
+    CHECK_GOTO(symm_coll_exchange(&c, NULL, word, words), st, out_free);
     /* A small allreduce (not in place) is reduced whole by every member: one sync and the
      * copy-out phase saved, the same bytes (same order). Every member decides alike: the
-     * shape and type are part of the tag, in-place-ness of the word checked above. */
+     * shapes, places and type are in the fingerprint. */
     int direct = a->kind == TILE_ALL && !tile_empty(in) && !same_tile(&a->out, in) &&
                  in->rows * in->cols * esize <= symm_config.coll_small;
     /* Rooted forms: if every member passed the same symmetric out tile, all share the
