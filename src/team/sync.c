@@ -186,6 +186,19 @@ static int arrived(const symm_coll_t *c, int j, uint64_t ep)
     return __atomic_load_n(&s->flag, __ATOMIC_ACQUIRE) >= ep;
 }
 
+/* The members that never signalled episode ep, as "1 (world 1), 3 (world 5)". */
+static const char *missing(const symm_coll_t *c, uint64_t ep, char *list, size_t size)
+{
+    size_t len = 0;
+    list[0] = '\0';
+    for (int pe = 0; pe < c->n && len < size - 32; pe++) {
+        if (pe == c->me || arrived(c, pe, ep)) continue;
+        len += (size_t)snprintf(list + len, size - len, "%s%d (world %d)", len ? ", " : "",
+                                pe, c->world[pe]);
+    }
+    return list;
+}
+
 /* A wait ended without its signal: a timeout (name the members that never arrived) or a
  * failed PE (the wait recorded its message). Either breaks the duplicate. */
 static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_t st,
@@ -194,13 +207,7 @@ static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_
     dup_break(c, st, c->me);
     if (st != SYMM_ERR_TIMEOUT) return st;
     char list[256];
-    size_t len = 0;
-    list[0] = '\0';
-    for (int pe = 0; pe < c->n && len < sizeof list - 32; pe++) {
-        if (pe == c->me || arrived(c, pe, ep)) continue;
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s%d (world %d)",
-                                len ? ", " : "", pe, c->world[pe]);
-    }
+    missing(c, ep, list, sizeof list);
     char buf[96];
     return symm_error_set(SYMM_ERR_TIMEOUT,
                           "%s on %s: timed out after %.1f s (SYMM_TIMEOUT) waiting for "
@@ -211,8 +218,9 @@ static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_
 }
 
 /* Member pe's slot says it broke the duplicate (or is further ahead than the protocol
- * allows, which only a poison can be): break it here too and fail with its reason. */
-static symm_status_t met_broken(const symm_coll_t *c, int pe, uint64_t w)
+ * allows, which only a poison can be): break it here too and fail with its reason,
+ * naming the members still missing from episode ep. */
+static symm_status_t met_broken(const symm_coll_t *c, int pe, uint64_t ep, uint64_t w)
 {
     symm_status_t why = chk_is_err(w) && (w & CHK_BROKEN) ? chk_status(w) : SYMM_ERR_TEAM_BROKEN;
     int origin = chk_is_err(w) && (w & CHK_BROKEN) ? chk_origin(w) : pe;
@@ -222,12 +230,14 @@ static symm_status_t met_broken(const symm_coll_t *c, int pe, uint64_t w)
     symm_ctrl_t *ctrl = symm_g.ctrl;
     if (why == SYMM_ERR_PE_FAILED && ctrl && __atomic_load_n(&ctrl->abort, __ATOMIC_ACQUIRE))
         return symm_error_set(why, "job aborted: %s", ctrl->message);
-    char buf[96];
+    char buf[96], list[256];
+    missing(c, ep, list, sizeof list);
     return symm_error_set(why,
-                          "%s on %s: PE %d (world %d) gave up on this team (%s) before this "
-                          "PE arrived; the team is now unusable on every member",
+                          "%s on %s: PE %d (world %d) gave up on this team (%s)%s%s; the team "
+                          "is now unusable on every member",
                           c->what, team_name(c->team, buf, sizeof buf), origin,
-                          c->world[origin], symm_strerror(why));
+                          c->world[origin], symm_strerror(why),
+                          list[0] ? " waiting for PE " : " before this PE arrived", list);
 }
 
 /* ---------------------------------------------------------------- waiting */
@@ -257,7 +267,7 @@ static symm_status_t wait_one(const symm_coll_t *c, int pe, uint64_t ep, uint64_
         symm_status_t st = symm_wait_pause(&w);
         if (SYMM_UNLIKELY(st)) return wait_failed(c, ep, st, &w);
     }
-    if (SYMM_UNLIKELY(s < 0)) return met_broken(c, pe, *acc);
+    if (SYMM_UNLIKELY(s < 0)) return met_broken(c, pe, ep, *acc);
     return SYMM_SUCCESS;
 }
 
@@ -277,7 +287,7 @@ static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep, uint64_t *acc)
             next++;
             continue;
         }
-        if (SYMM_UNLIKELY(s < 0)) return met_broken(c, next, *acc);
+        if (SYMM_UNLIKELY(s < 0)) return met_broken(c, next, ep, *acc);
         symm_status_t st = symm_wait_pause(&w);
         if (SYMM_UNLIKELY(st)) return wait_failed(c, ep, st, &w);
     }
