@@ -30,45 +30,59 @@ static symm_status_t list_fail(symm_status_t st, symm_status_t why, const char *
  * failure) and takes what the others posted, so that the mailboxes stay paired; a
  * member that gives up (timeout) withdraws what it posted, so that a late member fails
  * too instead of pairing with it, and drops the late member's message when it comes. */
+
+/* Takes what member j posted (got: symm_mbox_poll's answer), folding it into st. */
+static symm_status_t list_take(int pe, int got, const uint64_t *r, const uint64_t *msg,
+                               uint64_t *off, symm_status_t st)
+{
+    if (got == SYMM_MBOX_WITHDRAWN)
+        return list_fail(st, SYMM_ERR_TIMEOUT, "team creation: world PE %d gave up on this "
+                         "creation (it timed out waiting) before this PE took part; nothing "
+                         "was created", pe);
+    if (list_failed(r[0]))
+        return list_fail(st, (symm_status_t) - (int)(r[0] & 0xff), "team creation failed on "
+                         "world PE %d (its own arguments or memory); every member returns "
+                         "its status", pe);
+    if (r[1] != msg[1] || r[2] != msg[2])
+        return list_fail(st, SYMM_ERR_MISMATCH, "team creation: world PE %d passed another "
+                         "rank list, order or duplicate count", pe);
+    if (off) *off = r[0];
+    return st;
+}
+
 static symm_status_t list_round(const int *members, int n, int me, const uint64_t *msg,
                                 uint64_t *offs, symm_status_t st)
 {
     char *pending = calloc((size_t)n, 1);
     if (!pending) return symm_error_set(SYMM_ERR_NO_MEMORY, "team creation");
+    /* What is posted already is taken first: a member that gave up before this PE came
+     * must see this PE's failure, not its block (it may not pair with anyone else). */
+    uint64_t r[LIST_WORDS];
+    for (int k = 1; k < n; k++) {
+        int j = (me + k) % n, got = symm_mbox_poll(members[j], r, LIST_WORDS);
+        if (got == SYMM_MBOX_NONE) pending[j] = 1;
+        else st = list_take(members[j], got, r, msg, offs ? &offs[j] : NULL, st);
+    }
+    uint64_t out[LIST_WORDS] = {st ? list_fail_word(st) : msg[0], msg[1], msg[2]};
     int left = 0;
     for (int k = 1; k < n; k++) {
         int j = (me + k) % n;
-        symm_status_t sst = symm_mbox_send(members[j], msg, LIST_WORDS);
+        symm_status_t sst = symm_mbox_send(members[j], out, LIST_WORDS);
         if (sst && !st) st = sst;
-        if (!sst) {
-            pending[j] = 1;
-            left++;
-        }
+        if (sst) pending[j] = 0; /* j has not taken the last message: it is not awaited */
+        left += pending[j];
     }
     symm_wait_t w = SYMM_WAIT_INIT;
     while (left > 0) {
         int got_any = 0;
         for (int j = 0; j < n; j++) {
             if (!pending[j]) continue;
-            uint64_t r[LIST_WORDS];
             int got = symm_mbox_poll(members[j], r, LIST_WORDS);
             if (got == SYMM_MBOX_NONE) continue;
             got_any = 1;
             pending[j] = 0;
             left--;
-            if (got == SYMM_MBOX_WITHDRAWN)
-                st = list_fail(st, SYMM_ERR_TIMEOUT, "team creation: world PE %d gave up on "
-                               "this creation (it timed out waiting) before this PE took "
-                               "part; nothing was created", members[j]);
-            else if (list_failed(r[0]))
-                st = list_fail(st, (symm_status_t) - (int)(r[0] & 0xff),
-                               "team creation failed on world PE %d (its own arguments or "
-                               "memory); every member returns its status", members[j]);
-            else if (r[1] != msg[1] || r[2] != msg[2])
-                st = list_fail(st, SYMM_ERR_MISMATCH, "team creation: world PE %d passed "
-                               "another rank list, order or duplicate count", members[j]);
-            else if (offs)
-                offs[j] = r[0];
+            st = list_take(members[j], got, r, msg, offs ? &offs[j] : NULL, st);
         }
         if (left == 0 || got_any) continue;
         symm_status_t wst = symm_wait_pause(&w);
