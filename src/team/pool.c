@@ -58,12 +58,15 @@ static symm_status_t list_round(const int *members, int n, int me, const uint64_
     /* What is posted already is taken first: a member that gave up before this PE came
      * must see this PE's failure, not its block (it may not pair with anyone else). */
     uint64_t r[LIST_WORDS];
+    int gone = 0; /* a member gave up: the others cannot see that for themselves */
     for (int k = 1; k < n; k++) {
         int j = (me + k) % n, got = symm_mbox_poll(members[j], r, LIST_WORDS);
         if (got == SYMM_MBOX_NONE) pending[j] = 1;
         else st = list_take(members[j], got, r, msg, offs ? &offs[j] : NULL, st);
+        gone |= got == SYMM_MBOX_WITHDRAWN;
     }
-    uint64_t out[LIST_WORDS] = {st ? list_fail_word(st) : msg[0], msg[1], msg[2]};
+    uint64_t out[LIST_WORDS] = {gone ? list_fail_word(SYMM_ERR_TIMEOUT) : msg[0], msg[1],
+                                msg[2]};
     int left = 0;
     for (int k = 1; k < n; k++) {
         int j = (me + k) % n;
