@@ -236,7 +236,7 @@ static symm_status_t peer_failed(const char *fn, symm_coll_tname_t *tn, const sy
 }
 
 static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int nworkers,
-                             const a2a_args_t *a)
+                             const a2a_args_t *a, symm_status_t pre)
 {
     SYMM_REQUIRE_INIT();
     uint64_t h = SYMM_HASH_INIT;
@@ -247,6 +247,7 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     h = symm_hash64(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
     symm_coll_t c;
     CHECK(symm_coll_enter(team, fn, h, &c));
+    if (worker == 0) symm_coll_set_gate(&c, symm_coll_take_gate());
     int n = c.n, me = c.me, ne = a->ne;
     symm_coll_tname_t tname = {.team = team};
     symm_coll_tname_t *tn = &tname;
@@ -266,7 +267,9 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
                               symm_coll_tname(tn), n);
     }
-    if (ne < 1)
+    if (pre)
+        mine = pre;
+    else if (ne < 1)
         mine = symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: ne = %d experts per member "
                               "(must be >= 1)",
@@ -399,9 +402,13 @@ symm_status_t symm_coll_worker_team(const char *fn_name, symm_pool_t pool, int w
 {
     SYMM_REQUIRE_INIT();
     size_t size = symm_pool_size(pool);
+    *team_out = SYMM_TEAM_INVALID;
     if (!size)
         return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool %lld is invalid or destroyed",
                               fn_name, (long long)pool);
+    /* Where the duplicate exists the call still takes part on it, failing: its peers
+     * learn of the bad count there instead of waiting for SYMM_TIMEOUT. */
+    if (worker >= 0 && (size_t)worker < size) *team_out = symm_pool_team(pool, (size_t)worker);
     if (nworkers < 1 || (size_t)nworkers > size)
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: nworkers = %d but the pool has %zu duplicates (one per "
@@ -424,8 +431,9 @@ static symm_status_t a2a_worker_fn(symm_pool_t pool, int worker, int nworkers, v
     const a2a_args_t *a = arg;
     symm_team_t team;
     const char *fn = kind_fn(a->kind, 1);
-    CHECK(symm_coll_worker_team(fn, pool, worker, nworkers, &team));
-    return a2a_run(fn, team, worker, nworkers, a);
+    symm_status_t pre = symm_coll_worker_team(fn, pool, worker, nworkers, &team);
+    if (pre && team == SYMM_TEAM_INVALID) return pre;
+    return a2a_run(fn, team, worker, nworkers, a, pre);
 }
 
 static symm_status_t a2a_worker(symm_pool_t pool, int worker, int nworkers,
@@ -471,7 +479,7 @@ symm_status_t symm_all_to_all_v(symm_team_t team, void *out, size_t out_capacity
                                 size_t *out_splits, size_t *out_offsets, size_t *out_rows)
 {
     a2a_args_t a = A2A_1D_ARGS;
-    return a2a_run(__func__, team, 0, 1, &a);
+    return a2a_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
 symm_status_t symm_moe_dispatch(symm_team_t team, void *out, size_t out_capacity,
@@ -480,7 +488,7 @@ symm_status_t symm_moe_dispatch(symm_team_t team, void *out, size_t out_capacity
                                 size_t *out_offsets, size_t *out_rows)
 {
     a2a_args_t a = A2A_DISPATCH_ARGS;
-    return a2a_run(__func__, team, 0, 1, &a);
+    return a2a_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
 symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity,
@@ -489,7 +497,7 @@ symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity,
                                size_t *out_splits, size_t *out_offsets, size_t *out_rows)
 {
     a2a_args_t a = A2A_COMBINE_ARGS;
-    return a2a_run(__func__, team, 0, 1, &a);
+    return a2a_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
 symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworkers,

@@ -247,7 +247,7 @@ static uint64_t tile_word(const tile_args_t *a, size_t esize)
 }
 
 static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int nworkers,
-                              const tile_args_t *a)
+                              const tile_args_t *a, symm_status_t pre)
 {
     SYMM_REQUIRE_INIT();
     uint64_t h = SYMM_HASH_INIT;
@@ -269,6 +269,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     }
     symm_coll_t c;
     CHECK(symm_coll_enter(team, fn, h, &c));
+    if (worker == 0) symm_coll_set_gate(&c, symm_coll_take_gate());
     int n = c.n, me = c.me;
     symm_coll_tname_t tname = {.team = team};
     symm_coll_tname_t *tn = &tname;
@@ -286,7 +287,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
                               symm_coll_tname(tn), n);
     }
-    mine = tile_validate(fn, tn, &c, a, &k);
+    mine = pre ? pre : tile_validate(fn, tn, &c, a, &k);
     const symm_tile_t *in = a->kind == TILE_ALL ? &a->in[0] : k >= 0 ? &a->in[k] : NULL;
     uint64_t word = 0;
     if (!mine) {
@@ -383,8 +384,9 @@ static symm_status_t tile_worker_fn(symm_pool_t pool, int worker, int nworkers, 
 {
     const tile_args_t *a = arg;
     symm_team_t team;
-    CHECK(symm_coll_worker_team(a->worker_fn, pool, worker, nworkers, &team));
-    return tile_run(a->worker_fn, team, worker, nworkers, a);
+    symm_status_t pre = symm_coll_worker_team(a->worker_fn, pool, worker, nworkers, &team);
+    if (pre && team == SYMM_TEAM_INVALID) return pre;
+    return tile_run(a->worker_fn, team, worker, nworkers, a, pre);
 }
 
 /* The bytes of the tiles reduced, for the automatic worker count: made only of what every
@@ -436,14 +438,14 @@ symm_status_t symm_tile_reduce(symm_team_t team, symm_tile_t out, symm_tile_t in
                                symm_type_t type, symm_op_t op, int root)
 {
     tile_args_t a = TILE_ROOTED_ARGS;
-    return tile_run(__func__, team, 0, 1, &a);
+    return tile_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
 symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
                                   symm_type_t type, symm_op_t op)
 {
     tile_args_t a = TILE_ALL_ARGS;
-    return tile_run(__func__, team, 0, 1, &a);
+    return tile_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
 symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out,
@@ -451,15 +453,16 @@ symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out,
                                      symm_type_t type, symm_op_t op)
 {
     tile_args_t a = TILE_MULTI_ARGS;
-    return tile_run(__func__, team, 0, 1, &a);
+    return tile_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
 static symm_status_t tile_worker(const char *fn, symm_pool_t pool, int worker,
                                  int nworkers, const tile_args_t *a)
 {
     symm_team_t team;
-    CHECK(symm_coll_worker_team(fn, pool, worker, nworkers, &team));
-    return tile_run(fn, team, worker, nworkers, a);
+    symm_status_t pre = symm_coll_worker_team(fn, pool, worker, nworkers, &team);
+    if (pre && team == SYMM_TEAM_INVALID) return pre;
+    return tile_run(fn, team, worker, nworkers, a, pre);
 }
 
 symm_status_t symm_tile_reduce_worker(symm_pool_t pool, int worker, int nworkers,

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "symm.h"
+#include "team/team.h"
 
 /* One worker's share of an operation: called with duplicate `worker` of the pool. */
 typedef symm_status_t (*symm_worker_fn_t)(symm_pool_t pool, int worker, int nworkers,
@@ -38,10 +39,16 @@ int symm_coll_auto_workers(symm_pool_t pool, size_t work_bytes);
 symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
                                     size_t work_bytes, symm_worker_fn_t fn, void *arg);
 
+/* The gate of the _parallel call that this thread runs as worker 0, taken once (NULL
+ * where there is none): its first verdict lets the other workers start. */
+symm_coll_gate_t *symm_coll_take_gate(void);
+
 /* Joins the persistent worker threads (symm_finalize). */
 void symm_coll_workers_shutdown(void);
 
-/* Checks pool, worker and nworkers and returns duplicate `worker` as a team. */
+/* Checks pool, worker and nworkers and returns duplicate `worker` as a team. Where
+ * only nworkers is bad, *team_out is still that duplicate (SYMM_TEAM_INVALID where
+ * there is none): the caller takes part on it with the failure (symm_coll_fail). */
 symm_status_t symm_coll_worker_team(const char *fn_name, symm_pool_t pool, int worker,
                                     int nworkers, symm_team_t *team_out);
 

@@ -25,6 +25,7 @@ typedef struct worker_thread {
     void *arg;
     symm_pool_t pool;
     int worker, nworkers;
+    symm_coll_gate_t *gate; /* worker 0's first verdict, awaited before fn */
     symm_status_t st;
     char msg[512];
     struct worker_thread *next_idle;
@@ -55,8 +56,21 @@ static void wait_change(uint32_t *addr, uint32_t old)
 
 static void job_run(worker_thread_t *w)
 {
+    if (w->gate && (w->st = symm_coll_gate_wait(w->gate)) != SYMM_SUCCESS) {
+        snprintf(w->msg, sizeof w->msg, "worker 0's call failed: %s", symm_strerror(w->st));
+        return;
+    }
     w->st = w->fn(w->pool, w->worker, w->nworkers, w->arg);
     if (w->st) snprintf(w->msg, sizeof w->msg, "%s", symm_last_error());
+}
+
+static __thread symm_coll_gate_t *gate_mine;
+
+symm_coll_gate_t *symm_coll_take_gate(void)
+{
+    symm_coll_gate_t *g = gate_mine;
+    gate_mine = NULL;
+    return g;
 }
 
 static void *worker_main(void *p)
@@ -142,17 +156,25 @@ int symm_pool_auto_workers(symm_pool_t pool, size_t work_bytes)
     return symm_coll_auto_workers(pool, work_bytes);
 }
 
+/* Worker 0 runs first on duplicate 0, where every member takes part whatever its
+ * arguments (a bad worker count included: worker 0 then fails there). Its first
+ * verdict (the gate) says that every member runs the same call with the same worker
+ * count; only then do the others touch their duplicates, so a member whose arguments
+ * would pick another count never leaves a duplicate out of step. */
 symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int nworkers,
                                     size_t work_bytes, symm_worker_fn_t fn, void *arg)
 {
     if (nworkers == 0) nworkers = symm_coll_auto_workers(pool, work_bytes);
     symm_team_t t;
-    CHECK(symm_coll_worker_team(fn_name, pool, 0, nworkers, &t));
+    symm_status_t pre = symm_coll_worker_team(fn_name, pool, 0, nworkers, &t);
+    if (pre && t == SYMM_TEAM_INVALID) return pre;
+    int nrun = pre ? 1 : nworkers; /* a bad count: worker 0 alone, failing on dup 0 */
+    symm_coll_gate_t gate = {0, SYMM_SUCCESS};
     worker_thread_t *w_stack[SYMM_WORKERS_AUTO_MAX], **w = w_stack;
     uint32_t done_stack[SYMM_WORKERS_AUTO_MAX], *done0 = done_stack;
-    if (nworkers > SYMM_WORKERS_AUTO_MAX) {
-        w = calloc((size_t)nworkers, sizeof *w);
-        done0 = calloc((size_t)nworkers, sizeof *done0);
+    if (nrun > SYMM_WORKERS_AUTO_MAX) {
+        w = calloc((size_t)nrun, sizeof *w);
+        done0 = calloc((size_t)nrun, sizeof *done0);
         if (!w || !done0) {
             free(w);
             free(done0);
@@ -160,7 +182,7 @@ symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int n
                                   fn_name, nworkers);
         }
     }
-    for (int i = 1; i < nworkers; i++) {
+    for (int i = 1; i < nrun; i++) {
         w[i] = thread_take();
         if (!w[i]) continue;
         w[i]->fn = fn;
@@ -168,25 +190,30 @@ symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int n
         w[i]->pool = pool;
         w[i]->worker = i;
         w[i]->nworkers = nworkers;
+        w[i]->gate = &gate;
         done0[i] = __atomic_load_n(&w[i]->done, __ATOMIC_ACQUIRE);
         __atomic_add_fetch(&w[i]->go, 1, __ATOMIC_RELEASE);
         futex_wake(&w[i]->go);
     }
     worker_thread_t self = {.fn = fn, .arg = arg, .pool = pool, .worker = 0,
                             .nworkers = nworkers};
+    gate_mine = nrun > 1 ? &gate : NULL;
     job_run(&self);
+    gate_mine = NULL;
+    symm_coll_gate_open(&gate, self.st); /* where worker 0 never reached a verdict */
+    self.gate = &gate;
     symm_status_t st = SYMM_SUCCESS;
     char msg[600];
     keep_first(&st, msg, sizeof msg, &self, 0);
     /* Duplicates are independent: a worker with no thread runs late on this one, which
      * delays its peers on that duplicate only (bounded by SYMM_TIMEOUT). */
-    for (int i = 1; i < nworkers; i++) {
+    for (int i = 1; i < nrun; i++) {
         if (w[i]) continue;
         self.worker = i;
         job_run(&self);
         keep_first(&st, msg, sizeof msg, &self, i);
     }
-    for (int i = 1; i < nworkers; i++) {
+    for (int i = 1; i < nrun; i++) {
         if (!w[i]) continue;
         wait_change(&w[i]->done, done0[i]);
         keep_first(&st, msg, sizeof msg, w[i], i);

@@ -1,8 +1,12 @@
 /* sync.c — collective episodes: entering a team, waiting for members, the barrier
  * algorithms and the one-word exchange every other collective and team creation use,
  * and how the members of a call agree on its outcome (the check words of team.h). */
+#include <limits.h>
+#include <linux/futex.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include "core/config.h"
 #include "core/wait.h"
@@ -128,6 +132,7 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
     c->agreed = 0;
     c->what = what;
     c->team = team;
+    c->gate = NULL;
     if (SYMM_UNLIKELY(dup->broken)) {
         symm_status_t st = broken_error(c, what, team);
         symm_coll_leave(c);
@@ -321,7 +326,7 @@ static int mismatch_member(const symm_coll_t *c, uint64_t ep)
 }
 
 /* Turns the verdict of episode ep into this member's status and message. */
-static symm_status_t verdict(symm_coll_t *c, uint64_t ep, uint64_t v)
+static symm_status_t verdict_of(symm_coll_t *c, uint64_t ep, uint64_t v)
 {
     if (SYMM_LIKELY(!chk_is_err(v))) {
         c->agreed = 1;
@@ -354,6 +359,39 @@ static symm_status_t verdict(symm_coll_t *c, uint64_t ep, uint64_t v)
                           "%s on %s: PE %d (world PE %d) failed its part of this call (%s); "
                           "every member returns its status%s",
                           c->what, team, origin, c->world[origin], symm_strerror(st), mine);
+}
+
+static symm_status_t verdict(symm_coll_t *c, uint64_t ep, uint64_t v)
+{
+    symm_status_t st = verdict_of(c, ep, v);
+    if (SYMM_UNLIKELY(c->gate != NULL)) {
+        symm_coll_gate_open(c->gate, st);
+        c->gate = NULL;
+    }
+    return st;
+}
+
+void symm_coll_gate_open(symm_coll_gate_t *g, symm_status_t st)
+{
+    if (__atomic_load_n(&g->open, __ATOMIC_ACQUIRE)) return;
+    g->st = st;
+    __atomic_store_n(&g->open, 1, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &g->open, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
+
+void symm_coll_set_gate(symm_coll_t *c, symm_coll_gate_t *g)
+{
+    if (g && c->n == 1) symm_coll_gate_open(g, SYMM_SUCCESS);
+    else c->gate = g;
+}
+
+symm_status_t symm_coll_gate_wait(symm_coll_gate_t *g)
+{
+    for (int i = 0; i < 2000 && !__atomic_load_n(&g->open, __ATOMIC_ACQUIRE); i++)
+        symm_cpu_relax();
+    while (!__atomic_load_n(&g->open, __ATOMIC_ACQUIRE))
+        syscall(SYS_futex, &g->open, FUTEX_WAIT_PRIVATE, 0, NULL, NULL, 0);
+    return g->st;
 }
 
 /* ---------------------------------------------------------------- episodes */

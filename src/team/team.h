@@ -122,6 +122,19 @@ symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t
                                symm_dup_t **dup_out);
 
 /* ---- collective episodes (the interface collectives are written against) */
+/* Where a call's first verdict is told to other threads of this PE (the worker threads
+ * of a _parallel form wait for worker 0's: they touch their duplicates only once every
+ * member is known to run the same call with the same worker count). open is a futex
+ * word: 0 until st is set. */
+typedef struct symm_coll_gate {
+    uint32_t open;
+    symm_status_t st;
+} symm_coll_gate_t;
+/* Sets the gate's status and wakes its waiters (once; later calls do nothing). */
+void symm_coll_gate_open(symm_coll_gate_t *g, symm_status_t st);
+/* Waits until the gate is open; returns its status. */
+symm_status_t symm_coll_gate_wait(symm_coll_gate_t *g);
+
 typedef struct symm_coll {
     symm_pool_obj_t *pool;
     symm_dup_t *dup;
@@ -132,7 +145,12 @@ typedef struct symm_coll {
     int agreed;          /* the first episode has run: every member passed the same fp */
     const char *what;
     symm_team_t team;
+    symm_coll_gate_t *gate; /* opened with the first verdict, if set (NULL at enter) */
 } symm_coll_t;
+
+/* Gives the call a gate to open with its first verdict (at once in a 1-PE team, where
+ * no member can disagree). g may be NULL. */
+void symm_coll_set_gate(symm_coll_t *c, symm_coll_gate_t *g);
 
 /* Enters a collective on team: validates the handle and membership, claims the
  * duplicate (SYMM_ERR_TEAM_BUSY if another thread holds it, SYMM_ERR_TEAM_BROKEN if a

@@ -628,6 +628,30 @@ static void test_bad_input(void)
         CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "one bad PE: out written");
         CHECK_OK(symm_barrier_all());
     }
+    /* One PE's bad worker count, or (automatic count) a bad type that would make it
+     * pick another count than its peers: every PE fails alike, no worker is left
+     * waiting on a duplicate, and the pool's duplicates all work next. */
+    if (npes >= 2) {
+        CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 2, &pool));
+        for (int form = 0; form < 2; form++) {
+            if (form == 1 && !node_cpus_forced) continue; /* the count is 1 everywhere */
+            int odd = me == npes - 1;
+            int nw = form == 0 ? (odd ? 3 : 2) : 0;
+            symm_type_t ty = form == 1 && odd ? SYMM_TYPE_COUNT : SYMM_INT32;
+            symm_status_t st = symm_tile_allreduce_parallel(pool, nw, out, in, ty, SYMM_OP_SUM);
+            CHECK_STATUS(st, SYMM_ERR_INVALID_ARG);
+            CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "one bad worker call: out written");
+            CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_INT32, SYMM_OP_SUM));
+            memcpy(refbuf, outbuf, TILE_BYTES);
+            memset(outbuf, SENTINEL, TILE_BYTES);
+            CHECK_OK(symm_barrier_all());
+            CHECK_OK(symm_tile_allreduce_parallel(pool, 2, out, in, SYMM_INT32, SYMM_OP_SUM));
+            CHECK_BYTES(outbuf, refbuf, TILE_BYTES, "after one bad worker call, form %d", form);
+            memset(outbuf, SENTINEL, TILE_BYTES);
+            CHECK_OK(symm_barrier_all());
+        }
+        CHECK_OK(symm_pool_destroy(pool));
+    }
     free(local);
     /* the team still works */
     case_all(s, 6, SYMM_INT32, SYMM_OP_SUM);
