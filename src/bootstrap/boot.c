@@ -283,7 +283,7 @@ symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
     if (fcntl(sock, F_SETFD, FD_CLOEXEC) < 0)
         return symm_error_set(SYMM_ERR_SYSTEM, "PE %d: fcntl(%s=%d, FD_CLOEXEC): %s", rank,
                               SYMM_BOOT_ENV_FD, sock, strerror(errno));
-    /* From here on the socket is this attempt's: it is closed or kept, never reused. */
+    /* From here on the socket belongs to this symm_init: it is closed or kept, never reused. */
     boot_state = BOOT_FAILED;
     boot_rank = rank;
 

@@ -1,7 +1,7 @@
 /* workers.c — persistent worker threads for the *_parallel forms. Starting threads on
  * every call cost tens of microseconds, more than a 256 KiB operation itself; these
  * threads are made once, park on a futex when idle (never spin for long: PEs may
- * outnumber cores), and are lent to one call at a time. */
+ * outnumber cores), and serve one call at a time. */
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
