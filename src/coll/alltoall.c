@@ -11,7 +11,9 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
     SYMM_REQUIRE_INIT();
     int n, me;
     size_t total = 0;
-    symm_coll_shape(team, &n, &me);
+    symm_coll_t c;
+    CHECK(symm_coll_begin(team, fn, &c));
+    n = c.n, me = c.me;
     symm_status_t local = symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total);
     if (!local) local = symm_coll_check_buf(fn, "dest", dest, total);
     if (!local) local = symm_coll_check_buf(fn, "src", src, total);
@@ -23,10 +25,8 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
     if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
         local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                   2 * (size_t)n * sizeof(uint64_t));
-    symm_coll_t c;
-    symm_status_t st = symm_coll_enter_shaped(
-        team, fn, symm_coll_args(nbytes, symm_coll_off(src), symm_coll_off(dest), 0), n, me, &c);
-    if (st) goto out_free;
+    symm_coll_set_args(&c, symm_coll_args(nbytes, symm_coll_off(src), symm_coll_off(dest), 0));
+    symm_status_t st = SYMM_SUCCESS;
     if (local) {
         st = symm_coll_fail(&c, local);
     } else if (n == 1) {
@@ -40,7 +40,8 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
             memcpy(&send[j], (const uint8_t *)src + (size_t)j * nbytes, nbytes);
         }
         CHECK_GOTO(symm_coll_exchange(&c, send, 0, recv), st, out_leave);
-        for (int j = 0; j < n; j++) memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
+        for (int j = 0; j < n; j++)
+            memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
     } else {
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
         int nt = total >= SYMM_COLL_NT_MIN;
@@ -54,7 +55,6 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
     }
 out_leave:
     symm_coll_leave(&c);
-out_free:
     symm_coll_scratch_free(&s);
     return st;
 }
@@ -113,13 +113,15 @@ static uint64_t a2av_word(uint64_t bytes, uint64_t off, int wide)
  * nothing. */
 symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                              const void *src, const size_t *send_counts,
-                             const size_t *send_displs, size_t elem_size,
-                             size_t *recv_counts, size_t *recv_displs)
+                             const size_t *send_displs, size_t elem_size, size_t *recv_counts,
+                             size_t *recv_displs)
 {
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
     int n, me;
-    symm_coll_shape(team, &n, &me);
+    symm_coll_t c;
+    CHECK(symm_coll_begin(team, fn, &c));
+    n = c.n, me = c.me;
     symm_status_t local = SYMM_SUCCESS;
     if (elem_size == 0)
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: elem_size is 0", fn);
@@ -137,18 +139,18 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
     if (!local)
         local = a2av_send_side(fn, n, src, send_counts, send_displs, elem_size, sbytes, soff,
                                &lo, &hi);
-    symm_coll_t c;
-    symm_status_t st = symm_coll_enter_shaped(team, fn, symm_coll_args(elem_size, 0, 0, 0), n,
-                                              me, &c);
-    if (st) goto out_free;
+    symm_coll_set_args(&c, symm_coll_args(elem_size, 0, 0, 0));
+    symm_status_t st = SYMM_SUCCESS;
     if (local) {
         st = symm_coll_fail(&c, local);
         goto out_leave;
     }
     /* sbytes[j] becomes the first exchange's word; rbytes[j] what j sent me */
     int wide = 0, any_wide = 0;
-    for (int j = 0; j < n; j++) wide |= sbytes[j] >> 32 || soff[j] >> symm_coll_a2av_off_bits;
-    for (int j = 0; j < n; j++) sbytes[j] = a2av_word(sbytes[j], soff[j], wide);
+    for (int j = 0; j < n; j++)
+        wide |= sbytes[j] >> 32 || soff[j] >> symm_coll_a2av_off_bits;
+    for (int j = 0; j < n; j++)
+        sbytes[j] = a2av_word(sbytes[j], soff[j], wide);
     CHECK_GOTO(symm_coll_exchange(&c, sbytes, 0, rbytes), st, out_leave);
     for (int j = 0; j < n; j++) {
         any_wide |= (rbytes[j] & A2AV_WIDE) != 0;
@@ -172,8 +174,10 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                                "is %zu; nothing was written",
                                fn, (unsigned long long)(total / elem_size), symm_g.me, me,
                                dest_capacity);
-    if (!local) local = symm_coll_check_buf(fn, "dest (of the incoming size)", dest, (size_t)total);
-    if (!local && lo < hi && symm_coll_overlap(dest, (size_t)total, (const uint8_t *)src + lo, hi - lo))
+    if (!local)
+        local = symm_coll_check_buf(fn, "dest (of the incoming size)", dest, (size_t)total);
+    if (!local && lo < hi &&
+        symm_coll_overlap(dest, (size_t)total, (const uint8_t *)src + lo, hi - lo))
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps what src sends", fn);
 
     if (any_wide) {
@@ -188,8 +192,8 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
         for (int t = 1; t <= n; t++) {
             int j = (me + t) % n;
             if (rbytes[j])
-                symm_coll_copy((uint8_t *)dest + rdisp[j],
-                               symm_heap_base(c.world[j]) + roff[j], (size_t)rbytes[j], nt);
+                symm_coll_copy((uint8_t *)dest + rdisp[j], symm_heap_base(c.world[j]) + roff[j],
+                               (size_t)rbytes[j], nt);
         }
     }
     c.local = local;
@@ -200,7 +204,6 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
     }
 out_leave:
     symm_coll_leave(&c);
-out_free:
     symm_coll_scratch_free(&s);
     return st;
 }

@@ -10,7 +10,9 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
     int n, me;
-    symm_coll_shape(team, &n, &me);
+    symm_coll_t c;
+    CHECK(symm_coll_begin(team, fn, &c));
+    n = c.n, me = c.me;
     symm_status_t local = SYMM_SUCCESS;
     if (root < 0 || root >= n)
         local = symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
@@ -25,12 +27,11 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};
     if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
-        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                  (size_t)n * sizeof(uint64_t));
-    symm_coll_t c;
-    symm_status_t st = symm_coll_enter_shaped(
-        team, fn, symm_coll_args(nbytes, (uint64_t)root, symm_coll_off(src), symm_coll_off(dest)), n, me, &c);
-    if (st) goto out_free;
+        local =
+            symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, (size_t)n * sizeof(uint64_t));
+    symm_coll_set_args(
+        &c, symm_coll_args(nbytes, (uint64_t)root, symm_coll_off(src), symm_coll_off(dest)));
+    symm_status_t st = SYMM_SUCCESS;
     if (local) {
         st = symm_coll_fail(&c, local);
     } else if (n == 1) {
@@ -50,7 +51,6 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
     }
 out_leave:
     symm_coll_leave(&c);
-out_free:
     symm_coll_scratch_free(&s);
     return st;
 }

@@ -143,10 +143,3 @@ symm_status_t symm_coll_mul(const char *fn, const char *what, size_t a, size_t b
                               fn, what, a, b, c);
     return SYMM_SUCCESS;
 }
-
-void symm_coll_shape(symm_team_t team, int *n, int *me)
-{
-    int tn = symm_team_n_pes(team), tme = symm_team_my_pe(team);
-    *n = tn > 0 ? tn : 1;
-    *me = tme >= 0 ? tme : 0;
-}

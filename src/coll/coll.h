@@ -45,23 +45,6 @@ static inline int symm_coll_overlap(const void *a, size_t na, const void *b, siz
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
     return na && nb && x < y + nb && y < x + na;
 }
-/* Team size and my number before entering (for checks that depend on them); an invalid
- * team gives n = 1, me = 0 here, and symm_coll_enter then reports it. */
-void symm_coll_shape(symm_team_t team, int *n, int *me);
-
-/* symm_coll_enter, then the check that the team still has the shape the arguments were
- * checked against (n members, my number me; the handle was resolved twice, so only a
- * destroyed-and-reused one could differ): an error, with the collective left again. */
-static inline symm_status_t symm_coll_enter_shaped(symm_team_t team, const char *fn,
-                                                   uint64_t args, int n, int me,
-                                                   symm_coll_t *c)
-{
-    symm_status_t st = symm_coll_enter(team, fn, args, c);
-    if (st || (c->n == n && c->me == me)) return st;
-    symm_coll_leave(c);
-    return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team changed during the call", fn);
-}
-
 /* Member r's slice [lo, hi) of count elements split n ways; slice edges fall on 64-byte
  * multiples so that no two members write one cache line. */
 static inline void symm_coll_slice(size_t count, size_t size, int n, int r, size_t *lo,

@@ -15,7 +15,8 @@ static void coll_pull(const symm_coll_t *c, uint8_t *dest, const void *src,
         int j = (c->me + t) % c->n;
         size_t len, off = where(ctx, j, &len);
         const void *from = symm_coll_ptr(c, src, j);
-        if (len && dest + off != (const uint8_t *)from) symm_coll_copy(dest + off, from, len, nt);
+        if (len && dest + off != (const uint8_t *)from)
+            symm_coll_copy(dest + off, from, len, nt);
     }
 }
 
@@ -31,7 +32,9 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
     SYMM_REQUIRE_INIT();
     int n, me;
     size_t total = 0;
-    symm_coll_shape(team, &n, &me);
+    symm_coll_t c;
+    CHECK(symm_coll_begin(team, fn, &c));
+    n = c.n, me = c.me;
     symm_status_t local = symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total);
     if (!local) local = symm_coll_check_buf(fn, "dest", dest, total);
     if (!local) local = symm_coll_check_buf(fn, "src", src, nbytes);
@@ -46,16 +49,13 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};
     if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
-        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                  (size_t)n * sizeof(uint64_t));
+        local =
+            symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, (size_t)n * sizeof(uint64_t));
     /* in place, src is a different address on every member */
-    symm_coll_t c;
-    symm_status_t st = symm_coll_enter_shaped(
-        team, fn,
-        symm_coll_args(nbytes, (uint64_t)inplace, inplace ? 0 : symm_coll_off(src),
-                       symm_coll_off(dest)),
-        n, me, &c);
-    if (st) goto out_free;
+    symm_coll_set_args(&c,
+                       symm_coll_args(nbytes, (uint64_t)inplace,
+                                      inplace ? 0 : symm_coll_off(src), symm_coll_off(dest)));
+    symm_status_t st = SYMM_SUCCESS;
     if (local) {
         st = symm_coll_fail(&c, local);
     } else if (n == 1) {
@@ -66,7 +66,8 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
         uint64_t *recv = s.p, word = 0;
         memcpy(&word, src, nbytes);
         CHECK_GOTO(symm_coll_exchange(&c, NULL, word, recv), st, out_leave);
-        for (int j = 0; j < n; j++) memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
+        for (int j = 0; j < n; j++)
+            memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
     } else {
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
         if (inplace) {
@@ -83,7 +84,6 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
     }
 out_leave:
     symm_coll_leave(&c);
-out_free:
     symm_coll_scratch_free(&s);
     return st;
 }
@@ -107,8 +107,9 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
 {
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
-    int n, me;
-    symm_coll_shape(team, &n, &me);
+    symm_coll_t c;
+    CHECK(symm_coll_begin(team, fn, &c));
+    int n = c.n;
     symm_status_t local = symm_coll_check_buf(fn, "src", src, nbytes);
 
     uint64_t stackbuf[128];
@@ -117,10 +118,8 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
         local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                   2 * (size_t)n * sizeof(uint64_t));
     uint64_t *len = s.p, *off = len ? len + n : NULL;
-    symm_coll_t c;
-    symm_status_t st =
-        symm_coll_enter_shaped(team, fn, symm_coll_args(symm_coll_off(src), 0, 0, 0), n, me, &c);
-    if (st) goto out_free;
+    symm_coll_set_args(&c, symm_coll_args(symm_coll_off(src), 0, 0, 0));
+    symm_status_t st = SYMM_SUCCESS;
     if (local) {
         st = symm_coll_fail(&c, local);
         goto out_leave;
@@ -134,7 +133,8 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
             break;
         }
     }
-    if (!local) local = symm_coll_check_buf(fn, "dest (of the total size)", dest, (size_t)total);
+    if (!local)
+        local = symm_coll_check_buf(fn, "dest (of the total size)", dest, (size_t)total);
     if (!local && symm_coll_overlap(dest, (size_t)total, src, nbytes))
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: src overlaps dest", fn);
     if (!local && total == 0) {
@@ -151,7 +151,6 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
     if (!st && total_out) *total_out = (size_t)total;
 out_leave:
     symm_coll_leave(&c);
-out_free:
     symm_coll_scratch_free(&s);
     return st;
 }

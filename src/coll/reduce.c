@@ -49,7 +49,8 @@ static symm_status_t red_word(symm_coll_t *c, const red_args_t *a, void *dest, c
     symm_status_t st = symm_coll_exchange(c, NULL, word, recv);
     if (!st && (a->root < 0 || a->root == c->me)) {
         a->k(a->op, &acc, &recv[0], &recv[1], a->count);
-        for (int j = 2; j < c->n; j++) a->k(a->op, &acc, &acc, &recv[j], a->count);
+        for (int j = 2; j < c->n; j++)
+            a->k(a->op, &acc, &acc, &recv[j], a->count);
         memcpy(dest, &acc, nbytes);
     }
     symm_coll_scratch_free(&s);
@@ -57,8 +58,7 @@ static symm_status_t red_word(symm_coll_t *c, const red_args_t *a, void *dest, c
 }
 
 /* Each member that wants the result folds all sources itself. */
-static symm_status_t red_small(symm_coll_t *c, const red_args_t *a, void *dest,
-                               const void *src)
+static symm_status_t red_small(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
 {
     size_t nbytes = a->count * a->es;
     int want = a->root < 0 || a->root == c->me;
@@ -81,8 +81,7 @@ out:
 
 /* Member r reduces slice r and stores it where it is wanted. In place is safe: slice r
  * of any member's source is read by member r only, before r overwrites it. */
-static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest,
-                               const void *src)
+static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
 {
     _Alignas(64) uint8_t tmp[SYMM_COLL_CHUNK];
     int n = c->n, me = c->me;
@@ -126,23 +125,21 @@ static symm_status_t red_check(const char *fn, int n, int rooted, red_args_t *a,
 
 /* root < 0: every member gets the result (allreduce). */
 static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const void *src,
-                             size_t count, symm_type_t type, symm_op_t op, int rooted,
-                             int root)
+                             size_t count, symm_type_t type, symm_op_t op, int rooted, int root)
 {
     SYMM_REQUIRE_INIT();
     red_args_t a = {NULL, op, type, 0, count, rooted ? root : -1};
     size_t nbytes = 0;
-    int n, me;
-    symm_coll_shape(team, &n, &me);
-    symm_status_t local = red_check(fn, n, rooted, &a, dest, src, &nbytes);
+    symm_coll_t c;
+    CHECK(symm_coll_begin(team, fn, &c));
+    symm_status_t local = red_check(fn, c.n, rooted, &a, dest, src, &nbytes);
     /* The algorithm is part of the fingerprint: members whose SYMM_COLL_SMALL differ
      * would pick different ones and corrupt an in-place call; this way they get
      * COLL_MISMATCH. */
     uint64_t alg = nbytes <= SYMM_COLL_WORD ? 0 : nbytes <= symm_config.coll_small ? 1 : 2;
     uint64_t args = symm_coll_args(count, (uint64_t)type | alg << 32 | (uint64_t)op << 40,
                                    (uint64_t)a.root, symm_coll_off(dest));
-    symm_coll_t c;
-    CHECK(symm_coll_enter_shaped(team, fn, symm_mix64(args ^ symm_coll_off(src)), n, me, &c));
+    symm_coll_set_args(&c, symm_mix64(args ^ symm_coll_off(src)));
     symm_status_t st = SYMM_SUCCESS;
     if (local) {
         st = symm_coll_fail(&c, local);
@@ -184,7 +181,9 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
     red_args_t a = {NULL, op, type, 0, count, -1};
     size_t nbytes = 0, srcbytes = 0;
     int n, me;
-    symm_coll_shape(team, &n, &me);
+    symm_coll_t c;
+    CHECK(symm_coll_begin(team, fn, &c));
+    n = c.n, me = c.me;
     symm_status_t local = symm_reduce_lookup(fn, type, op, &a.k, &a.es);
     if (!local) local = symm_coll_mul(fn, "count x element size", count, a.es, 1, &nbytes);
     if (!local)
@@ -200,12 +199,9 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
     if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
         local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
                                   2 * (size_t)n * sizeof(uint64_t));
-    symm_coll_t c;
-    symm_status_t st = symm_coll_enter_shaped(
-        team, fn,
-        symm_mix64(symm_coll_args(count, type, op, symm_coll_off(src)) ^ symm_coll_off(dest)),
-        n, me, &c);
-    if (st) goto out_free;
+    symm_coll_set_args(&c, symm_mix64(symm_coll_args(count, type, op, symm_coll_off(src)) ^
+                                      symm_coll_off(dest)));
+    symm_status_t st = SYMM_SUCCESS;
     if (local) {
         st = symm_coll_fail(&c, local);
     } else if (n == 1) {
@@ -220,7 +216,8 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
         }
         CHECK_GOTO(symm_coll_exchange(&c, send, 0, recv), st, out_leave);
         a.k(op, &acc, &recv[0], &recv[1], count);
-        for (int j = 2; j < n; j++) a.k(op, &acc, &acc, &recv[j], count);
+        for (int j = 2; j < n; j++)
+            a.k(op, &acc, &acc, &recv[j], count);
         memcpy(dest, &acc, nbytes);
     } else {
         size_t step = SYMM_COLL_CHUNK / a.es, base = (size_t)me * nbytes;
@@ -234,7 +231,6 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
     }
 out_leave:
     symm_coll_leave(&c);
-out_free:
     symm_coll_scratch_free(&s);
     return st;
 }

@@ -141,6 +141,13 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
     return SYMM_SUCCESS;
 }
 
+symm_status_t symm_coll_begin(symm_team_t team, const char *what, symm_coll_t *c)
+{
+    return symm_coll_enter(team, what, 0, c);
+}
+
+void symm_coll_set_args(symm_coll_t *c, uint64_t args) { c->fp = make_fp(c->what, args); }
+
 symm_status_t symm_coll_enter(symm_team_t team, const char *what, uint64_t args,
                               symm_coll_t *c)
 {
