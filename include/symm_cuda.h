@@ -134,7 +134,10 @@ symm_status_t symm_tile_reduce_multi_on_stream(symm_pool_t pool, symm_tile_t out
  * outputs out_splits / out_offsets / *out_rows (each may be NULL) are in this GPU's
  * memory (device, managed or registered host memory), read and written by the kernel.
  * in (symmetric) holds in_capacity rows: every member checks its own splits against it
- * on the device. out (out_capacity rows) is this GPU's memory, symmetric or not, and must
+ * on the device. As in symm.h, members may pass different symmetric objects as in, and in
+ * may be NULL on a member that sends no rows (in_capacity is then ignored); a member whose
+ * splits send rows from a NULL in fails every member with SYMM_ERR_INVALID_ARG (from
+ * symm_cuda_check). out (out_capacity rows) is this GPU's memory, symmetric or not, and must
  * not overlap in. workspace is a symmetric buffer of at least
  * symm_cuda_a2a_workspace_bytes(n, ne) bytes (n = team size), used by one call at a time:
  * it may be reused by the next call on the same stream. Failures agreed on the device

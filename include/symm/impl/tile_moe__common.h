@@ -27,7 +27,8 @@
 /* The MoE workspace, per member, in the GPU symmetric heap: SYMM_TM_A2A_COPIES copies of
  * one table (block b of a call uses copy b % SYMM_TM_A2A_COPIES: a line shared by every
  * block of the grid cost microseconds of L2 contention per call). A table is a header
- * of SYMM_TM_A2A_HDR words (status, out_capacity, reserved, argument fingerprint), then
+ * of SYMM_TM_A2A_HDR words (status, out_capacity, the byte offset of the member's in from
+ * its workspace, argument fingerprint), then
  * (count, source offset) for every (receiver j, index e), receiver-major. */
 #define SYMM_TM_A2A_HDR 4
 #define SYMM_TM_A2A_COPIES 32

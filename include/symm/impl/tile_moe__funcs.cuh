@@ -29,19 +29,23 @@
  * rounds (nothing is written anywhere) and returns the error.
  *
  * MoE: the split tables never go through the host. Every block of every member writes its
- * (count, source offset) table, its out_capacity, its status (its own in_splits checked
- * against in_capacity) and a fingerprint of the common arguments into its symmetric
- * workspace `ws` (symm_tm_a2a_ws_bytes(n, ne) bytes in the GPU symmetric heap; block b
- * writes copy b % SYMM_TM_A2A_COPIES, all copies hold the same values), then a round;
- * each block reads, in one pass of parallel loads, every member's header, the counts of
- * the capacity check and its column of every table, agrees on validity and on every
- * member's capacity (the same verdict everywhere: any failure fails every member and
- * nothing is written), lays out its output (warp scans, in windows of entries: n * ne <
- * 2^31) and copies its chunks of the moved rows (output order, padding excluded) with
- * 16-byte vectors where aligned. Part 0 writes out_splits / out_offsets / *out_rows (device memory, each may be
- * NULL). A closing round keeps inputs and workspaces alive until every member has read.
- * Two calls in one kernel that follow each other must use different workspaces (a peer's
- * other block may still be reading the first). */
+ * (count, source offset) table, its out_capacity, where its in lies, its status (its own
+ * in_splits checked against in_capacity) and a fingerprint of the common arguments into
+ * its symmetric workspace `ws` (symm_tm_a2a_ws_bytes(n, ne) bytes in the GPU symmetric
+ * heap; block b writes copy b % SYMM_TM_A2A_COPIES, all copies hold the same values),
+ * then a round; each block reads, in one pass of parallel loads, every member's header,
+ * the counts of the capacity check and its column of every table, agrees on validity and
+ * on every member's capacity (the same verdict everywhere: any failure fails every member
+ * and nothing is written), lays out its output (warp scans, in windows of entries:
+ * n * ne < 2^31) and copies its chunks of the moved rows (output order, padding excluded)
+ * with 16-byte vectors where aligned. Readers find a source's rows through the place that
+ * source published, never through their own in: members may pass different symmetric
+ * objects as in, or NULL when they send no rows (a member whose splits send rows from a
+ * NULL in fails every member with SYMM_ERR_INVALID_ARG). Part 0 writes out_splits /
+ * out_offsets / *out_rows (device memory, each may be NULL). A closing round keeps inputs
+ * and workspaces alive until every member has read. Two calls in one kernel that follow
+ * each other must use different workspaces (a peer's other block may still be reading
+ * the first). */
 #ifndef SYMM_IMPL_TILE_MOE__FUNCS_CUH
 #define SYMM_IMPL_TILE_MOE__FUNCS_CUH
 
@@ -723,7 +727,7 @@ SYMM_DEV void prof_flush(uint64_t ep, uint32_t part)
 #endif
 
 #define SYMM_TM_WIN 256
-#define SYMM_TM_DL 32 /* heap deltas kept in shared memory */
+#define SYMM_TM_DL 32 /* heap deltas and sources' inputs kept in shared memory */
 
 /* Inclusive saturating sum of v over the block's threads, in thread order (block size a
  * multiple of 32); *total: the block's sum. Every thread calls. */
@@ -778,6 +782,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     __shared__ uint16_t s_list[SYMM_TM_WIN];
     __shared__ int s_nlist;
     __shared__ int64_t s_dl[SYMM_TM_DL]; /* heap deltas of members < SYMM_TM_DL */
+    __shared__ int64_t s_in[SYMM_TM_DL]; /* their in, as mapped here, from my a.ws */
     const int n = t.n, me = t.me, ne = a.ne;
     const uint32_t tid = thread_linear(), nthr = block_threads(), lane = tid & 31u,
                    warp = tid >> 5, nwarps = (nthr + 31) / 32;
@@ -787,7 +792,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                           nthr < 32 || (nthr & 31) ||
                           (a.kind != SYMM_TM_A2A_DISPATCH && a.major_align) ||
                           (a.kind == SYMM_TM_A2A_1D && ne != 1);
-    const uint64_t N = bad_args ? 0 : (uint64_t)n * (uint64_t)ne, cap_in = a.in_capacity;
+    /* A NULL in holds no rows: any row it would send fails the capacity check below,
+     * and that member's status is then SYMM_ERR_INVALID_ARG. */
+    const uint64_t N = bad_args ? 0 : (uint64_t)n * (uint64_t)ne,
+                   cap_in = a.in ? a.in_capacity : 0;
     const bool publish = !bad_args && !a.fail;
     /* My entry k (receiver-major: j = k / ne, e = k % ne): its count, and for a combine
      * its source offset; issued before the claim so that both are in flight together. */
@@ -882,11 +890,13 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         }
     }
     bad = __syncthreads_or(bad);
-    const int mine = a.fail ? a.fail : bad ? SYMM_ERR_OVERFLOW : 0;
+    const int mine = a.fail ? a.fail : !bad ? 0 : a.in ? SYMM_ERR_OVERFLOW : SYMM_ERR_INVALID_ARG;
     if (tid == 0) {
         ws[0] = (uint64_t)(int64_t)mine;
         ws[1] = a.out_capacity;
-        ws[2] = 0;
+        /* where my in lies, from my workspace (the same offset in every member's heap):
+         * readers find my rows through it, never through their own in */
+        ws[2] = a.in ? (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws) : 0;
         ws[3] = s_fp;
         s_ep = ep0;
         s_rc = mine;
@@ -1005,8 +1015,9 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     if (!roles || warp == nwarps - 1) {
         for (int s = (int)(roles ? lane : tid); s < n; s += (int)(roles ? 32 : nthr)) {
             const uint64_t *h = wsp(s);
-            uint64_t st = ldcg(h), f = ldcg(h + 3);
+            uint64_t st = ldcg(h), io = ldcg(h + 2), f = ldcg(h + 3);
             if (st || f != fp) atomicMin(&s_bad_s, s);
+            if (s < SYMM_TM_DL) s_in[s] = s_dl[s] + (int64_t)io;
         }
     }
     if (!roles || warp == 0)
@@ -1088,14 +1099,16 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                 const uint32_t w = s_list[i];
                 const uint64_t m0 = s_mov[w], cn = s_cnt[w], cl = s_cl[w];
                 const int s = s_sm[w];
-                const int64_t dl = s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s];
+                /* source s's in, from my a.ws (as s published it) */
+                const int64_t sin = s < SYMM_TM_DL ? s_in[s]
+                                                   : t.heap_delta[s] + (int64_t)ldcg(wsp(s) + 2);
                 for (uint64_t c = s_c1[w]; c <= cl; c += nparts) {
                     uint64_t a0 = c * R > m0 ? c * R : m0;
                     uint64_t a1 = (c + 1) * R < m0 + cn ? (c + 1) * R : m0 + cn;
                     uint64_t d0 = s_dst[w] + (a0 - m0), r = a1 - a0;
                     if (d0 > a.out_capacity || r > a.out_capacity - d0)
                         continue; /* cannot happen */
-                    const uint8_t *src = (const uint8_t *)a.in + dl +
+                    const uint8_t *src = (const uint8_t *)a.ws + sin +
                                          (s_src[w] + (a0 - m0)) * rb;
                     copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb);
                 }
@@ -1163,7 +1176,8 @@ SYMM_DEV int symm_dev_tile_reduce_multi_block(const symm_dev_team_t &t, symm_til
 }
 
 /* MoE: the arguments of the CPU calls of symm.h, plus in_capacity (rows of in: every
- * member checks its own splits against it) and ws (see above). The count arrays are in
+ * member checks its own splits against it; ignored when in is NULL) and ws (see above).
+ * in is symmetric, any object on each member, or NULL on a member that sends no rows. The count arrays are in
  * this GPU's memory, as size_t. */
 SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
                                          size_t out_capacity, const void *in,

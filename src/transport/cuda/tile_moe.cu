@@ -439,11 +439,14 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
                               "%s: workspace %p (+%zu bytes, symm_cuda_a2a_workspace_bytes) is "
                               "not an 8-byte aligned range of the GPU symmetric heap",
                               fn, a.ws, wsb);
-    /* Local arguments: a failure is published on the device, so every member fails. */
+    /* Local arguments: a failure is published on the device, so every member fails. A NULL
+     * in holds no rows (in_capacity is then ignored): it is valid if this member sends
+     * none, which only the device sees (its splits are there); the kernel fails every
+     * member with SYMM_ERR_INVALID_ARG otherwise. */
     symm_status_t local = SYMM_SUCCESS;
     size_t in_bytes = 0, out_bytes = 0;
     uintptr_t wlo = (uintptr_t)a.ws, whi = wlo + wsb;
-    if (__builtin_mul_overflow(a.in_capacity, a.row_bytes, &in_bytes))
+    if (a.in && __builtin_mul_overflow(a.in_capacity, a.row_bytes, &in_bytes))
         local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: in_capacity %zu rows of %zu bytes "
                                "overflows", fn, a.in_capacity, a.row_bytes);
     else if (in_bytes && !in_gpu_heap(a.in, in_bytes))
