@@ -13,8 +13,8 @@
  *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
  * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096)
  *        [--skel] (the dispatch's skeleton, see k_skel)
- *        [--prof] (the MoE dispatch alone; a build with -DSYMM_TM_PROF also prints the
- *        times of its steps, per PE) [--blocks N] (--prof: N blocks, default automatic) */
+ *        [--prof] (the MoE dispatch alone: a short run, to profile with ncu)
+ *        [--blocks N] (--prof: N blocks, default automatic) */
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -133,61 +133,6 @@ static void row(const char *op, size_t bytes, int nb, double t, double tc)
                nb, t * 1e6, bytes / t * 1e-9, bytes / tc * 1e-9, 100.0 * tc / t, g_host * 1e6);
     fflush(stdout);
 }
-
-#ifdef SYMM_TM_PROF
-extern "C" int symm_tm_prof_read(uint64_t *dst, size_t n);
-/* The stamps of the dispatch's last calls (tile_moe__funcs.cuh, SYMM_TM_PROF: the global
- * timer, one clock for all SMs): per step, the median and the last block's time since the
- * first block started its body (after the launch wait), in us. PEs print in turn. */
-static void prof_report(int nb)
-{
-    const int S = 16, B = 264, T = 17, START = 1, LAYOUT = 7, COPIED = 8, SMID = 16;
-    static const char *names[] = {"entry",  "start",  "claimed", "published",  "round 1",
-                                  "loaded", "verdict", "layout", "copied",     "round 2",
-                                  "end",    "preclaim", "need",  "R",          "chunks",
-                                  "scanned"};
-    /* the steps in the order they happen */
-    static const int steps[] = {0, 1, 11, 2, 3, 4, 12, 5, 6, 13, 14, 15, 7, 8, 9, 10};
-    std::vector<uint64_t> buf((size_t)S * B * T);
-    if (symm_tm_prof_read(buf.data(), buf.size())) {
-        fprintf(stderr, "symm_tm_prof_read failed\n");
-        return;
-    }
-    auto at = [&](int s, int b, int i) { return buf[((size_t)s * B + b) * T + i]; };
-    std::vector<std::pair<uint64_t, int>> order;
-    for (int s = 0; s < S; s++)
-        if (at(s, 0, START)) order.push_back({at(s, 0, START), s});
-    std::sort(order.begin(), order.end());
-    for (int pe = 0; pe < g_n; pe++) {
-        OK(symm_barrier_all());
-        if (pe != g_me) continue;
-        for (size_t k = order.size() >= 5 ? order.size() - 5 : 0; k + 1 < order.size(); k++) {
-            int s = order[k].second;
-            uint64_t t0 = UINT64_MAX;
-            for (int b = 0; b < nb && b < B; b++) t0 = std::min(t0, at(s, b, START));
-            printf("PROF pe %d call at %llu ns (first block's start)\n", g_me,
-                   (unsigned long long)(t0 % 1000000000ull));
-            for (int i : steps) {
-                std::vector<double> d;
-                for (int b = 0; b < nb && b < B; b++)
-                    d.push_back((double)(int64_t)(at(s, b, i) - t0) * 1e-3);
-                std::sort(d.begin(), d.end());
-                printf("PROF pe %d   %-10s first %7.2f  median %7.2f  last %7.2f us\n", g_me,
-                       names[i], d.front(), d[d.size() / 2], d.back());
-            }
-            if (k + 2 != order.size()) continue;
-            /* the last call, block by block: its SM and its copy's start and end */
-            for (int b = 0; b < nb && b < B; b++)
-                printf("PROFBLK pe %d block %d sm %llu layout %.2f copied %.2f us\n", g_me, b,
-                       (unsigned long long)at(s, b, SMID),
-                       (double)(int64_t)(at(s, b, LAYOUT) - t0) * 1e-3,
-                       (double)(int64_t)(at(s, b, COPIED) - t0) * 1e-3);
-        }
-        fflush(stdout);
-    }
-    OK(symm_barrier_all());
-}
-#endif
 
 /* The skeleton's copies through shared memory. */
 #define SKEL_DEV __device__ __forceinline__
@@ -625,17 +570,11 @@ int main(int argc, char **argv)
         OK(symm_finalize());
         return 0;
     }
-    if (prof) { /* the dispatch alone (also a short run to profile with ncu) */
+    if (prof) { /* the dispatch alone: a short run, to profile with ncu */
         const int nb = pblocks ? pblocks : nauto;
         double tp = timed([&] { return dispatch(pblocks); });
         if (!g_me) printf("PROF dispatch, %zu tokens, %d blocks: %.2f us per call\n", tokens,
                           nb, tp * 1e6);
-#ifdef SYMM_TM_PROF
-        prof_report(nb);
-#else
-        if (!g_me) printf("--prof: no step stamps in this build (configure with "
-                          "-DCMAKE_CUDA_FLAGS=-DSYMM_TM_PROF)\n");
-#endif
         OK(symm_finalize());
         return 0;
     }

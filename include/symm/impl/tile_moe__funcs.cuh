@@ -681,51 +681,6 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
     for (uint64_t k = tid; k < tail; k += nthr) dst[t0 + k] = __ldcg(src + t0 + k);
 }
 
-/* A profiling build (-DSYMM_TM_PROF, never the default): thread 0 of every block stamps
- * the global timer (ns, one clock for every SM) at the steps of the MoE body below (the
- * PROF_* indices) and, at the end, copies the stamps into prof_buf[call % SLOTS][block]
- * (call = episode / 2 of the block's duplicate); the host reads them with
- * symm_tm_prof_read() (tile_moe.cu) and symm-gpu-tile-moe-bench --prof prints them. */
-#ifdef SYMM_TM_PROF
-#define SYMM_TM_PROF_SLOTS 16
-#define SYMM_TM_PROF_BLOCKS 264
-#define SYMM_TM_PROF_STEPS 17 /* the steps below, then the block's SM */
-enum { PROF_ENTRY, PROF_START, PROF_CLAIMED, PROF_PUBLISHED, PROF_ROUND1, PROF_LOADED,
-       PROF_VERDICT, PROF_LAYOUT, PROF_COPIED, PROF_ROUND2, PROF_END,
-       /* finer steps, in thread 0 */
-       PROF_PRECLAIM, PROF_NEED, PROF_R, PROF_CHUNKS, PROF_SCANNED, PROF_SMID };
-__device__ uint64_t prof_buf[SYMM_TM_PROF_SLOTS * SYMM_TM_PROF_BLOCKS * SYMM_TM_PROF_STEPS];
-SYMM_DEV uint64_t *prof_s(void)
-{
-    __shared__ uint64_t s[SYMM_TM_PROF_STEPS];
-    return s;
-}
-SYMM_DEV void prof_stamp(int i)
-{
-    if (symm_detail::thread_linear() == 0) prof_s()[i] = symm_detail::globaltimer();
-}
-SYMM_DEV void prof_entry(void)
-{
-    if (symm_detail::thread_linear() == 0) {
-        prof_s()[PROF_ENTRY] = symm_detail::globaltimer();
-    }
-}
-SYMM_DEV void prof_flush(uint64_t ep, uint32_t part)
-{
-    if (symm_detail::thread_linear() != 0 || part >= SYMM_TM_PROF_BLOCKS) return;
-    prof_s()[PROF_END] = symm_detail::globaltimer();
-    uint32_t sm;
-    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
-    prof_s()[PROF_SMID] = sm;
-    uint64_t *d = prof_buf + ((ep / 2) % SYMM_TM_PROF_SLOTS) * SYMM_TM_PROF_BLOCKS *
-                                 SYMM_TM_PROF_STEPS + (uint64_t)part * SYMM_TM_PROF_STEPS;
-    for (int i = 0; i < SYMM_TM_PROF_STEPS; i++) d[i] = prof_s()[i];
-}
-#define SYMM_TM_STAMP(i) prof_stamp(i)
-#else
-#define SYMM_TM_STAMP(i) ((void)0)
-#endif
-
 #define SYMM_TM_WIN 256
 #define SYMM_TM_DL 32 /* heap deltas and sources' inputs kept in shared memory */
 
@@ -829,12 +784,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     /* The stream form: everything above reads only parameters, so it overlaps the end of
      * the kernel before this one on the stream; from here on memory it wrote is read. */
     if (a.trigger) pdl_wait();
-    SYMM_TM_STAMP(PROF_START);
     uint64_t cnt0, off0;
     load_entry(tid, &cnt0, &off0);
 
     __syncthreads(); /* nobody still reads the shared variables of an earlier call */
-    SYMM_TM_STAMP(PROF_PRECLAIM);
     int owned = 0;
     uint64_t ep0 = 0;
     if (tid == 0) {
@@ -844,7 +797,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         s_claim = c < 0 ? c : 0;
     }
     __syncthreads();
-    SYMM_TM_STAMP(PROF_CLAIMED);
     if (s_claim) return s_claim;
     if (bad_args) {
         if (part == 0 && tid == 0) record(t, SYMM_ERR_INVALID_ARG, W, 0, 0);
@@ -906,7 +858,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     }
     __syncthreads(); /* the table is written (a round's release covers the block's stores) */
     const uint64_t ep = s_ep;
-    SYMM_TM_STAMP(PROF_PUBLISHED);
     int rc = round_part(t, ep + 1, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     if (__syncthreads_or(rc != 0)) { /* every member's table and input are ready */
         __syncthreads();
@@ -917,7 +868,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         return SYMM_ERR_TIMEOUT;
     }
     if (a.trigger) pdl_launch_dependents(); /* see tile_impl */
-    SYMM_TM_STAMP(PROF_ROUND1);
 
     /* ---- one pass of loads: headers, the counts of the capacity check, window 0; with
      * four warps or more, each on its own warps so that the loads are in flight together */
@@ -989,7 +939,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                 s_dst[o - w0] = dst;
                 s_mov[o - w0] = mov;
                 has = c1 <= cl;
-                if (c0 == w0) SYMM_TM_STAMP(PROF_CHUNKS);
                 if (store && part == 0) {
                     if (a.out_splits) a.out_splits[o] = cnt;
                     if (a.out_offsets) a.out_offsets[o] = dst;
@@ -1009,7 +958,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             s_total = c_moved + c_pad;
             s_nlist = c_list;
         }
-        SYMM_TM_STAMP(PROF_SCANNED);
     };
 
     if (!roles || warp == nwarps - 1) {
@@ -1030,7 +978,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         for (int d = 16; d > 0; d >>= 1) mv = sat_add(mv, __shfl_xor_sync(0xffffffffu, mv, d));
         const uint64_t R = symm_tm_moe_chunk_rows(mv, rb, nparts);
         if (lane == 0) s_R = R;
-        SYMM_TM_STAMP(PROF_R);
         layout_window(0, N, R, false);
     }
     for (int m = (int)(warp - need_first); warp >= need_first && m < n && warp < need_first + need_warps;
@@ -1056,9 +1003,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             if (m == me) s_moved_me = moved;
         }
     }
-    SYMM_TM_STAMP(PROF_NEED);
     __syncthreads();
-    SYMM_TM_STAMP(PROF_LOADED);
     /* The verdict: my own status, else the first member whose status or arguments are
      * bad, else the first member whose output would not fit. The same everywhere (every
      * thread reads the same shared values, so all take the same branch). */
@@ -1072,7 +1017,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         if (tid == 0 && !early) s_R = symm_tm_moe_chunk_rows(s_moved_me, rb, nparts);
         __syncthreads();
     }
-    SYMM_TM_STAMP(PROF_VERDICT);
 
     /* ---- layout in windows (warp 0; done above with early) and copy of my band of the
      * moved rows (all) */
@@ -1094,7 +1038,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                 if (warp == 0) layout_window(w0, wn, R, true);
                 __syncthreads();
             }
-            if (w0 == 0) SYMM_TM_STAMP(PROF_LAYOUT);
             for (int i = 0, ni = s_nlist; i < ni; i++) { /* my chunks of the window */
                 const uint32_t w = s_list[i];
                 const uint64_t m0 = s_mov[w], cn = s_cnt[w], cl = s_cl[w];
@@ -1117,7 +1060,6 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         }
         if (part == 0 && tid == 0 && a.out_rows) *a.out_rows = s_total;
     }
-    SYMM_TM_STAMP(PROF_COPIED);
     if (s_rc && part == 0 && tid == 0)
         record(t, s_rc, W, s_fail_m < n ? (uint32_t)s_fail_m : 0xffffffffu, 0);
     const int agreed = s_rc;
@@ -1125,15 +1067,11 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     /* Every member runs the closing round (the verdict above is the same everywhere). */
     rc = round_part(t, ep + 2, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
     rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0; /* nobody reads my input or ws */
-    SYMM_TM_STAMP(PROF_ROUND2);
     __syncthreads();
     if (tid == 0) { /* the episode this call leaves, and the release if the claim was ours */
         if (owned) unclaim_ep(t, ep + 2);
         else set_episode(t, ep + 2);
     }
-#ifdef SYMM_TM_PROF
-    prof_flush(ep, part);
-#endif
     return agreed ? agreed : rc;
 }
 

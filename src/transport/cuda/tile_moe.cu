@@ -102,9 +102,6 @@ struct a2a_params {
 __global__ void __launch_bounds__(kA2aThreads, SYMM_TM_A2A_MINB)
     k_a2a(const __grid_constant__ a2a_params p)
 {
-#ifdef SYMM_TM_PROF
-    symm_tm::prof_entry();
-#endif
     __shared__ __align__(16) a2a_params sp;
     params_to_shared(p, sp);
     symm_dev_team_t t = team_of(sp.pool, sp.fast, blockIdx.x);
@@ -619,12 +616,3 @@ extern "C" int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t
                         : resident_cap((const void *)k_a2a, nullptr, kA2aThreads);
     return auto_blocks(cap, dp, kind, bytes);
 }
-
-#ifdef SYMM_TM_PROF
-/* The profiling build's stamps (tile_moe__funcs.cuh): n words of symm_tm::prof_buf. */
-extern "C" int symm_tm_prof_read(uint64_t *dst, size_t n)
-{
-    cudaError_t e = cudaMemcpyFromSymbol(dst, symm_tm::prof_buf, n * sizeof(uint64_t));
-    return e == cudaSuccess ? 0 : -1;
-}
-#endif
