@@ -230,31 +230,12 @@ SYMM_DEV void tile_units(const symm_dev_team_t &t, const symm_tile_t &out, const
 }
 
 /* Loads and stores of data each block touches once: a peer's input (read after a round's
- * acquire, so these weak loads see the peer's writes) and the outputs. By default with the
+ * acquire, so these weak loads see the peer's writes) and the outputs. Both with the
  * streaming hint (.cs: evict first), so that the streamed bytes do not push the kernels'
- * code, the split tables and the round flags out of the L2 between calls. On an H200 with
- * 4 PEs under MPS, 29 MB MoE dispatch 76.6 -> 72.9 us, 16 MiB tile allreduce 44.5 ->
- * 41.8 us (an L2 evict-first policy on both was 74.0 us; .cs on the loads or on the stores
- * alone 77.4 / 76.0 us). SYMM_TM_STREAM_HINTS=0: .cg loads and plain stores. */
-#ifndef SYMM_TM_STREAM_HINTS
-#define SYMM_TM_STREAM_HINTS 1
-#endif
-SYMM_DEV uint4 ld_once(const uint4 *p)
-{
-#if SYMM_TM_STREAM_HINTS
-    return __ldcs(p);
-#else
-    return __ldcg(p);
-#endif
-}
-SYMM_DEV void st_once(uint4 *p, const uint4 &v)
-{
-#if SYMM_TM_STREAM_HINTS
-    __stcs(p, v);
-#else
-    *p = v;
-#endif
-}
+ * code, the split tables and the round flags out of the L2 between calls; the hint pays
+ * only on both sides together. */
+SYMM_DEV uint4 ld_once(const uint4 *p) { return __ldcs(p); }
+SYMM_DEV void st_once(uint4 *p, const uint4 &v) { __stcs(p, v); }
 
 /* The fast form of tile_units for tiles whose rows all start 16-byte aligned (in and out,
  * on every member) and hold whole 16-byte vectors: the tile is a flat sequence of
@@ -649,18 +630,13 @@ SYMM_DEV uint64_t warp_scan_sat(uint64_t v, uint32_t lane)
     return v;
 }
 
-/* 16-byte loads in flight per thread in copy_from_peer (H200: 4, 12 and 16 slower; with the
- * .cs hints 6 and 12 too). */
-#ifndef SYMM_TM_MOE_UNROLL
-#define SYMM_TM_MOE_UNROLL 8
-#endif
-
 /* Block copy of nbytes from a peer's memory (read at L2) into local memory: up to U
  * 16-byte loads in flight per thread before any store (a store could alias the next
- * loads, so the compiler would not overlap iterations by itself). */
+ * loads, so the compiler would not overlap iterations by itself). U = 8: enough loads in
+ * flight to cover a peer's latency within the MoE kernel's registers. */
 SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
 {
-    constexpr int U = SYMM_TM_MOE_UNROLL;
+    constexpr int U = 8;
     const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
     int vec = (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
     uint64_t head, nvec, tail;

@@ -17,20 +17,11 @@ extern "C" {
 namespace {
 
 const int kThreads = 512;
-/* The MoE kernel's shape, overridable at build time for A/B runs (scripts/gpu-ab): threads
- * a block, and blocks per SM its registers must allow (the automatic block count follows
- * the occupancy). Default: 512 threads, 127 registers, one block per SM. H200, 29 MB
- * dispatch at 1 / 2 / 4 PEs (docs/PERFORMANCE.md, session 9): 19.7 / 39.0 / 72.2 us;
- * 1024 threads 35.4 / 64.0 / 120.3, with 4 loads in flight 23.6 / 43.0 / 79.8; two blocks
- * per SM 29.7 / 53.4 / 95.9, with 4 in flight 80.3 at 4 PEs. Both cap a thread at 64
- * registers, and the copy loop then spills. */
-#ifndef SYMM_TM_A2A_THREADS
-#define SYMM_TM_A2A_THREADS 512
-#endif
-const int kA2aThreads = SYMM_TM_A2A_THREADS;
-#ifndef SYMM_TM_A2A_MINB
-#define SYMM_TM_A2A_MINB 1
-#endif
+/* The MoE kernel's shape: 512 threads a block, one block per SM, so that a thread may
+ * use up to 127 registers (the automatic block count follows the occupancy). 1024
+ * threads, or two blocks per SM, would cap a thread at 64 registers, and the copy loop
+ * would spill. */
+const int kA2aThreads = 512;
 /* Tile bytes per block when choosing the block count. One block moves only ~13 GB/s, so
  * small tiles want many blocks: 32 KiB (was 256 KiB) took a 1 MiB tile allreduce at 1 PE
  * from 23.2 to 8.4 us on an H200 (25% -> 71% of a device copy). */
@@ -99,8 +90,7 @@ struct a2a_params {
     symm_tm::a2a_args a;
 };
 
-__global__ void __launch_bounds__(kA2aThreads, SYMM_TM_A2A_MINB)
-    k_a2a(const __grid_constant__ a2a_params p)
+__global__ void __launch_bounds__(kA2aThreads, 1) k_a2a(const __grid_constant__ a2a_params p)
 {
     __shared__ __align__(16) a2a_params sp;
     params_to_shared(p, sp);
