@@ -12,10 +12,8 @@
  *           as a copy of the same bytes does)
  *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
  * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096)
- *        [--skel] (the dispatch's skeleton, see k_skel)
  *        [--prof] (the MoE dispatch alone: a short run, to profile with ncu)
  *        [--blocks N] (--prof: N blocks, default automatic) */
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,9 +21,6 @@
 #include <vector>
 
 #include "symm_cuda.h"
-#include "symm_device.cuh"
-#include "symm/impl/tile_moe__funcs.cuh"
-#include "transport/cuda/cuda_coll.h"
 
 #include "bench_check.h"
 
@@ -134,319 +129,6 @@ static void row(const char *op, size_t bytes, int nb, double t, double tc)
     fflush(stdout);
 }
 
-/* The skeleton's copies through shared memory. */
-#define SKEL_DEV __device__ __forceinline__
-namespace skel {
-using symm_tm::st_once;
-
-/* Bulk copies through shared memory (sm_90's tensor memory accelerator, plain bulk form):
- * one thread keeps up to SKEL_TMA_AHEAD + 1 pieces of the copy loading into a ring of
- * SKEL_TMA_SLOTS slots of the stage while it stores the earlier ones, so that the
- * bytes in flight are set by the stage's size, not by registers (the dispatch's register
- * copy has a 64 KiB chunk per block in flight at most). Pieces are multiples of 16 bytes
- * at 16-byte aligned addresses. Measured in sessions 9-10 in the dispatch itself too: no
- * faster than the register copy (docs/PERFORMANCE.md), so only the skeleton has it. */
-#define SKEL_TMA_SLOTS 8
-#define SKEL_TMA_AHEAD 5
-struct tma_pipe {
-    uint8_t *stage;
-    uint32_t piece; /* bytes a slot */
-    uint32_t j;     /* pieces issued */
-    uint64_t pol;   /* L2 policy of the copies (evict first, as the dispatch's .cs hint) */
-    uint64_t *mbar; /* [SLOTS] in shared memory */
-    uint8_t **dst;  /* [SLOTS]: each slot's destination and bytes */
-    uint32_t *bytes;
-};
-SKEL_DEV uint32_t smem_u32(const void *p) { return (uint32_t)__cvta_generic_to_shared(p); }
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-SKEL_DEV void tma_begin(tma_pipe &p)
-{
-    for (int i = 0; i < SKEL_TMA_SLOTS; i++)
-        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(smem_u32(p.mbar + i))
-                     : "memory");
-    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-    /* the peers' rows were seen through generic loads (the round); the bulk loads are in
-     * the async proxy */
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p.pol));
-    p.j = 0;
-}
-SKEL_DEV void tma_store_piece(tma_pipe &p, uint32_t k)
-{
-    const uint32_t ks = k % SKEL_TMA_SLOTS, par = (k / SKEL_TMA_SLOTS) & 1;
-    const uint32_t m = smem_u32(p.mbar + ks);
-    uint32_t done;
-    do {
-        asm volatile("{ .reg .pred q; mbarrier.try_wait.parity.shared::cta.b64 q, [%1], %2; "
-                     "selp.u32 %0, 1, 0, q; }"
-                     : "=r"(done)
-                     : "r"(m), "r"(par)
-                     : "memory");
-    } while (!done);
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-    asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint"
-                 " [%0], [%1], %2, %3;" ::"l"(p.dst[ks]),
-                 "r"(smem_u32(p.stage + (size_t)ks * p.piece)),
-                 "r"(p.bytes[ks]), "l"(p.pol)
-                 : "memory");
-    asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-/* One piece (bytes <= p.piece, a multiple of 16; src, dst 16-byte aligned). */
-SKEL_DEV void tma_piece(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint32_t bytes)
-{
-    constexpr uint32_t S = SKEL_TMA_SLOTS, L = SKEL_TMA_AHEAD;
-    static_assert(L + 1 <= S, "a slot is reloaded only after its store was issued");
-    const uint32_t j = p.j, slot = j % S;
-    /* slot's last piece, j - S, was stored among pieces 0 .. j - 1 - L: all but the
-     * S - 1 - L latest store groups must have read their slots */
-    if (j >= S) asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(S - 1 - L) : "memory");
-    p.dst[slot] = dst;
-    p.bytes[slot] = bytes;
-    const uint32_t m = smem_u32(p.mbar + slot);
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(m), "r"(bytes)
-                 : "memory");
-    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
-                 ".L2::cache_hint [%0], [%1], %2, [%3], %4;"
-                 ::"r"(smem_u32(p.stage + (size_t)slot * p.piece)), "l"(src), "r"(bytes),
-                 "r"(m), "l"(p.pol)
-                 : "memory");
-    if (j >= L) tma_store_piece(p, j - L);
-    p.j = j + 1;
-}
-/* nbytes (a multiple of 16; src, dst 16-byte aligned) in pieces of at most p.piece. */
-SKEL_DEV void tma_copy(tma_pipe &p, uint8_t *dst, const uint8_t *src, uint64_t nbytes)
-{
-    for (uint64_t o = 0; o < nbytes; o += p.piece)
-        tma_piece(p, dst + o, src + o, (uint32_t)(nbytes - o < p.piece ? nbytes - o : p.piece));
-}
-/* Stores what is left, waits until every store is complete, and makes the stores visible
- * to the generic proxy (the closing round's release follows). */
-SKEL_DEV void tma_end(tma_pipe &p)
-{
-    for (uint32_t k = p.j > SKEL_TMA_AHEAD ? p.j - SKEL_TMA_AHEAD : 0; k < p.j; k++)
-        tma_store_piece(p, k);
-    asm volatile("cp.async.bulk.wait_group 0;" ::: "memory");
-    asm volatile("fence.proxy.async.global;" ::: "memory");
-    for (int i = 0; i < SKEL_TMA_SLOTS; i++)
-        asm volatile("mbarrier.inval.shared::cta.b64 [%0];" ::"r"(smem_u32(p.mbar + i))
-                     : "memory");
-}
-#else
-SKEL_DEV void tma_begin(tma_pipe &) {}
-SKEL_DEV void tma_copy(tma_pipe &, uint8_t *, const uint8_t *, uint64_t) {}
-SKEL_DEV void tma_end(tma_pipe &) {}
-#endif
-
-/* Copy through shared memory with per-thread async copies (cp.async, sm_80 on): the
- * pieces of a block's copy go in turn into the two halves of a stage; while piece p loads
- * into one half, every thread stores piece p - 1 from the other (each thread the 16-byte
- * vectors it loaded itself, so no block barrier), so that a block keeps up to two
- * pieces' bytes in flight with no registers holding them. Pieces: bytes <= half, a
- * multiple of 16, src and dst 16-byte aligned. */
-struct cpa_pipe {
-    uint8_t *stage;  /* 2 * half bytes of shared memory, 16-byte aligned */
-    uint32_t half;   /* bytes a half */
-    uint32_t p;      /* pieces issued */
-    uint8_t *pdst;   /* the last piece's destination and bytes (not yet stored) */
-    uint32_t pbytes;
-};
-SKEL_DEV void cpa_store_last(cpa_pipe &c, uint32_t tid, uint32_t nthr)
-{
-    const uint8_t *buf = c.stage + ((c.p - 1) & 1) * c.half;
-    uint4 *d4 = (uint4 *)c.pdst;
-#pragma unroll 4
-    for (uint32_t v = tid; v < c.pbytes / 16; v += nthr)
-        st_once(d4 + v, *(const uint4 *)(buf + (size_t)v * 16));
-}
-SKEL_DEV void cpa_piece(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint32_t bytes,
-                        uint32_t tid, uint32_t nthr)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    uint8_t *buf = c.stage + (c.p & 1) * c.half;
-#pragma unroll 4
-    for (uint32_t v = tid; v < bytes / 16; v += nthr)
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(
-                         smem_u32(buf + (size_t)v * 16)),
-                     "l"(src + (size_t)v * 16)
-                     : "memory");
-    asm volatile("cp.async.commit_group;" ::: "memory");
-    if (c.p) {
-        asm volatile("cp.async.wait_group 1;" ::: "memory");
-        cpa_store_last(c, tid, nthr);
-    }
-#endif
-    c.pdst = dst;
-    c.pbytes = bytes;
-    c.p++;
-}
-SKEL_DEV void cpa_copy(cpa_pipe &c, uint8_t *dst, const uint8_t *src, uint64_t nbytes,
-                       uint32_t tid, uint32_t nthr)
-{
-    for (uint64_t o = 0; o < nbytes; o += c.half)
-        cpa_piece(c, dst + o, src + o, (uint32_t)(nbytes - o < c.half ? nbytes - o : c.half),
-                  tid, nthr);
-}
-SKEL_DEV void cpa_end(cpa_pipe &c, uint32_t tid, uint32_t nthr)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-    if (c.p) {
-        asm volatile("cp.async.wait_group 0;" ::: "memory");
-        cpa_store_last(c, tid, nthr);
-    }
-#endif
-    c.p = 0;
-}
-} // namespace skel
-
-/* --skel: the MoE step's skeleton, to find the floor of its structure. Block b copies
- * chunks b, b + nb, ... of `rows` rows of rb bytes (R rows a chunk, as the dispatch lays
- * them out) from the member the chunk's rows come from (rows split evenly over the
- * members, as the dispatch's column is) into out, with the dispatch's copy loop. ROUNDS: a
- * claim and a round on duplicate b before the copy, a closing round after it (the
- * dispatch less its tables and layout); else the copy alone. MODE: SK_STATIC as above;
- * SK_TMA with the bulk copies through 128 KiB of shared memory (skel::tma_pipe); SK_DYN the blocks take chunks in turn from a counter of this PE
- * (atomicAdd) instead; SK_DYN_ALL the blocks of every member take chunks of every
- * member's output from one counter on member 0 (ROUNDS only: a member's output is whole
- * after the closing round); SK_CPA with cp.async through the two halves of the stage
- * (skel::cpa_pipe). Launched with programmatic dependent launch, as the dispatch
- * is. (A closing round without the first one may hang under MPS: the next call's blocks,
- * let in after the copy, can take the SMs that a peer's blocks of this call still wait
- * for.) */
-const size_t kSkelStage = (size_t)128 << 10;
-enum { SK_STATIC, SK_TMA, SK_DYN, SK_DYN_ALL, SK_CPA, SK_MODES };
-/* SK_DYN's counters, of this PE: chunks taken, blocks done (the last one zeroes both) */
-__device__ unsigned long long g_skel_ctr[2];
-template <bool ROUNDS, int MODE>
-__global__ void __launch_bounds__(512) k_skel(symm_dev_pool_t pool, uint8_t *out,
-                                              const uint8_t *in, uint64_t rows, uint64_t rb,
-                                              uint64_t R, unsigned long long *ctr_all)
-{
-    using namespace symm_detail;
-    __shared__ uint64_t s_ep, s_next;
-    __shared__ int s_own;
-    __shared__ uint64_t s_mbar[SKEL_TMA_SLOTS];
-    __shared__ uint8_t *s_pdst[SKEL_TMA_SLOTS];
-    __shared__ uint32_t s_pbytes[SKEL_TMA_SLOTS];
-    extern __shared__ __align__(128) uint8_t stage[];
-    const symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
-    const uint32_t tid = threadIdx.x, nthr = blockDim.x;
-    pdl_wait();
-    if (ROUNDS && tid == 0) {
-        uint64_t ep;
-        s_own = claim(t, SYMM_DEV_WHAT_MOE, holder_tag(SUB_BLOCK), &ep) == 1;
-        s_ep = ep;
-    }
-    __syncthreads();
-    if (ROUNDS) {
-        round_part(t, s_ep + 1, tid, nthr, SYMM_DEV_WHAT_MOE);
-        __syncthreads();
-    }
-    pdl_launch_dependents();
-    const int n = pool.n;
-    const uint64_t nch = (rows + R - 1) / R, per = (rows + n - 1) / n;
-    const bool all = MODE == SK_DYN_ALL;
-    unsigned long long *ctr =
-        all ? (unsigned long long *)((char *)ctr_all + pool.heap_delta[0]) : g_skel_ctr;
-    const uint64_t ntake = all ? nch * n : nch;
-    const uint64_t nblk = all ? (uint64_t)gridDim.x * n : gridDim.x;
-    /* chunk c of member d's output: fn(dst, src, bytes) for each piece by source member */
-    auto one_chunk = [&](uint64_t c, int d, auto &&fn) {
-        const uint64_t c1 = (c + 1) * R < rows ? (c + 1) * R : rows;
-        uint8_t *o = out + pool.heap_delta[d];
-        for (uint64_t r0 = c * R, r1; r0 < c1; r0 = r1) {
-            const int s = (int)(r0 / per);
-            r1 = (s + 1) * per < c1 ? (s + 1) * per : c1;
-            /* member s's rows for d: its input's rows [d * per, (d + 1) * per) */
-            const uint64_t src = (uint64_t)d * per + (r0 - s * per);
-            fn(o + r0 * rb, in + pool.heap_delta[s] + src * rb, (r1 - r0) * rb);
-        }
-    };
-    auto each_chunk = [&](auto &&fn) {
-        if constexpr (MODE == SK_DYN || MODE == SK_DYN_ALL) {
-            for (;;) {
-                if (tid == 0) s_next = atomicAdd(ctr, 1ull);
-                __syncthreads();
-                const uint64_t k = s_next;
-                __syncthreads();
-                if (k >= ntake) break;
-                /* members interleaved, so that every output fills at the same pace */
-                one_chunk(all ? k / n : k, all ? (int)(k % n) : pool.me, fn);
-            }
-            if (tid == 0) {
-                __threadfence();
-                if (atomicAdd(ctr + 1, 1ull) == nblk - 1) { /* every block has taken its last */
-                    ctr[0] = 0;
-                    ctr[1] = 0;
-                    __threadfence();
-                }
-            }
-        } else {
-            for (uint64_t c = blockIdx.x; c < nch; c += gridDim.x) one_chunk(c, pool.me, fn);
-        }
-    };
-    if constexpr (MODE == SK_CPA) {
-        skel::cpa_pipe cp = {stage, (uint32_t)(kSkelStage / 2), 0, nullptr, 0};
-        each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-            skel::cpa_copy(cp, d, sr, nb, tid, nthr);
-        });
-        skel::cpa_end(cp, tid, nthr);
-    } else if constexpr (MODE == SK_TMA) {
-        if (tid == 0) {
-            skel::tma_pipe tp = {stage, (uint32_t)(kSkelStage / SKEL_TMA_SLOTS), 0, 0,
-                                 s_mbar, s_pdst, s_pbytes};
-            skel::tma_begin(tp);
-            each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-                skel::tma_copy(tp, d, sr, nb);
-            });
-            skel::tma_end(tp);
-        }
-    } else {
-        each_chunk([&](uint8_t *d, const uint8_t *sr, uint64_t nb) {
-            symm_tm::copy_from_peer(d, sr, nb);
-        });
-    }
-    if (ROUNDS) {
-        __syncthreads();
-        round_part(t, s_ep + 2, tid, nthr, SYMM_DEV_WHAT_MOE);
-        __syncthreads();
-        if (tid == 0) {
-            if (s_own) unclaim_ep(t, s_ep + 2);
-            else set_episode(t, s_ep + 2);
-        }
-    }
-}
-
-/* The skeletons the rows below time (null: none). */
-static const void *const k_skels[2][SK_MODES] = {
-    {(const void *)k_skel<false, SK_STATIC>, (const void *)k_skel<false, SK_TMA>, nullptr,
-     nullptr, (const void *)k_skel<false, SK_CPA>},
-    {(const void *)k_skel<true, SK_STATIC>, nullptr, (const void *)k_skel<true, SK_DYN>,
-     (const void *)k_skel<true, SK_DYN_ALL>, (const void *)k_skel<true, SK_CPA>}};
-
-/* one: reserve the TMA stage without TMA too, so that one block fits on an SM (the
- * dispatch's case: its registers allow no second one); split: chunks of R / split rows.
- * ctr_all: SK_DYN_ALL's counters (symmetric, zeroed). skel_prepare first. */
-static symm_status_t skel_launch(bool rounds, int mode, int nb, symm_dev_pool_t dp,
-                                 uint8_t *out, const uint8_t *in, uint64_t rows, uint64_t rb,
-                                 unsigned long long *ctr_all, bool one = false, int split = 1)
-{
-    uint64_t R = symm_tm_moe_chunk_rows(rows, rb, (uint32_t)nb);
-    R = R / split ? R / split : 1;
-    void *args[] = {&dp, &out, &in, &rows, &rb, &R, &ctr_all};
-    return symm_cuda_launch_pdl(k_skels[rounds][mode], dim3(nb), dim3(512), args,
-                                mode == SK_TMA || mode == SK_CPA || one ? kSkelStage : 0, g_s);
-}
-
-/* Lets every skeleton kernel take the stage as dynamic shared memory. */
-static void skel_prepare(void)
-{
-    for (auto &byr : k_skels)
-        for (const void *k : byr)
-            if (k)
-                CU(cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        (int)kSkelStage));
-}
-
 static void header(const char *title)
 {
     if (g_me) return;
@@ -459,13 +141,12 @@ static void header(const char *title)
 
 int main(int argc, char **argv)
 {
-    bool quick = false, prof = false, skel = false;
+    bool quick = false, prof = false;
     size_t ntok = 4096;
     int pblocks = 0; /* --prof: the dispatch's block count (0: automatic) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = true;
         else if (!strcmp(argv[i], "--prof")) prof = true;
-        else if (!strcmp(argv[i], "--skel")) skel = true;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ntok = strtoull(argv[++i], nullptr, 10);
         else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) pblocks = atoi(argv[++i]);
     }
@@ -488,8 +169,8 @@ int main(int argc, char **argv)
     CU(cudaMalloc(&L, maxb));
 
     /* ---- tiles: float sum, automatic block count, vs copy */
-    if (!prof && !skel) header("Tile reduce, float sum, 4096 columns");
-    for (size_t bytes : prof || skel ? std::vector<size_t>() : sizes) {
+    if (!prof) header("Tile reduce, float sum, 4096 columns");
+    for (size_t bytes : prof ? std::vector<size_t>() : sizes) {
         symm_tile_t t = {A, bytes / 4 / cols, cols, cols}, o = {B, t.rows, cols, cols};
         double tc = copy_time(B, A, bytes);
         int nb = symm_cuda_tile_moe_auto_blocks(g_pool, 0, bytes);
@@ -538,38 +219,6 @@ int main(int argc, char **argv)
                                           d_bof, nullptr, ws, nb, g_s);
     };
     int nauto = symm_cuda_tile_moe_auto_blocks(g_pool, 1, mb);
-    if (skel) { /* the dispatch's skeleton (see k_skel), against the copy and the dispatch */
-        symm_dev_pool_t dp;
-        OK(symm_cuda_pool_device(g_pool, &dp));
-        skel_prepare();
-        auto *ctr = (unsigned long long *)symm_gpu_malloc(2 * sizeof(unsigned long long));
-        if (!ctr) OK(symm_last_status());
-        CU(cudaMemset(ctr, 0, 2 * sizeof(unsigned long long)));
-        OK(symm_barrier_all());
-        header("MoE skeleton: the copy loop alone, with both rounds");
-        auto skel_row = [&](const char *name, bool rounds, int mode, bool one, int split) {
-            row(name, mb, nauto, timed([&] {
-                    return skel_launch(rounds, mode, nauto, dp, mid, in, tokens, rb, ctr, one,
-                                       split);
-                }), tc);
-        };
-        for (int rep = 0; rep < 2; rep++) {
-            row("copy (cudaMemcpyAsync)", mb, 0, copy_time(back, in, mb), tc);
-            row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
-            skel_row("skel copy", false, SK_STATIC, false, 1);
-            skel_row("skel 2 rounds", true, SK_STATIC, false, 1);
-            skel_row("skel copy, TMA", false, SK_TMA, false, 1);
-            skel_row("skel copy, 1 block/SM", false, SK_STATIC, true, 1);
-            skel_row("skel copy, cp.async", false, SK_CPA, false, 1);
-            skel_row("skel 2 rounds, cp.async", true, SK_CPA, false, 1);
-            skel_row("skel 2 rounds, dyn", true, SK_DYN, false, 1);
-            skel_row("skel 2 rounds, dyn/2", true, SK_DYN, false, 2);
-            skel_row("skel 2 rounds, dyn all", true, SK_DYN_ALL, false, 1);
-        }
-        OK(symm_gpu_free(ctr));
-        OK(symm_finalize());
-        return 0;
-    }
     if (prof) { /* the dispatch alone: a short run, to profile with ncu */
         const int nb = pblocks ? pblocks : nauto;
         double tp = timed([&] { return dispatch(pblocks); });
