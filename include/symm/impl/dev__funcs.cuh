@@ -120,9 +120,8 @@ SYMM_DEV uint64_t *mailbox_of(const symm_dev_team_t &t, int pe)
 }
 
 /* Error paths are kept out of line (SYMM_DEV_COLD), so that the code a call runs when all
- * goes well stays short: the MoE kernel was 5584 instructions with them inline (the claim's
- * wait for a holder's tag alone unrolled to 770), 4528 without (no change in its time on an
- * H200, docs/PERFORMANCE.md session 10). Static: this header is compiled into every
+ * goes well stays short (inline, the claim's wait for a holder's tag alone unrolls to
+ * hundreds of instructions). Static: this header is compiled into every
  * translation unit that includes symm_device.cuh. */
 #define SYMM_DEV_COLD static __device__ __noinline__
 SYMM_DEV_COLD void record_in(symm_dev_err_buf_t *err, int status, uint32_t what,
@@ -413,7 +412,7 @@ SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size
  * of 16 / sizeof(T) elements, each element combined exactly as reduce_slice does (same
  * order, same accumulator type), so the results are bitwise the same. Not inlined: one
  * copy per (type, op), each with its own registers (inlined into one switch, the kernels
- * spilled). */
+ * spill). */
 template <typename T, int OP>
 __device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest, const T *src,
                                               size_t lo, size_t hi, int root, uint32_t i0,

@@ -243,11 +243,11 @@ SYMM_DEV void st_once(uint4 *p, const uint4 &v) { __stcs(p, v); }
  * Chunk c belongs to block c % nparts and, within it, to share (c / nparts) % nshares
  * (an allreduce's member; 1 share for a root): the blocks of every member sweep the tile
  * together, so the GPU's memory sees one moving window, as in a grid-stride copy, rather
- * than nparts x n separate streams (contiguous bands per block measured ~20% slower on an
- * H200). Every thread keeps U vectors of a member in flight at once (all loads issued
- * before any use, stores after all loads: the general loop above has a single load in
- * flight per thread, because a store may alias the next iteration's loads). Same
- * combination order as tile_piece (member 0 first). */
+ * than nparts x n separate streams (contiguous bands per block). Every thread keeps U
+ * vectors of a member in flight at once (all loads issued before any use, stores after
+ * all loads: the general loop above has a single load in flight per thread, because a
+ * store may alias the next iteration's loads). Same combination order as tile_piece
+ * (member 0 first). */
 #define SYMM_TM_TILE_CHUNK 2048u
 template <int TY, int OP, int U, typename I>
 SYMM_DEV void tile_flat(const symm_dev_team_t &t, const symm_tile_t &out, const symm_tile_t &in,
@@ -691,12 +691,12 @@ SYMM_DEV uint64_t block_scan_sat(uint64_t v, uint64_t *total)
     return v;
 }
 
-/* The MoE body. The work before the copy is a chain of round trips to memory that every
- * block runs (~10 us when each was its own step); it is cut to: the claim and the loads
- * of my splits in flight together; my table written; one round; one parallel pass of
- * loads (every member's header, the counts of the capacity check, the first window of my
- * column); the layout in shared memory. Block `part` uses copy part % SYMM_TM_A2A_COPIES
- * of the table, so that few blocks share a line of it. */
+/* The MoE body. The work before the copy is a chain of round trips to memory on every
+ * block's critical path; it is kept to: the claim and the loads of my splits in flight
+ * together; my table written; one round; one parallel pass of loads (every member's
+ * header, the counts of the capacity check, the first window of my column); the layout
+ * in shared memory. Block `part` uses copy part % SYMM_TM_A2A_COPIES of the table, so
+ * that few blocks share a line of it. */
 SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part,
                       uint32_t nparts)
 {

@@ -22,9 +22,8 @@ const int kThreads = 512;
  * threads, or two blocks per SM, would cap a thread at 64 registers, and the copy loop
  * would spill. */
 const int kA2aThreads = 512;
-/* Tile bytes per block when choosing the block count. One block moves only ~13 GB/s, so
- * small tiles want many blocks: 32 KiB (was 256 KiB) took a 1 MiB tile allreduce at 1 PE
- * from 23.2 to 8.4 us on an H200 (25% -> 71% of a device copy). */
+/* Tile bytes per block when choosing the block count: one block moves a small share of
+ * the GPU's bandwidth, so even small tiles want many blocks. */
 const size_t kTileBytesPerBlock = (size_t)32 << 10;
 /* Roots per multi-root kernel (the tiles travel as a kernel parameter). */
 const int kMultiMax = 64;
@@ -61,8 +60,7 @@ __device__ __forceinline__ symm_dev_team_t team_of(const symm_dev_pool_t &pool,
 /* The kernel's parameters, copied into shared memory by the block's threads at once: read
  * from the parameter bank, each new line of it is a constant-cache miss on the body's
  * chain of dependent steps (a new launch's parameters are never cached); one parallel
- * copy pays one. On an H200, 29 MB MoE dispatch at 1 PE 21.0 -> 20.1 us, tile allreduce
- * 1 MiB 4.4 -> 4.0 us, 64 MiB 39.6 -> 38.1 us. */
+ * copy pays one. */
 template <typename P> __device__ __forceinline__ void params_to_shared(const P &p, P &sp)
 {
     static_assert(sizeof(P) % 8 == 0, "parameters copied in 8-byte words");
