@@ -647,9 +647,10 @@ int main(int argc, char **argv)
     MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
     MPI_Comm_rank(MPI_COMM_WORLD, &me);
     MPI_Comm_size(MPI_COMM_WORLD, &npes);
-    if (bench_parse_opts(argc, argv, &mo, "symm-bench-mpi")) {
+    int parsed = bench_parse_opts(argc, argv, &mo, "symm-bench-mpi");
+    if (parsed) {
         MPI_Finalize();
-        return 2;
+        return parsed > 0 ? 0 : 2;
     }
     int rc = 0;
     if (!strcmp(mo.suite, "teams")) {

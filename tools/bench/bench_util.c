@@ -72,9 +72,9 @@ int bench_conc_iters(int quick, double trial_us)
     return (int)it;
 }
 
-static void usage(const char *prog)
+static void usage(FILE *f, const char *prog)
 {
-    fprintf(stderr,
+    fprintf(f,
             "usage: %s teams|coll|tile|moe [options]\n"
             "  --quick            tiny sizes and counts (smoke test, a few seconds)\n"
             "  --reps N           repetitions per point; median and spread over them (7)\n"
@@ -90,10 +90,11 @@ static void usage(const char *prog)
             "                     automatic count of nworkers == 0, the default)\n"
             "  --ops a,b,c        only these operations\n"
             "  --tsv FILE         append machine-readable rows to FILE\n"
-            "  --anchor FILE      rows of the anchor (the MPI program) for the ratio column\n",
+            "  --anchor FILE      rows of the anchor (the MPI program) for the ratio column\n"
+            "  -h, --help         this text\n",
             prog);
     if (!strcmp(prog, "symm-bench"))
-        fprintf(stderr,
+        fprintf(f,
                 "or:    %s gpu-coll|gpu-tile-moe [their options]\n"
                 "  the GPU tables (symm-gpu-bench [pool|barrier|coll], symm-gpu-tile-moe-bench: the\n"
                 "  programs next to this one, built with the CUDA part; gpu-tile-moe takes --quick,\n"
@@ -114,8 +115,12 @@ int bench_parse_opts(int argc, char **argv, bench_opts_t *o, const char *prog)
     o->dup_limit_s = 60;
     o->dup_limit_max = 65536;
     if (argc < 2) {
-        usage(prog);
+        usage(stderr, prog);
         return -1;
+    }
+    if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+        usage(stdout, prog);
+        return 1;
     }
     o->suite = argv[1];
     for (int i = 2; i < argc; i++) {
@@ -127,7 +132,7 @@ int bench_parse_opts(int argc, char **argv, bench_opts_t *o, const char *prog)
             continue;
         }
         if (!v) {
-            usage(prog);
+            usage(stderr, prog);
             return -1;
         }
         if (!strcmp(a, "--reps")) o->reps = atoi(v);
@@ -146,7 +151,7 @@ int bench_parse_opts(int argc, char **argv, bench_opts_t *o, const char *prog)
         else bad = 1;
         if (bad) {
             fprintf(stderr, "%s: bad option %s %s\n", prog, a, v);
-            usage(prog);
+            usage(stderr, prog);
             return -1;
         }
         i++;

@@ -40,7 +40,8 @@ typedef struct {
     const char *anchor; /* anchor rows (from the other program) for the ratio column */
 } bench_opts_t;
 
-/* Parses argv (argv[1] is the suite); returns 0, or prints usage and returns -1. */
+/* Parses argv (argv[1] is the suite); returns 0, 1 after printing the usage for -h or
+ * --help, or -1 after printing it for a bad command line. */
 int bench_parse_opts(int argc, char **argv, bench_opts_t *o, const char *prog);
 int bench_op_selected(const bench_opts_t *o, const char *op);
 /* "8", "64K", "1M" */

@@ -395,7 +395,8 @@ int main(int argc, char **argv)
         int g = run_gpu_suite(argv);
         if (g >= 0) return g;
     }
-    if (bench_parse_opts(argc, argv, &sb_opts, "symm-bench")) return 2;
+    int parsed = bench_parse_opts(argc, argv, &sb_opts, "symm-bench");
+    if (parsed) return parsed > 0 ? 0 : 2;
     if (symm_init() != SYMM_SUCCESS) {
         fprintf(stderr, "symm-bench: symm_init: %s\n(run it under symmrun -n N)\n",
                 symm_last_error());
