@@ -55,7 +55,9 @@ if [ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
     if [ "$(id -u)" = 0 ]; then mpi_flags+=(--allow-run-as-root); fi
 fi
 
-# Room for 2 x 256 MiB rotating buffers plus the collectives' own scratch.
+# Room for every suite's buffers at their default rotation up to 4 PEs (moe needs about
+# (PEs + 2) x 256 MiB); in a smaller heap symm-bench rotates through less, then skips the
+# largest sizes, and says so in its output.
 export SYMM_HEAP_SIZE=${SYMM_HEAP_SIZE:-2G}
 
 mkdir -p "$OUT"

@@ -15,6 +15,18 @@ static size_t *cnt_a, *cnt_b; /* alltoallv send counts; received counts and disp
 
 static size_t stride_of(size_t bytes) { return (bytes + 4095) & ~(size_t)4095; }
 
+/* Each of the two regions (source, destination): the largest buffer, or the rotation. */
+static size_t coll_region_for(size_t max, size_t rotate)
+{
+    size_t r = stride_of(max);
+    return r > rotate ? r : rotate;
+}
+
+static size_t coll_footprint(size_t max, size_t rotate)
+{
+    return 2 * coll_region_for(max, rotate);
+}
+
 static int nrot_for(size_t bytes)
 {
     if (bytes < sb_opts.rotate_min) return 1;
@@ -143,8 +155,8 @@ typedef struct {
 int sb_suite_coll(void)
 {
     int n = sb_npes;
-    region_bytes = stride_of(sb_opts.max_size);
-    if (region_bytes < sb_opts.rotate) region_bytes = sb_opts.rotate;
+    if (sb_fit_heap("coll", coll_footprint, sb_opts.min_size)) return 1;
+    region_bytes = coll_region_for(sb_opts.max_size, sb_opts.rotate);
     src_region = sb_symm_region(region_bytes);
     dst_region = sb_symm_region(region_bytes);
     cnt_a = calloc(3 * (size_t)n, sizeof(size_t));

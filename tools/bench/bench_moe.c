@@ -35,6 +35,26 @@ static int m_available(int op)
 
 static size_t round_page(size_t b) { return (b + 4095) & ~(size_t)4095; }
 
+/* The regions for a largest message of max bytes: in and back of foot bytes each (the
+ * rotation, at least the largest input), mid of as many dispatch outputs (each n times
+ * an input, plus the alignment) as foot holds inputs. */
+static void m_regions_for(size_t max, size_t rotate, size_t *foot, size_t *mid_foot)
+{
+    size_t max_rows = max / MOE_ROW_BYTES ? max / MOE_ROW_BYTES : 1;
+    size_t in_bytes = round_page(max_rows * MOE_ROW_BYTES);
+    size_t mid_bytes =
+        round_page(((size_t)sb_npes * max_rows + MOE_NE * MOE_ALIGN) * MOE_ROW_BYTES);
+    *foot = rotate > in_bytes ? rotate : in_bytes;
+    *mid_foot = *foot / in_bytes * mid_bytes;
+}
+
+static size_t m_footprint(size_t max, size_t rotate)
+{
+    size_t foot, mid_foot;
+    m_regions_for(max, rotate, &foot, &mid_foot);
+    return 2 * foot + mid_foot;
+}
+
 /* Runs op on slot k for rows per PE; mid_cap and back_cap in rows. */
 static symm_status_t m_run(int op, size_t rows, size_t k)
 {
@@ -145,15 +165,13 @@ int sb_suite_moe(void)
     int n = sb_npes, ng = n * MOE_NE;
     size_t lo = sb_opts.quick ? 16 << 10 : 64 << 10;
     if (sb_opts.min_size > lo) lo = sb_opts.min_size;
+    if (sb_fit_heap("moe", m_footprint, lo)) return 1;
     size_t hi = sb_opts.max_size;
-    size_t max_rows = hi / MOE_ROW_BYTES ? hi / MOE_ROW_BYTES : 1;
     /* slots sized for the largest message; smaller ones rotate through the same bytes */
-    size_t in_bytes = round_page(max_rows * MOE_ROW_BYTES);
-    size_t mid_bytes = round_page(((size_t)n * max_rows + MOE_NE * MOE_ALIGN) * MOE_ROW_BYTES);
-    size_t foot = sb_opts.rotate > in_bytes ? sb_opts.rotate : in_bytes;
+    size_t foot, mid_foot;
+    m_regions_for(hi, sb_opts.rotate, &foot, &mid_foot);
     in_region = sb_symm_region(foot);
     back_region = sb_symm_region(foot);
-    size_t mid_foot = foot / in_bytes * mid_bytes;
     mid_region = sb_symm_region(mid_foot);
     splits = calloc(5 * (size_t)ng, sizeof *splits);
     mid_splits = splits + ng;

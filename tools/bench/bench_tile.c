@@ -35,6 +35,16 @@ static int t_available(int op)
 
 static size_t slot_bytes(size_t rows) { return (rows * TILE_LD * 4 + 4095) & ~(size_t)4095; }
 
+/* Each of the two regions (in, out): the largest tile's matrix, or twice the rotation
+ * (the matrix is twice the tile). */
+static size_t t_region_for(size_t max, size_t rotate)
+{
+    size_t r = slot_bytes(tile_rows_for(max));
+    return r > 2 * rotate ? r : 2 * rotate;
+}
+
+static size_t t_footprint(size_t max, size_t rotate) { return 2 * t_region_for(max, rotate); }
+
 static symm_status_t t_run(int op, size_t rows, size_t k)
 {
     size_t off = k * slot_bytes(rows);
@@ -91,9 +101,9 @@ int sb_suite_tile(void)
 {
     size_t lo = sb_opts.quick ? 16 << 10 : 64 << 10;
     if (sb_opts.min_size > lo) lo = sb_opts.min_size;
+    if (sb_fit_heap("tile", t_footprint, lo)) return 1;
     size_t hi = sb_opts.max_size;
-    region_bytes = slot_bytes(tile_rows_for(hi));
-    if (region_bytes < 2 * sb_opts.rotate) region_bytes = 2 * sb_opts.rotate;
+    region_bytes = t_region_for(hi, sb_opts.rotate);
     in_region = sb_symm_region(region_bytes);
     out_region = sb_symm_region(region_bytes);
     t_workers = sb_opts.workers;

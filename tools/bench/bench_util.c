@@ -81,6 +81,8 @@ static void usage(FILE *f, const char *prog)
             "  --min SIZE         smallest message (8)\n"
             "  --max SIZE         largest message (64M)\n"
             "  --rotate SIZE      footprint of the rotating buffers (256M)\n"
+            "                     symm-bench halves --rotate, then --max, until its buffers\n"
+            "                     fit in the symmetric heap (SYMM_HEAP_SIZE), and says so\n"
             "  --rotate-min SIZE  rotate buffers from this size up (256K)\n"
             "  --max-pool N       largest pool of the teams suite (65536)\n"
             "  --max-conc N       most concurrent duplicates in the barrier test (64)\n"

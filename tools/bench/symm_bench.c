@@ -98,6 +98,68 @@ void *sb_symm_region(size_t bytes)
     return p;
 }
 
+/* "128 MiB", "512 KiB", "100 B": a size for the reader. */
+static void size_str(size_t bytes, char *buf, size_t len)
+{
+    if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) snprintf(buf, len, "%zu MiB", bytes >> 20);
+    else if (bytes >= (1 << 10) && bytes % (1 << 10) == 0)
+        snprintf(buf, len, "%zu KiB", bytes >> 10);
+    else snprintf(buf, len, "%zu B", bytes);
+}
+
+/* "1280M", "2G": a size as SYMM_HEAP_SIZE takes it. */
+static void heap_size_str(size_t bytes, char *buf, size_t len)
+{
+    if (bytes % ((size_t)1 << 30) == 0) snprintf(buf, len, "%zuG", bytes >> 30);
+    else snprintf(buf, len, "%zuM", bytes >> 20);
+}
+
+int sb_fit_heap(const char *suite, sb_footprint_fn footprint, size_t lo)
+{
+    /* the regions start on pages: up to a page lost in front of each, and a margin */
+    const size_t slack = (size_t)1 << 20, step = (size_t)64 << 20;
+    symm_info_t info;
+    SB_CHECK(symm_get_info(&info));
+    size_t free_bytes = info.heap_size - info.heap_used;
+    size_t avail = free_bytes > slack ? free_bytes - slack : 0;
+    size_t max = sb_opts.max_size, rot = sb_opts.rotate;
+    size_t want = footprint(max, rot);
+    if (want <= avail) return 0;
+    char need[32];
+    heap_size_str((info.heap_used + want + slack + step - 1) / step * step, need, sizeof need);
+    while (footprint(max, rot) > avail) {
+        if (rot > max) {
+            rot = rot / 2 > max ? rot / 2 : max;
+        } else if (max / 2 >= lo) {
+            max /= 2;
+        } else {
+            if (sb_me == 0)
+                fprintf(stderr, "symm-bench %s: the buffers of the smallest size need %zu "
+                        "bytes of symmetric heap per PE, %zu of %zu are free; "
+                        "SYMM_HEAP_SIZE=%s runs it all\n", suite, footprint(lo, rot) + slack,
+                        free_bytes, info.heap_size, need);
+            return -1;
+        }
+    }
+    char what[160] = "";
+    if (max < sb_opts.max_size)
+        snprintf(what, sizeof what, "skipped sizes above %zu bytes", max);
+    if (rot < sb_opts.rotate) {
+        char from[32], to[32];
+        size_str(sb_opts.rotate, from, sizeof from);
+        size_str(rot, to, sizeof to);
+        snprintf(what + strlen(what), sizeof what - strlen(what),
+                 "%s--rotate %s instead of %s", *what ? "; " : "", to, from);
+    }
+    SB_PRINT("# note: %s: the symmetric heap has %zu of %zu bytes free per PE, %zu needed; "
+             "SYMM_HEAP_SIZE=%s runs it all\n", what, free_bytes, info.heap_size, want, need);
+    if (sb_me == 0)
+        bench_tsv_note(&sb_opts, "heap\t%s\t%s\tSYMM_HEAP_SIZE=%s", suite, what, need);
+    sb_opts.max_size = max;
+    sb_opts.rotate = rot;
+    return 0;
+}
+
 int sb_workers_used(symm_pool_t pool, int forced, size_t work_bytes)
 {
     if (forced) return forced;

@@ -49,6 +49,16 @@ const bench_row_t *sb_anchor_row(const char *suite, const char *op, int64_t size
 /* Symmetric memory region of bytes, touched so that page faults stay out of the timing. */
 void *sb_symm_region(size_t bytes);
 
+/* Bytes of symmetric heap a suite allocates for its largest message max and rotation
+ * footprint rotate (the --max and --rotate values). */
+typedef size_t (*sb_footprint_fn)(size_t max, size_t rotate);
+/* Fits a suite's buffers into the symmetric heap it has (symm_get_info): while they do
+ * not fit, halves sb_opts.rotate (not below the largest message, which needs a slot of
+ * its own anyway), then sb_opts.max_size, and says on one comment line (and in the TSV)
+ * what it skipped and which SYMM_HEAP_SIZE runs it all. Returns 0, or -1 (PE 0 says why
+ * on stderr) where the smallest size, lo, does not fit either; every PE decides alike. */
+int sb_fit_heap(const char *suite, sb_footprint_fn footprint, size_t lo);
+
 /* The _par rows of tile and moe: a pool of SB_POOL_AUTO duplicates when the worker count
  * is automatic (so that the pool's size does not cap it), of --workers N otherwise. */
 #define SB_POOL_AUTO 64
