@@ -4,25 +4,6 @@
  * finalize. A 1-PE job: run directly, without symmrun. */
 #include "common/test_util.h"
 
-/* Collectives live in src/coll/, written separately: they are checked when linked in. */
-#pragma weak symm_broadcast
-#pragma weak symm_reduce
-#pragma weak symm_allreduce
-#pragma weak symm_reduce_scatter
-#pragma weak symm_fcollect
-#pragma weak symm_collect
-#pragma weak symm_alltoall
-#pragma weak symm_alltoallv
-#pragma weak symm_tile_reduce
-#pragma weak symm_tile_allreduce
-#pragma weak symm_tile_reduce_multi
-#pragma weak symm_tile_reduce_worker
-#pragma weak symm_tile_allreduce_parallel
-#pragma weak symm_all_to_all_v
-#pragma weak symm_moe_dispatch
-#pragma weak symm_moe_combine
-#pragma weak symm_all_to_all_v_worker
-
 static void test_strerror(void)
 {
     static const struct {
@@ -145,81 +126,36 @@ static void test_not_initialized(const char *when)
     CHECK_TRUE(memcmp(&info, &info0, sizeof info) == 0, "symm_get_info wrote its output %s",
                when);
 
-    /* collectives, where linked in */
+    /* collectives */
     size_t cnt[1] = {1}, tot = 99;
     symm_tile_t tile = {buf, 1, 1, 1};
     int roots[1] = {0};
-    int ncoll = 0;
-    if (symm_broadcast) { CHECK_NI(symm_broadcast(SYMM_TEAM_WORLD, buf, buf + 8, 8, 0)); ncoll++; }
-    if (symm_reduce) {
-        CHECK_NI(symm_reduce(SYMM_TEAM_WORLD, buf, buf + 8, 1, SYMM_INT64, SYMM_OP_SUM, 0));
-        ncoll++;
-    }
-    if (symm_allreduce) {
-        CHECK_NI(symm_allreduce(SYMM_TEAM_WORLD, buf, buf + 8, 1, SYMM_INT64, SYMM_OP_SUM));
-        ncoll++;
-    }
-    if (symm_reduce_scatter) {
-        CHECK_NI(symm_reduce_scatter(SYMM_TEAM_WORLD, buf, buf + 8, 1, SYMM_INT64, SYMM_OP_SUM));
-        ncoll++;
-    }
-    if (symm_fcollect) { CHECK_NI(symm_fcollect(SYMM_TEAM_WORLD, buf, buf + 8, 8)); ncoll++; }
-    if (symm_collect) {
-        CHECK_NI(symm_collect(SYMM_TEAM_WORLD, buf, buf + 8, 8, &tot));
-        CHECK_TRUE(tot == 99, "symm_collect wrote total %s", when);
-        ncoll++;
-    }
-    if (symm_alltoall) { CHECK_NI(symm_alltoall(SYMM_TEAM_WORLD, buf, buf + 8, 8)); ncoll++; }
-    if (symm_alltoallv) {
-        CHECK_NI(symm_alltoallv(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, NULL, 8, NULL, NULL));
-        ncoll++;
-    }
-    if (symm_tile_reduce) {
-        CHECK_NI(symm_tile_reduce(SYMM_TEAM_WORLD, tile, tile, SYMM_INT64, SYMM_OP_SUM, 0));
-        ncoll++;
-    }
-    if (symm_tile_allreduce) {
-        CHECK_NI(symm_tile_allreduce(SYMM_TEAM_WORLD, tile, tile, SYMM_INT64, SYMM_OP_SUM));
-        ncoll++;
-    }
-    if (symm_tile_reduce_multi) {
-        CHECK_NI(symm_tile_reduce_multi(SYMM_TEAM_WORLD, tile, &tile, roots, 1, SYMM_INT64,
-                                        SYMM_OP_SUM));
-        ncoll++;
-    }
-    if (symm_tile_reduce_worker) {
-        CHECK_NI(symm_tile_reduce_worker(12345, 0, 1, tile, tile, SYMM_INT64, SYMM_OP_SUM, 0));
-        ncoll++;
-    }
-    if (symm_tile_allreduce_parallel) {
-        CHECK_NI(symm_tile_allreduce_parallel(12345, 1, tile, tile, SYMM_INT64, SYMM_OP_SUM));
-        /* the automatic worker count before init: still not initialized, not a crash */
-        CHECK_NI(symm_tile_allreduce_parallel(12345, 0, tile, tile, SYMM_INT64, SYMM_OP_SUM));
-        ncoll++;
-    }
+    CHECK_NI(symm_broadcast(SYMM_TEAM_WORLD, buf, buf + 8, 8, 0));
+    CHECK_NI(symm_reduce(SYMM_TEAM_WORLD, buf, buf + 8, 1, SYMM_INT64, SYMM_OP_SUM, 0));
+    CHECK_NI(symm_allreduce(SYMM_TEAM_WORLD, buf, buf + 8, 1, SYMM_INT64, SYMM_OP_SUM));
+    CHECK_NI(symm_reduce_scatter(SYMM_TEAM_WORLD, buf, buf + 8, 1, SYMM_INT64, SYMM_OP_SUM));
+    CHECK_NI(symm_fcollect(SYMM_TEAM_WORLD, buf, buf + 8, 8));
+    CHECK_NI(symm_collect(SYMM_TEAM_WORLD, buf, buf + 8, 8, &tot));
+    CHECK_TRUE(tot == 99, "symm_collect wrote total %s", when);
+    CHECK_NI(symm_alltoall(SYMM_TEAM_WORLD, buf, buf + 8, 8));
+    CHECK_NI(symm_alltoallv(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, NULL, 8, NULL, NULL));
+    CHECK_NI(symm_tile_reduce(SYMM_TEAM_WORLD, tile, tile, SYMM_INT64, SYMM_OP_SUM, 0));
+    CHECK_NI(symm_tile_allreduce(SYMM_TEAM_WORLD, tile, tile, SYMM_INT64, SYMM_OP_SUM));
+    CHECK_NI(symm_tile_reduce_multi(SYMM_TEAM_WORLD, tile, &tile, roots, 1, SYMM_INT64,
+                                    SYMM_OP_SUM));
+    CHECK_NI(symm_tile_reduce_worker(12345, 0, 1, tile, tile, SYMM_INT64, SYMM_OP_SUM, 0));
+    CHECK_NI(symm_tile_allreduce_parallel(12345, 1, tile, tile, SYMM_INT64, SYMM_OP_SUM));
+    /* the automatic worker count before init: still not initialized, not a crash */
+    CHECK_NI(symm_tile_allreduce_parallel(12345, 0, tile, tile, SYMM_INT64, SYMM_OP_SUM));
     size_t osp[8] = {0}, ooff[8] = {0}, orows = 4242;
-    if (symm_all_to_all_v) {
-        CHECK_NI(symm_all_to_all_v(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, 8, osp, ooff, &orows));
-        ncoll++;
-    }
-    if (symm_moe_dispatch) {
-        CHECK_NI(symm_moe_dispatch(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff,
-                                   &orows));
-        ncoll++;
-    }
-    if (symm_moe_combine) {
-        CHECK_NI(symm_moe_combine(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, cnt, 1, 8, osp, ooff,
-                                  &orows));
-        ncoll++;
-    }
-    if (symm_all_to_all_v_worker) {
-        CHECK_NI(symm_all_to_all_v_worker(12345, 0, 1, buf, 8, buf + 8, cnt, 8, osp, ooff,
-                                          &orows));
-        ncoll++;
-    }
+    CHECK_NI(symm_all_to_all_v(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, 8, osp, ooff, &orows));
+    CHECK_NI(symm_moe_dispatch(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff,
+                               &orows));
+    CHECK_NI(symm_moe_combine(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, cnt, 1, 8, osp, ooff,
+                              &orows));
+    CHECK_NI(symm_all_to_all_v_worker(12345, 0, 1, buf, 8, buf + 8, cnt, 8, osp, ooff, &orows));
     CHECK_TRUE(orows == 4242 && osp[0] == 0 && ooff[0] == 0, "all-to-all-v wrote outputs %s",
                when);
-    printf("  %d of 17 collectives linked in and checked\n", ncoll);
     CHECK_TRUE(symm_last_status() == NI, "last status %d", (int)symm_last_status());
 }
 
