@@ -7,7 +7,6 @@
 #include <string.h>
 
 #include "coll_spec.h"
-#include "sb_weak.h"
 
 static char *src_region, *dst_region;
 static size_t region_bytes;
@@ -32,21 +31,6 @@ static int nrot_for(size_t bytes)
     if (bytes < sb_opts.rotate_min) return 1;
     size_t n = region_bytes / stride_of(bytes);
     return n ? (int)n : 1;
-}
-
-static int op_available(int op)
-{
-    switch (op) {
-    case OP_BARRIER: return 1;
-    case OP_BROADCAST: return SB_HAVE(symm_broadcast);
-    case OP_REDUCE: return SB_HAVE(symm_reduce);
-    case OP_ALLREDUCE: return SB_HAVE(symm_allreduce);
-    case OP_REDUCE_SCATTER: return SB_HAVE(symm_reduce_scatter);
-    case OP_FCOLLECT: return SB_HAVE(symm_fcollect);
-    case OP_ALLTOALL: return SB_HAVE(symm_alltoall);
-    case OP_ALLTOALLV: return SB_HAVE(symm_alltoallv);
-    }
-    return 0;
 }
 
 /* Runs one collective on rotation slot k. */
@@ -194,10 +178,6 @@ int sb_suite_coll(void)
     long total_wrong = 0;
     for (int op = 0; op < OP_COUNT; op++) {
         if (!bench_op_selected(&sb_opts, coll_op_name[op])) continue;
-        if (!op_available(op)) {
-            SB_PRINT("\n# %s: not in this build of libsymm (skipped)\n", coll_op_name[op]);
-            continue;
-        }
         if (op == OP_BARRIER) {
             bench_stat_t s = time_op(op, NULL, sb_opts.quick ? 50 : 10000);
             double m = sb_anchor_us("coll", "barrier", 0);

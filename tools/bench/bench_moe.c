@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sb_weak.h"
 #include "tile_moe_spec.h"
 
 enum { M_DISPATCH, M_COMBINE, M_DISPATCH_PAR, M_COMBINE_PAR, M_COUNT };
@@ -21,17 +20,6 @@ static size_t in_stride, mid_stride, nslots;
 static size_t *splits, *mid_splits, *mid_offs, *back_splits, *back_offs;
 static symm_pool_t m_pool;
 static int m_workers; /* nworkers passed to the _parallel forms: --workers, or 0 */
-
-static int m_available(int op)
-{
-    switch (op) {
-    case M_DISPATCH: return SB_HAVE(symm_moe_dispatch);
-    case M_COMBINE: return SB_HAVE(symm_moe_combine) && SB_HAVE(symm_moe_dispatch);
-    case M_DISPATCH_PAR: return SB_HAVE(symm_moe_dispatch_parallel);
-    case M_COMBINE_PAR: return SB_HAVE(symm_moe_combine_parallel) && SB_HAVE(symm_moe_dispatch);
-    }
-    return 0;
-}
 
 static size_t round_page(size_t b) { return (b + 4095) & ~(size_t)4095; }
 
@@ -109,8 +97,7 @@ static long m_check(int op, size_t rows)
     fill_input(in_region, rows);
     memset(back_region, 0, rows * MOE_ROW_BYTES);
     SB_CHECK(symm_barrier_all());
-    int dispatch_op = (op == M_DISPATCH_PAR || op == M_COMBINE_PAR) && SB_HAVE(symm_moe_dispatch_parallel)
-                          ? M_DISPATCH_PAR : M_DISPATCH;
+    int dispatch_op = op == M_DISPATCH_PAR || op == M_COMBINE_PAR ? M_DISPATCH_PAR : M_DISPATCH;
     SB_CHECK(m_run(dispatch_op, rows, 0));
     long wrong = 0;
     for (int e = 0; e < MOE_NE; e++) {
@@ -195,10 +182,6 @@ int sb_suite_moe(void)
     long total_wrong = 0;
     for (int op = 0; op < M_COUNT; op++) {
         if (!bench_op_selected(&sb_opts, m_name[op])) continue;
-        if (!m_available(op)) {
-            SB_PRINT("\n# %s: not in this build of libsymm (skipped)\n", m_name[op]);
-            continue;
-        }
         int par = op == M_DISPATCH_PAR || op == M_COMBINE_PAR;
         SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s%s\n", m_name[op],
                  "# size(B)", "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)",

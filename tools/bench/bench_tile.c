@@ -8,7 +8,6 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "sb_weak.h"
 #include "tile_moe_spec.h"
 
 enum { T_REDUCE, T_ALLREDUCE, T_REDUCE_PAR, T_ALLREDUCE_PAR, T_COUNT };
@@ -21,17 +20,6 @@ static char *in_region, *out_region;
 static size_t region_bytes;
 static symm_pool_t t_pool;
 static int t_workers; /* nworkers passed to the _parallel forms: --workers, or 0 */
-
-static int t_available(int op)
-{
-    switch (op) {
-    case T_REDUCE: return SB_HAVE(symm_tile_reduce);
-    case T_ALLREDUCE: return SB_HAVE(symm_tile_allreduce);
-    case T_REDUCE_PAR: return SB_HAVE(symm_tile_reduce_parallel);
-    case T_ALLREDUCE_PAR: return SB_HAVE(symm_tile_allreduce_parallel);
-    }
-    return 0;
-}
 
 static size_t slot_bytes(size_t rows) { return (rows * TILE_LD * 4 + 4095) & ~(size_t)4095; }
 
@@ -124,10 +112,6 @@ int sb_suite_tile(void)
     long total_wrong = 0;
     for (int op = 0; op < T_COUNT; op++) {
         if (!bench_op_selected(&sb_opts, t_name[op])) continue;
-        if (!t_available(op)) {
-            SB_PRINT("\n# %s: not in this build of libsymm (skipped)\n", t_name[op]);
-            continue;
-        }
         int par = op == T_REDUCE_PAR || op == T_ALLREDUCE_PAR;
         SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s%s\n", t_name[op],
                  "# size(B)", "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)",

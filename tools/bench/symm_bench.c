@@ -10,8 +10,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "sb_weak.h"
-
 bench_opts_t sb_opts;
 bench_anchor_t sb_anchor;
 int sb_me, sb_npes;
@@ -163,7 +161,7 @@ int sb_fit_heap(const char *suite, sb_footprint_fn footprint, size_t lo)
 int sb_workers_used(symm_pool_t pool, int forced, size_t work_bytes)
 {
     if (forced) return forced;
-    return SB_HAVE(symm_pool_auto_workers) ? symm_pool_auto_workers(pool, work_bytes) : -1;
+    return symm_pool_auto_workers(pool, work_bytes);
 }
 
 void sb_workers_desc(symm_pool_t pool, int forced, size_t max_bytes, char *buf, size_t len)

@@ -63,7 +63,7 @@ int sb_fit_heap(const char *suite, sb_footprint_fn footprint, size_t lo);
  * is automatic (so that the pool's size does not cap it), of --workers N otherwise. */
 #define SB_POOL_AUTO 64
 /* The worker count a _par row runs with: forced (--workers), else what nworkers == 0
- * picks for work_bytes (SIZE_MAX: MoE); -1 if this libsymm cannot say. */
+ * picks for work_bytes (SIZE_MAX: MoE). */
 int sb_workers_used(symm_pool_t pool, int forced, size_t work_bytes);
 /* One line for a table header: how the _par rows choose their worker count. */
 void sb_workers_desc(symm_pool_t pool, int forced, size_t max_bytes, char *buf, size_t len);
