@@ -313,8 +313,9 @@ symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest
  * (split, pool create/grow, rank lists). Only a call whose team handle is invalid fails
  * alone: nobody can be told.
  * Reductions fold members in team order, ((m0 op m1) op m2) ..., with one rounding per
- * step (fp16/bf16: computed in float, rounded to nearest even), so every member gets
- * bitwise-identical results. dest may equal src for broadcast, reduce and allreduce, and
+ * combine (fp16/bf16: both operands in float, the result rounded to nearest even before
+ * the next member), so every member gets bitwise-identical results, and the stream and
+ * device reductions of symm_cuda.h / symm_device.cuh give the same bits. dest may equal src for broadcast, reduce and allreduce, and
  * fcollect runs in place when every member passes its own block of dest as src; any
  * other overlap of dest and src is SYMM_ERR_INVALID_ARG. */
 

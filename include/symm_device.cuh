@@ -63,9 +63,11 @@ SYMM_DEV int symm_dev_sync_block(const symm_dev_team_t &t);
 /* root's src (nbytes) into every member's dest. */
 SYMM_DEV int symm_dev_broadcast_block(const symm_dev_team_t &t, void *dest, const void *src,
                                       size_t nbytes, int root);
-/* dest[i] = op over members (in team order) of src[i]; dest written on root only /
- * on every member. T: any C integer, float, double, __half, __nv_bfloat16 (fp16/bf16 are
- * accumulated in float). Results are bitwise equal on every member. */
+/* dest[i] = op over members of src[i], folded in team order ((m0 op m1) op m2) ...;
+ * dest written on root only / on every member. T: any C integer, float, double, __half,
+ * __nv_bfloat16 (fp16/bf16: each combine computed in float and rounded to nearest even,
+ * as symm_reduce does on the CPU). Results are bitwise equal on every member and to the
+ * host collectives' on the same data. */
 template <typename T>
 SYMM_DEV int symm_dev_reduce_block(const symm_dev_team_t &t, T *dest, const T *src,
                                    size_t count, symm_op_t op, int root);

@@ -92,6 +92,32 @@ static void ref_reduce(symm_team_t team, symm_type_t t, symm_op_t op, size_t cou
     }
 }
 
+/* fp16/bf16 sums: how many of the first count elements of `want` (the rule: one rounding
+ * per combine) differ from a float accumulator rounded once at the end. With 3 members
+ * and more the random data must tell the two apart, or a bit-exact pass proves nothing. */
+static size_t half_once_differs(symm_team_t team, symm_type_t t, size_t count,
+                                const uint8_t *want)
+{
+    int n = symm_team_n_pes(team);
+    float *a = calloc(count ? count : 1, sizeof(float));
+    CHECK_TRUE(a != NULL, "no memory for %zu floats", count);
+    for (int j = 0; j < n; j++) {
+        gen(tmp, count, t, symm_team_world_pe(team, j));
+        for (size_t i = 0; i < count; i++) {
+            uint16_t h;
+            memcpy(&h, tmp + 2 * i, 2);
+            a[i] += t == SYMM_FP16 ? symm_fp16_to_float(h) : symm_bf16_to_float(h);
+        }
+    }
+    size_t differ = 0;
+    for (size_t i = 0; i < count; i++) {
+        uint16_t once = t == SYMM_FP16 ? symm_float_to_fp16(a[i]) : symm_float_to_bf16(a[i]);
+        differ += memcmp(&once, want + 2 * i, 2) != 0;
+    }
+    free(a);
+    return differ;
+}
+
 /* ------------------------------------------------------------ checking */
 static void fill_dest(size_t n) { test_fill_pattern(D, n + GUARD, 0xdead0000u + case_id); }
 
@@ -146,6 +172,11 @@ static void t_allreduce(const team_t *tm, symm_type_t t, symm_op_t op, size_t co
     CALL(symm_allreduce(tm->t, D, src, count, t, op));
     ref_reduce(tm->t, t, op, count, count, 0, ref);
     check_dest(ref, nb);
+    if ((t == SYMM_FP16 || t == SYMM_BF16) && op == SYMM_OP_SUM && count >= 1000 &&
+        symm_team_n_pes(tm->t) >= 3)
+        CHECK_TRUE(half_once_differs(tm->t, t, count, ref) > 0,
+                   "%s %s: the data does not tell per-combine rounding from rounding once",
+                   cname, cdesc);
 }
 
 static void t_reduce(const team_t *tm, symm_type_t t, symm_op_t op, size_t count, int root,

@@ -28,24 +28,28 @@ template <typename S, symm_type_t TY> struct tr_int : tr_base<S, S, TY> {
     static S gen(uint64_t seed, int pe, size_t i) { return (S)gt_bits(seed, pe, i); }
     static S in(S v) { return v; }
     static S out(S v) { return v; }
+    static S step(S v) { return v; }
     static constexpr bool integer = true;
 };
 template <typename S, symm_type_t TY> struct tr_flt : tr_base<S, S, TY> {
     static S gen(uint64_t seed, int pe, size_t i) { return (S)gt_unit(seed, pe, i); }
     static S in(S v) { return v; }
     static S out(S v) { return v; }
+    static S step(S v) { return v; }
     static constexpr bool integer = false;
 };
 struct tr_fp16 : tr_base<uint16_t, float, SYMM_FP16> {
     static uint16_t gen(uint64_t s, int pe, size_t i) { return symm_float_to_fp16((float)gt_unit(s, pe, i)); }
     static float in(uint16_t v) { return symm_fp16_to_float(v); }
     static uint16_t out(float v) { return symm_float_to_fp16(v); }
+    static float step(float v) { return in(out(v)); } /* rounded after every combine */
     static constexpr bool integer = false;
 };
 struct tr_bf16 : tr_base<uint16_t, float, SYMM_BF16> {
     static uint16_t gen(uint64_t s, int pe, size_t i) { return symm_float_to_bf16((float)gt_unit(s, pe, i)); }
     static float in(uint16_t v) { return symm_bf16_to_float(v); }
     static uint16_t out(float v) { return symm_float_to_bf16(v); }
+    static float step(float v) { return in(out(v)); }
     static constexpr bool integer = false;
 };
 
@@ -106,7 +110,7 @@ static void check_reduce(symm_team_t team, const char *tname, void *src, void *d
     if (root >= 0 && me != root) return; /* dest of non-roots is not written */
     for (size_t i = 0; i < count; i++) {
         A a = TR::in(TR::gen(seed, 0, i));
-        for (int j = 1; j < n; j++) a = ref_op<A>(a, TR::in(TR::gen(seed, j, i)), op);
+        for (int j = 1; j < n; j++) a = TR::step(ref_op<A>(a, TR::in(TR::gen(seed, j, i)), op));
         S r = TR::out(a);
         if (memcmp(&r, &out[i], sizeof(S)) != 0) {
             unsigned long long got = 0, want = 0;

@@ -338,20 +338,27 @@ template <typename T> SYMM_DEV T *peer(const symm_dev_team_t &t, T *addr, int pe
 }
 
 /* ---------------------------------------------------------------- reductions */
+/* The type a reduction computes in, and step(): what every combine of two values ends
+ * with. fp16 / bf16 compute in float and round to the half type after every combine
+ * (round to nearest even, as the CPU kernels of src/coll/reduce_ops.c do), so a running
+ * result is always a half value and the device gives the CPU's bits. */
 template <typename T> struct acc {
     typedef T type;
     static SYMM_DEV T in(T v) { return v; }
     static SYMM_DEV T out(T v) { return v; }
+    static SYMM_DEV T step(T v) { return v; }
 };
 template <> struct acc<__half> {
     typedef float type;
     static SYMM_DEV float in(__half v) { return __half2float(v); }
     static SYMM_DEV __half out(float v) { return __float2half_rn(v); }
+    static SYMM_DEV float step(float v) { return __half2float(__float2half_rn(v)); }
 };
 template <> struct acc<__nv_bfloat16> {
     typedef float type;
     static SYMM_DEV float in(__nv_bfloat16 v) { return __bfloat162float(v); }
     static SYMM_DEV __nv_bfloat16 out(float v) { return __float2bfloat16_rn(v); }
+    static SYMM_DEV float step(float v) { return __bfloat162float(__float2bfloat16_rn(v)); }
 };
 
 template <typename T> SYMM_DEV T ldcg(const T *p)
@@ -386,9 +393,10 @@ template <typename A, int OP> SYMM_DEV A apply(A a, A b)
     else return a ^ b;
 }
 
-/* Elements [lo, hi) owned by this member: reduce over members in team order, write to
- * the destination of every member in `to` (all members, or the root alone). Only the
- * owner of an element touches it in any buffer, so dest may equal src. */
+/* Elements [lo, hi) owned by this member: reduce over members in team order (member 0
+ * first, one rounding per combine: acc::step), write to the destination of every member
+ * in `to` (all members, or the root alone). Only the owner of an element touches it in
+ * any buffer, so dest may equal src. */
 template <typename T, int OP>
 SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
                            size_t hi, int root, uint32_t i0, uint32_t step)
@@ -397,7 +405,7 @@ SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size
     for (size_t i = lo + i0; i < hi; i += step) {
         typename C::type a = C::in(ldcg(peer(t, src, 0) + i));
         for (int j = 1; j < t.n; j++)
-            a = apply<typename C::type, OP>(a, C::in(ldcg(peer(t, src, j) + i)));
+            a = C::step(apply<typename C::type, OP>(a, C::in(ldcg(peer(t, src, j) + i))));
         T r = C::out(a);
         if (root >= 0) {
             peer(t, dest, root)[i] = r;
@@ -443,7 +451,7 @@ __device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest,
             memcpy(x, &w, 16);
 #pragma unroll
             for (uint32_t e = 0; e < V; e++)
-                a[e] = apply<typename C::type, OP>(a[e], C::in(x[e]));
+                a[e] = C::step(apply<typename C::type, OP>(a[e], C::in(x[e])));
         }
 #pragma unroll
         for (uint32_t e = 0; e < V; e++) x[e] = C::out(a[e]);
