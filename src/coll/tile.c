@@ -45,7 +45,7 @@ typedef struct tile_args {
 #define TILE_OUT_BITS 63
 #define TILE_OUT_MASK (((uint64_t)1 << TILE_OUT_BITS) - 1)
 
-static int tile_empty(const symm_tile_t *t) { return t->rows == 0 || t->cols == 0; }
+static int tile_empty(const symm_tile_t *t) { return symm_plan_tile_empty(t); }
 
 /* Checks one tile and gives the byte range it spans ([*lo, *hi), empty for an empty
  * tile). need_symm: the tile must lie inside one symmetric object. */
@@ -54,26 +54,26 @@ static symm_status_t tile_check(const char *fn, symm_coll_tname_t *tn, const cha
                                 uintptr_t *lo, uintptr_t *hi)
 {
     *lo = *hi = 0;
-    if (tile_empty(t)) return SYMM_SUCCESS;
-    if (!t->base)
+    size_t bytes;
+    switch (symm_plan_tile_span(t, esize, 0, &bytes)) {
+    case SYMM_PLAN_TILE_OK: break;
+    case SYMM_PLAN_TILE_NULL:
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: %s tile (%zu x %zu) has a "
                               "NULL base",
                               fn, symm_coll_tname(tn), what, t->rows, t->cols);
-    if (t->ld < t->cols)
+    case SYMM_PLAN_TILE_LD:
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s on %s: %s tile has ld = %zu < cols = %zu (ld is the row "
                               "stride in elements)",
                               fn, symm_coll_tname(tn), what, t->ld, t->cols);
-    size_t elems, bytes;
-    if (__builtin_mul_overflow(t->rows - 1, t->ld, &elems) ||
-        __builtin_add_overflow(elems, t->cols, &elems) ||
-        __builtin_mul_overflow(elems, esize, &bytes) ||
-        (uintptr_t)t->base + bytes < (uintptr_t)t->base)
+    default:
         return symm_error_set(SYMM_ERR_OVERFLOW,
                               "%s on %s: %s tile of %zu rows, ld %zu "
                               "overflows the address space",
                               fn, symm_coll_tname(tn), what, t->rows, t->ld);
+    }
+    if (tile_empty(t)) return SYMM_SUCCESS;
     if (need_symm && !symm_addr_accessible(t->base, bytes))
         return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
                               "%s on %s: %s tile [%p, +%zu bytes) (%zu x %zu, ld %zu) is not "
@@ -92,7 +92,7 @@ static int ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t
 
 static int same_tile(const symm_tile_t *a, const symm_tile_t *b)
 {
-    return a->base == b->base && a->ld == b->ld;
+    return symm_plan_tile_same(a, b);
 }
 
 /* Validates this PE's arguments; *mine_k gets the tile I am root of (-1: none). */

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "symm.h"
+#include "symm/impl/plan__tile.h"
 #include "team/team.h"
 
 /* One worker's share of an operation: called with duplicate `worker` of the pool. */
@@ -53,13 +54,14 @@ symm_status_t symm_coll_worker_team(const char *fn_name, symm_pool_t pool, int w
                                     int nworkers, symm_team_t *team_out);
 
 /* Rows [*lo, *hi) of part `part` when total rows are split into `parts` near-equal
- * contiguous ranges (the first total % parts ranges get one more). */
+ * contiguous ranges: symm_plan_band, the split the GPU blocks use too. */
 static inline void symm_coll_band(size_t total, size_t parts, size_t part, size_t *lo,
                                   size_t *hi)
 {
-    size_t q = total / parts, r = total % parts;
-    *lo = part * q + (part < r ? part : r);
-    *hi = *lo + q + (part < r ? 1 : 0);
+    uint64_t l, h;
+    symm_plan_band(total, parts, part, &l, &h);
+    *lo = (size_t)l;
+    *hi = (size_t)h;
 }
 
 #endif

@@ -99,7 +99,7 @@ static void test_units(void)
         uint64_t parts = 1 + next() % 9, expect = 0;
         for (uint64_t p = 0; p < parts; p++) {
             uint64_t lo, hi;
-            symm_tm_band(U, parts, p, &lo, &hi);
+            symm_plan_band(U, parts, p, &lo, &hi);
             CHECK_T(lo == expect && hi >= lo, "band %llu", (unsigned long long)p);
             expect = hi;
         }

@@ -1,7 +1,6 @@
 /* tile_moe__common.h — arithmetic shared by the device tile reduce / MoE code
  * (tile_moe__funcs.cuh) and the host: the fp16/bf16 conversions of the CPU reduction
- * kernels (half__common.h), band splitting (as src/coll/tile_moe.h),
- * the tile's work units, MoE segment alignment and the size of the MoE workspace.
+ * kernels (half__common.h), band splitting (plan__tile.h), the tile's work units, MoE segment alignment and the size of the MoE workspace.
  * Valid C11 and CUDA C++, host and device, so a CPU unit test checks the very code the
  * kernels run. */
 #ifndef SYMM_IMPL_TILE_MOE__COMMON_H
@@ -12,6 +11,7 @@
 #include <string.h>
 
 #include "symm/impl/half__common.h"
+#include "symm/impl/plan__tile.h"
 
 #ifdef __CUDACC__
 #define SYMM_TM_HD static __host__ __device__ __forceinline__
@@ -47,16 +47,6 @@ SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
 }
 
 /* ---------------------------------------------------------------- bands and units */
-/* [*lo, *hi): part `part` of `total` split into `parts` near-equal contiguous ranges, the
- * first total % parts one longer (symm_coll_band of the CPU code). */
-SYMM_TM_HD void symm_tm_band(uint64_t total, uint64_t parts, uint64_t part, uint64_t *lo,
-                             uint64_t *hi)
-{
-    uint64_t q = total / parts, r = total % parts;
-    *lo = part * q + (part < r ? part : r);
-    *hi = *lo + q + (part < r ? 1 : 0);
-}
-
 /* Units of a rows x cols tile of esize-byte elements (0 for an empty tile). */
 SYMM_TM_HD uint64_t symm_tm_tile_units(uint64_t rows, uint64_t cols, uint32_t esize)
 {

@@ -381,11 +381,13 @@ SYMM_DEV void tile_units_op(const symm_dev_team_t &t, int op, const symm_tile_t 
     }
 }
 
-SYMM_DEV bool tile_empty(const symm_tile_t &x) { return x.rows == 0 || x.cols == 0; }
-/* Shape and alignment of one tile (empty tiles are always fine). */
+SYMM_DEV bool tile_empty(const symm_tile_t &x) { return symm_plan_tile_empty(&x); }
+/* Shape and alignment of one tile (empty tiles are always fine): the host's checks that
+ * need no arithmetic (symm_plan_tile_span ran on the host). */
 SYMM_DEV bool tile_ok(const symm_tile_t &x, uint32_t es)
 {
-    return tile_empty(x) || (x.base && x.ld >= x.cols && ((uintptr_t)x.base % es) == 0);
+    return tile_empty(x) ||
+           (symm_plan_tile_shape(&x) == SYMM_PLAN_TILE_OK && ((uintptr_t)x.base % es) == 0);
 }
 
 /* Shared rooted reduction. A root whose out lies in the GPU symmetric heap (out_symm: the
@@ -568,9 +570,9 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
                 if (!flat) {
                     uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
                     uint64_t lo, hi, mlo = 0, mhi;
-                    symm_tm_band(u, nparts, part, &lo, &hi);
+                    symm_plan_band(u, nparts, part, &lo, &hi);
                     mhi = hi - lo;
-                    if (all) symm_tm_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
+                    if (all) symm_plan_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
                     tile_units_op<TY>(t, op, out, src, all, lo + mlo, lo + mhi, d16);
                 }
         }

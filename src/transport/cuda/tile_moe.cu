@@ -202,37 +202,35 @@ int ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
     return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }
 
-int tile_empty(const symm_tile_t &t) { return t.rows == 0 || t.cols == 0; }
-int same_tile(const symm_tile_t &a, const symm_tile_t &b)
-{
-    return a.base == b.base && a.ld == b.ld;
-}
+int tile_empty(const symm_tile_t &t) { return symm_plan_tile_empty(&t); }
+int same_tile(const symm_tile_t &a, const symm_tile_t &b) { return symm_plan_tile_same(&a, &b); }
 
-/* One tile's checks (tile.c's tile_check, plus the element alignment loads need on a GPU);
+/* One tile's checks (symm_plan_tile_span, as tile.c's, plus the element alignment GPU loads need);
  * [*lo, *hi) is the byte range it spans. need_symm: in the GPU symmetric heap. */
 symm_status_t tile_check(const char *fn, const char *what, const symm_tile_t &t, size_t es,
                          int need_symm, uintptr_t *lo, uintptr_t *hi)
 {
     *lo = *hi = 0;
-    if (tile_empty(t)) return SYMM_SUCCESS;
-    if (!t.base)
+    size_t bytes;
+    switch (symm_plan_tile_span(&t, es, 1, &bytes)) {
+    case SYMM_PLAN_TILE_OK: break;
+    case SYMM_PLAN_TILE_NULL:
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s tile (%zu x %zu) has a NULL base",
                               fn, what, t.rows, t.cols);
-    if (t.ld < t.cols)
+    case SYMM_PLAN_TILE_LD:
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: %s tile has ld = %zu < cols = %zu (ld is the row stride in "
                               "elements)",
                               fn, what, t.ld, t.cols);
-    size_t elems, bytes;
-    if (__builtin_mul_overflow(t.rows - 1, t.ld, &elems) ||
-        __builtin_add_overflow(elems, t.cols, &elems) ||
-        __builtin_mul_overflow(elems, es, &bytes) || (uintptr_t)t.base + bytes < (uintptr_t)t.base)
+    case SYMM_PLAN_TILE_OVERFLOW:
         return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %s tile of %zu rows, ld %zu overflows",
                               fn, what, t.rows, t.ld);
-    if ((uintptr_t)t.base % es)
+    default:
         return symm_error_set(SYMM_ERR_ALIGNMENT,
                               "%s: %s tile base %p is not aligned to its %zu-byte elements", fn,
                               what, t.base, es);
+    }
+    if (tile_empty(t)) return SYMM_SUCCESS;
     if (need_symm && !in_gpu_heap(t.base, bytes))
         return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
                               "%s: %s tile [%p, +%zu bytes) is not in the GPU symmetric heap "
