@@ -24,9 +24,15 @@
 
 #include "coll/coll.h"
 #include "coll/tile_moe.h"
+#include "symm/impl/tile_moe__common.h"
 #include "team/team.h"
 
-typedef enum { A2A_1D, A2A_DISPATCH, A2A_COMBINE } a2a_kind_t;
+/* The kinds, numbered as the device code numbers them (one fingerprint). */
+typedef enum {
+    A2A_1D = SYMM_TM_A2A_1D,
+    A2A_DISPATCH = SYMM_TM_A2A_DISPATCH,
+    A2A_COMBINE = SYMM_TM_A2A_COMBINE
+} a2a_kind_t;
 
 typedef struct a2a_args {
     a2a_kind_t kind;
@@ -159,11 +165,10 @@ static size_t a2a_layout(const a2a_args_t *a, int n, const size_t *cnt, size_t *
                 if (add_overflows(pos, cnt[(size_t)s * ne + e], &pos)) return SIZE_MAX;
             }
             if (A) {
-                size_t len = pos - start, alen;
-                if (add_overflows(len, A - 1, &alen)) return SIZE_MAX;
-                alen = alen / A * A;
-                if (alen < A) alen = A;
-                if (add_overflows(start, alen, &pos)) return SIZE_MAX;
+                uint64_t alen;
+                if (symm_tm_aligned_len(pos - start, A, &alen) ||
+                    add_overflows(start, (size_t)alen, &pos))
+                    return SIZE_MAX;
             }
         }
     } else {
@@ -189,18 +194,14 @@ static size_t a2a_need(const a2a_args_t *a, int n, const uint64_t *const *tab, i
     int ne = a->ne;
     size_t pos = 0, A = a->kind == A2A_DISPATCH ? a->major_align : 0;
     for (int e = 0; e < ne; e++) {
-        size_t len = 0, alen;
+        size_t len = 0;
+        uint64_t alen;
         for (int s = 0; s < n; s++)
             if (add_overflows(len, tab[s][A2A_HDR + ((size_t)m * ne + e) * 2], &len))
                 return SIZE_MAX;
-        if (A) {
-            if (add_overflows(len, A - 1, &alen)) return SIZE_MAX;
-            alen = alen / A * A;
-            if (alen < A) alen = A;
-        } else {
-            alen = len;
-        }
-        if (add_overflows(pos, alen, &pos) || pos == SIZE_MAX) return SIZE_MAX;
+        if (symm_tm_aligned_len(len, A, &alen) || add_overflows(pos, (size_t)alen, &pos) ||
+            pos == SIZE_MAX)
+            return SIZE_MAX;
     }
     return pos;
 }
@@ -239,12 +240,9 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
                              const a2a_args_t *a, symm_status_t pre)
 {
     SYMM_REQUIRE_INIT();
-    uint64_t h = SYMM_HASH_INIT;
-    h = symm_hash64(h, (uint64_t)a->kind);
-    h = symm_hash64(h, (uint64_t)(int64_t)a->ne);
-    h = symm_hash64(h, a->row_bytes);
-    h = symm_hash64(h, a->major_align);
-    h = symm_hash64(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
+    uint64_t h = symm_tm_a2a_args_fp((uint64_t)a->kind, (uint64_t)(int64_t)a->ne,
+                                     a->row_bytes, a->major_align);
+    h = symm_tm_mix(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
     symm_coll_t c;
     CHECK(symm_coll_enter(team, fn, h, &c));
     if (worker == 0) symm_coll_set_gate(&c, symm_coll_take_gate());

@@ -15,6 +15,7 @@
 #include "core/log.h"
 
 #include "symm/impl/half__common.h"
+#include "symm/impl/plan__combine.h"
 
 /* ---- type classes, decided from the enum column of SYMM_FOREACH_TYPE */
 #define RED_IS_HALF(e) ((int)(e) == (int)SYMM_FP16 || (int)(e) == (int)SYMM_BF16)
@@ -33,16 +34,16 @@
                           __builtin_choose_expr((int)E_ == (int)SYMM_BF16, symm_half_float_to_bf16(v),   \
                                                 (T_)(v)))
 
-/* One expression per op, on computing-type values u (from a) and v (from b). The bitwise
- * ones are instantiated for floating types too but never reachable from
- * symm_reduce_kernel, which refuses those pairs. */
-#define RED_EXPR_sum(u, v) ((C_)((W_)(u) + (W_)(v)))
-#define RED_EXPR_prod(u, v) ((C_)((W_)(u) * (W_)(v)))
-#define RED_EXPR_min(u, v) ((v) < (u) ? (v) : (u))
-#define RED_EXPR_max(u, v) ((v) > (u) ? (v) : (u))
-#define RED_EXPR_and(u, v) ((C_)((uint64_t)(u) & (uint64_t)(v)))
-#define RED_EXPR_or(u, v) ((C_)((uint64_t)(u) | (uint64_t)(v)))
-#define RED_EXPR_xor(u, v) ((C_)((uint64_t)(u) ^ (uint64_t)(v)))
+/* One expression per op (the rule of plan__combine.h), on computing-type values u (from
+ * a) and v (from b). The bitwise ones are instantiated for floating types too but never
+ * reachable from symm_reduce_kernel, which refuses those pairs. */
+#define RED_EXPR_sum(u, v) ((C_)SYMM_PLAN_OP_SUM((W_)(u), (W_)(v)))
+#define RED_EXPR_prod(u, v) ((C_)SYMM_PLAN_OP_PROD((W_)(u), (W_)(v)))
+#define RED_EXPR_min(u, v) SYMM_PLAN_OP_MIN(u, v)
+#define RED_EXPR_max(u, v) SYMM_PLAN_OP_MAX(u, v)
+#define RED_EXPR_and(u, v) ((C_)SYMM_PLAN_OP_AND((uint64_t)(u), (uint64_t)(v)))
+#define RED_EXPR_or(u, v) ((C_)SYMM_PLAN_OP_OR((uint64_t)(u), (uint64_t)(v)))
+#define RED_EXPR_xor(u, v) ((C_)SYMM_PLAN_OP_XOR((uint64_t)(u), (uint64_t)(v)))
 
 #define RED_CASE_(E, opname)                                                             \
     case E:                                                                              \

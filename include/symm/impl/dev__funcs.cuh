@@ -15,6 +15,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "symm/impl/plan__combine.h"
+
 namespace symm_detail {
 
 /* ---------------------------------------------------------------- primitives */
@@ -382,15 +384,16 @@ template <typename T> SYMM_DEV T ldcg(const T *p)
     return v;
 }
 
+/* a op b by the rule of plan__combine.h (acc::step rounds fp16/bf16 after it). */
 template <typename A, int OP> SYMM_DEV A apply(A a, A b)
 {
-    if constexpr (OP == SYMM_OP_SUM) return a + b;
-    else if constexpr (OP == SYMM_OP_PROD) return a * b;
-    else if constexpr (OP == SYMM_OP_MIN) return b < a ? b : a;
-    else if constexpr (OP == SYMM_OP_MAX) return b > a ? b : a;
-    else if constexpr (OP == SYMM_OP_AND) return a & b;
-    else if constexpr (OP == SYMM_OP_OR) return a | b;
-    else return a ^ b;
+    if constexpr (OP == SYMM_OP_SUM) return SYMM_PLAN_OP_SUM(a, b);
+    else if constexpr (OP == SYMM_OP_PROD) return SYMM_PLAN_OP_PROD(a, b);
+    else if constexpr (OP == SYMM_OP_MIN) return SYMM_PLAN_OP_MIN(a, b);
+    else if constexpr (OP == SYMM_OP_MAX) return SYMM_PLAN_OP_MAX(a, b);
+    else if constexpr (OP == SYMM_OP_AND) return SYMM_PLAN_OP_AND(a, b);
+    else if constexpr (OP == SYMM_OP_OR) return SYMM_PLAN_OP_OR(a, b);
+    else return SYMM_PLAN_OP_XOR(a, b);
 }
 
 /* Elements [lo, hi) owned by this member: reduce over members in team order (member 0

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "symm/impl/half__common.h"
+#include "symm/impl/plan__combine.h"
 #include "symm/impl/plan__tile.h"
 
 #ifdef __CUDACC__
@@ -173,6 +174,18 @@ SYMM_TM_HD uint64_t symm_tm_mix(uint64_t h, uint64_t v)
     h ^= h >> 31;
     h *= 0xbf58476d1ce4e5b9ull;
     return h ^ (h >> 29);
+}
+
+/* The fingerprint of what every member of an all-to-all-v call must pass alike: the
+ * CPU calls (src/coll/moe.c) fold in their worker split, the device calls their block
+ * count and team size. */
+SYMM_TM_HD uint64_t symm_tm_a2a_args_fp(uint64_t kind, uint64_t ne, uint64_t row_bytes,
+                                        uint64_t major_align)
+{
+    uint64_t fp = symm_tm_mix(0x5a3d, kind);
+    fp = symm_tm_mix(fp, ne);
+    fp = symm_tm_mix(fp, row_bytes);
+    return symm_tm_mix(fp, major_align);
 }
 
 #endif

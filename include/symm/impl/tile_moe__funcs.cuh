@@ -96,43 +96,29 @@ template <> struct type_of<double> { static constexpr int value = SYMM_DOUBLE; }
 template <> struct type_of<__half> { static constexpr int value = SYMM_FP16; };
 template <> struct type_of<__nv_bfloat16> { static constexpr int value = SYMM_BF16; };
 
-/* a op b with a the running result (member 0 first), exactly as src/coll/reduce_ops.c:
- * integers wrap (computed in uint64_t), float and double in their own type, fp16 / bf16
- * in float rounded to nearest even on every step; min keeps a on ties (b < a ? b : a). */
+/* a op b with a the running result (member 0 first): the rule of plan__combine.h, as
+ * src/coll/reduce_ops.c applies it. */
 template <int TY, int OP>
 SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b)
 {
     typedef typename ty<TY>::T T;
     typedef typename ty<TY>::U U;
     if constexpr (TY == SYMM_FP16 || TY == SYMM_BF16) {
-        float u, v, r;
-        if constexpr (TY == SYMM_FP16) {
-            u = symm_half_fp16_to_float(a);
-            v = symm_half_fp16_to_float(b);
-        } else {
-            u = symm_half_bf16_to_float(a);
-            v = symm_half_bf16_to_float(b);
-        }
-        if constexpr (OP == SYMM_OP_SUM) r = u + v;
-        else if constexpr (OP == SYMM_OP_PROD) r = u * v;
-        else if constexpr (OP == SYMM_OP_MIN) r = v < u ? v : u;
-        else r = v > u ? v : u;
-        if constexpr (TY == SYMM_FP16) return symm_half_float_to_fp16(r);
-        else return symm_half_float_to_bf16(r);
+        return symm_plan_half_combine(TY == SYMM_BF16, OP, a, b);
     } else if constexpr (!ty<TY>::integer) {
-        if constexpr (OP == SYMM_OP_SUM) return a + b;
-        else if constexpr (OP == SYMM_OP_PROD) return a * b;
-        else if constexpr (OP == SYMM_OP_MIN) return b < a ? b : a;
-        else return b > a ? b : a;
+        if constexpr (OP == SYMM_OP_SUM) return SYMM_PLAN_OP_SUM(a, b);
+        else if constexpr (OP == SYMM_OP_PROD) return SYMM_PLAN_OP_PROD(a, b);
+        else if constexpr (OP == SYMM_OP_MIN) return SYMM_PLAN_OP_MIN(a, b);
+        else return SYMM_PLAN_OP_MAX(a, b);
     } else {
         uint64_t x = (uint64_t)a, y = (uint64_t)b; /* sign-extended, as the CPU does */
-        if constexpr (OP == SYMM_OP_SUM) return (T)(U)(x + y);
-        else if constexpr (OP == SYMM_OP_PROD) return (T)(U)(x * y);
-        else if constexpr (OP == SYMM_OP_MIN) return b < a ? b : a;
-        else if constexpr (OP == SYMM_OP_MAX) return b > a ? b : a;
-        else if constexpr (OP == SYMM_OP_AND) return (T)(U)(x & y);
-        else if constexpr (OP == SYMM_OP_OR) return (T)(U)(x | y);
-        else return (T)(U)(x ^ y);
+        if constexpr (OP == SYMM_OP_SUM) return (T)(U)SYMM_PLAN_OP_SUM(x, y);
+        else if constexpr (OP == SYMM_OP_PROD) return (T)(U)SYMM_PLAN_OP_PROD(x, y);
+        else if constexpr (OP == SYMM_OP_MIN) return SYMM_PLAN_OP_MIN(a, b);
+        else if constexpr (OP == SYMM_OP_MAX) return SYMM_PLAN_OP_MAX(a, b);
+        else if constexpr (OP == SYMM_OP_AND) return (T)(U)SYMM_PLAN_OP_AND(x, y);
+        else if constexpr (OP == SYMM_OP_OR) return (T)(U)SYMM_PLAN_OP_OR(x, y);
+        else return (T)(U)SYMM_PLAN_OP_XOR(x, y);
     }
 }
 
@@ -752,10 +738,8 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         /* A fingerprint of the arguments every member passes alike, by one thread (the
          * others would only take issue slots from it): in s_fp for the header checks.
          * (An earlier call of this block read s_fp before its closing round.) */
-        uint64_t fp = symm_tm_mix(0x5a3d, (uint64_t)a.kind);
-        fp = symm_tm_mix(fp, (uint64_t)ne);
-        fp = symm_tm_mix(fp, a.row_bytes);
-        fp = symm_tm_mix(fp, a.major_align);
+        uint64_t fp = symm_tm_a2a_args_fp((uint64_t)a.kind, (uint64_t)ne, a.row_bytes,
+                                          a.major_align);
         fp = symm_tm_mix(fp, nparts);
         s_fp = symm_tm_mix(fp, (uint64_t)n);
     }
