@@ -1,5 +1,6 @@
-/* runtime.c — init and finalize: the segment of every PE mapped, the heap and team
- * region allocators set up, the predefined teams created. */
+/* runtime.c — this PE's world at the bottom layer: the segment of every PE mapped, the
+ * heap and team region allocators set up, the mailboxes. symm_init and symm_finalize
+ * (lib/init.c) call symm_core_init first and symm_core_finalize last. */
 #include "core/runtime.h"
 
 #include <errno.h>
@@ -13,16 +14,11 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/wait.h"
-#include "coll/tile_moe.h"
-#include "team/team.h"
-#include "transport/transport.h"
 
 symm_runtime_t symm_g = {.me = -1,
                          .heap_lock = PTHREAD_MUTEX_INITIALIZER,
                          .team_lock = PTHREAD_MUTEX_INITIALIZER,
                          .create_lock = PTHREAD_MUTEX_INITIALIZER};
-
-static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* Bytes of my team region at or above this offset were never handed out since the
  * segment's memfd was made: they are still zero, and no peer has ever written them. */
@@ -183,35 +179,27 @@ static symm_status_t settings_agree(void)
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_init(void)
+symm_status_t symm_core_init(void)
 {
     symm_status_t st = SYMM_SUCCESS;
-    pthread_mutex_lock(&init_lock);
-    if (symm_g.initialized) {
-        pthread_mutex_unlock(&init_lock);
-        return symm_error_set(SYMM_ERR_ALREADY_INITIALIZED, "symm_init called twice");
-    }
-    if (symm_config_load() != 0) {
-        pthread_mutex_unlock(&init_lock);
-        return symm_last_status();
-    }
+    if (symm_config_load() != 0) return symm_last_status();
     symm_log_level = symm_log_parse_level(symm_config.log);
     setup_layout();
 
     int fd = memfd_create("symm-segment", MFD_CLOEXEC);
     if (fd < 0) {
         st = symm_error_set(SYMM_ERR_SYSTEM, "memfd_create: %s", strerror(errno));
-        goto out_unlock;
+        return st;
     }
     if (ftruncate(fd, (off_t)symm_g.seg_size) != 0) {
         st = symm_error_set(SYMM_ERR_SYSTEM, "sizing the segment to %zu bytes: %s",
                             symm_g.seg_size, strerror(errno));
         close(fd);
-        goto out_unlock;
+        return st;
     }
     if ((st = pe_info_write(fd)) != SYMM_SUCCESS) {
         close(fd);
-        goto out_unlock;
+        return st;
     }
     CHECK_GOTO(symm_boot_init(fd, symm_g.seg_size, &symm_g.boot), st, out_close_fd);
     symm_g.me = symm_g.boot.rank;
@@ -244,17 +232,8 @@ symm_status_t symm_init(void)
         goto out_free_arenas;
     }
     symm_g.initialized = 1;
-    CHECK_GOTO(symm_transport_init(), st, out_uninit);
-    CHECK_GOTO(symm_team_layer_init(), st, out_transport);
-    pthread_mutex_unlock(&init_lock);
-    SYMM_DEBUG("initialized: %d PEs, heap %zu bytes, team region %zu bytes", symm_g.npes,
-               symm_g.heap_size, symm_g.team_size);
     return SYMM_SUCCESS;
 
-out_transport:
-    symm_transport_finalize();
-out_uninit:
-    symm_g.initialized = 0;
 out_free_arenas:
     symm_arena_destroy(&symm_g.heap_arena);
     symm_arena_destroy(&symm_g.team_arena);
@@ -275,36 +254,17 @@ out_close_boot:
     symm_boot_close(&symm_g.boot);
     symm_g.me = -1;
     symm_g.npes = 0;
-    goto out_unlock;
+    return st;
 out_close_fd:
     /* symm_boot_init failed before owning the fd */
     close(fd);
-out_unlock:
-    pthread_mutex_unlock(&init_lock);
     return st;
 }
 
 symm_gpu_hooks_t symm_gpu_hooks;
 
-symm_status_t symm_finalize(void)
+void symm_core_finalize(symm_core_end_t how)
 {
-    pthread_mutex_lock(&init_lock);
-    if (!symm_g.initialized) {
-        pthread_mutex_unlock(&init_lock);
-        return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "symm_finalize without symm_init");
-    }
-    symm_status_t busy = symm_team_layer_busy(__func__);
-    if (busy) {
-        pthread_mutex_unlock(&init_lock);
-        return busy;
-    }
-    if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(0);
-    /* Peers may still read this PE's heap until they too reach finalize. */
-    symm_status_t st = symm_barrier_all();
-    symm_coll_workers_shutdown();
-    symm_team_layer_finalize();
-    if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(1);
-    symm_transport_finalize();
     symm_g.initialized = 0;
     symm_arena_destroy(&symm_g.heap_arena);
     symm_arena_destroy(&symm_g.team_arena);
@@ -314,14 +274,19 @@ symm_status_t symm_finalize(void)
     symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
     unmap_segments();
     if (symm_g.ctrl_owned) free(symm_g.ctrl);
-    else munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
+    else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
     symm_g.ctrl = NULL;
     symm_g.ctrl_owned = 0;
-    if (st == SYMM_SUCCESS) symm_boot_finalize(&symm_g.boot);
+    if (how == SYMM_CORE_END_CLEAN) {
+        symm_boot_finalize(&symm_g.boot);
+    } else if (how == SYMM_CORE_END_INIT_FAILED) {
+        close_boot_fds();
+        /* Not symm_boot_finalize: the other PEs hold this one in the world already, so
+         * its exit must read as a failure to symmrun, not as a finalized PE. */
+        symm_boot_close(&symm_g.boot);
+    }
     symm_g.me = -1;
     symm_g.npes = 0;
-    pthread_mutex_unlock(&init_lock);
-    return st;
 }
 
 int symm_initialized(void) { return symm_g.initialized; }
@@ -333,24 +298,6 @@ void symm_abort(int code, const char *why)
     SYMM_ERROR("symm_abort(%d): %s", code, why ? why : "");
     if (symm_g.boot.sock >= 0) symm_boot_abort(&symm_g.boot, code, why ? why : "");
     _exit(code ? code : 1);
-}
-
-symm_status_t symm_get_info(symm_info_t *out)
-{
-    SYMM_REQUIRE_INIT();
-    if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "symm_get_info: out is NULL");
-    symm_info_t i;
-    pthread_mutex_lock(&symm_g.heap_lock);
-    i.heap_used = symm_g.heap_arena.used;
-    pthread_mutex_unlock(&symm_g.heap_lock);
-    pthread_mutex_lock(&symm_g.team_lock);
-    i.team_heap_used = symm_g.team_arena.used;
-    pthread_mutex_unlock(&symm_g.team_lock);
-    i.heap_size = symm_g.heap_size;
-    i.team_heap_size = symm_g.team_size;
-    i.transport = symm_transport_name();
-    *out = i;
-    return SYMM_SUCCESS;
 }
 
 /* ---------------------------------------------------------------- team region */

@@ -102,6 +102,14 @@ static inline int symm_in_heap(const void *p, size_t n)
  * costs a few loads. */
 symm_status_t symm_heap_check(const char *fn, const char *arg, const void *p, size_t n);
 
+/* SYMM_HEAP_PREFAULT: maps [off, +size) of every PE's heap in this process now, so the
+ * first collective on a new object pays no page fault per page and peer. */
+void symm_heap_prefault(uint64_t off, size_t size);
+
+/* Why the heap arena found no room for size bytes at align (caller holds heap_lock):
+ * records SYMM_ERR_ALIGNMENT or SYMM_ERR_NO_MEMORY with fn's name and returns it. */
+symm_status_t symm_heap_no_room(const char *fn, size_t size, size_t align);
+
 /* The two objects this thread's last symm_heap_check calls found, and the heap index's
  * seq then: while seq has not moved, no object was freed or allocated, so both are still
  * live with the same bounds. Two, because a put with signal checks two objects a call.
@@ -154,6 +162,19 @@ typedef struct symm_gpu_hooks {
     void (*finalize)(int phase);
 } symm_gpu_hooks_t;
 extern symm_gpu_hooks_t symm_gpu_hooks;
+
+/* The bottom layer's part of symm_init: configuration, the rendezvous, every PE's
+ * segment mapped, the allocators; sets symm_g.initialized. On failure nothing is left.
+ * symm_core_finalize undoes it: CLEAN tells the launcher this PE finalized, FAILED
+ * (a finalize whose last barrier failed) leaves the launcher's connection as it is,
+ * INIT_FAILED (a higher layer's init failed) makes the exit read as a failure. */
+typedef enum {
+    SYMM_CORE_END_CLEAN,
+    SYMM_CORE_END_FAILED,
+    SYMM_CORE_END_INIT_FAILED
+} symm_core_end_t;
+symm_status_t symm_core_init(void);
+void symm_core_finalize(symm_core_end_t how);
 
 /* Validates a symmetric range and a PE; records the error with the caller's name. */
 symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int pe);
