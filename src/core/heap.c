@@ -48,12 +48,6 @@ symm_status_t symm_heap_no_room(const char *fn, size_t size, size_t align)
                           (unsigned long long)largest);
 }
 
-void *symm_ptr(const void *addr, int pe)
-{
-    if (!symm_g.initialized || pe < 0 || pe >= symm_g.npes || !symm_in_heap(addr, 1)) return NULL;
-    return symm_seg_ptr(addr, pe);
-}
-
 int symm_addr_accessible(const void *addr, size_t size)
 {
     if (!symm_g.initialized || !symm_in_heap(addr, size)) return 0;

@@ -1,5 +1,6 @@
-/* runtime.c — this PE's world at the bottom layer: the segment of every PE mapped, the
- * heap and team region allocators set up, the mailboxes. symm_init and symm_finalize
+/* runtime.c — this PE's world at the bottom layer: its segment made and handed to the
+ * bootstrap, the control page mapped, the heap and team region allocators set up (the
+ * transport maps the peers' segments: transport/shm/segment.c). symm_init and symm_finalize
  * (lib/init.c) call symm_core_init first and symm_core_finalize last. */
 #include "core/runtime.h"
 
@@ -26,15 +27,6 @@ static uint64_t team_fresh_from;
 
 static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
 
-static void unmap_segments(void)
-{
-    if (!symm_g.seg) return;
-    for (int p = 0; p < symm_g.npes; p++)
-        if (symm_g.seg[p]) munmap(symm_g.seg[p], symm_g.seg_size);
-    free(symm_g.seg);
-    symm_g.seg = NULL;
-}
-
 static symm_status_t map_ctrl(void)
 {
     if (symm_g.boot.ctrl_fd < 0) {
@@ -58,40 +50,7 @@ static symm_status_t map_ctrl(void)
     return SYMM_SUCCESS;
 }
 
-static symm_status_t map_segments(void)
-{
-    symm_g.seg = calloc((size_t)symm_g.npes, sizeof *symm_g.seg);
-    if (!symm_g.seg) return symm_error_set(SYMM_ERR_NO_MEMORY, "segment table");
-    for (int p = 0; p < symm_g.npes; p++) {
-        /* MAP_NORESERVE: the heap is large and mostly untouched; pages come from the
-         * memfd only when first written. */
-        /* The heap must start at a multiple of SYMM_HEAP_ALIGN_MAX: reserve that much
-         * more address space, map the segment at the right place inside, trim the rest. */
-        size_t slack = SYMM_HEAP_ALIGN_MAX;
-        uint8_t *r = mmap(NULL, symm_g.seg_size + slack, PROT_NONE,
-                          MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-        if (r == MAP_FAILED)
-            return symm_error_set(SYMM_ERR_SYSTEM, "reserving %zu bytes for PE %d's segment: %s",
-                                  symm_g.seg_size + slack, p, strerror(errno));
-        uintptr_t heap = ((uintptr_t)r + symm_g.heap_off + slack - 1) & ~(uintptr_t)(slack - 1);
-        uint8_t *at = (uint8_t *)(heap - symm_g.heap_off);
-        void *m = mmap(at, symm_g.seg_size, PROT_READ | PROT_WRITE,
-                       MAP_SHARED | MAP_FIXED | MAP_NORESERVE, symm_g.boot.seg_fd[p], 0);
-        if (m == MAP_FAILED) {
-            int e = errno;
-            munmap(r, symm_g.seg_size + slack);
-            return symm_error_set(SYMM_ERR_SYSTEM, "mmap of PE %d's segment (%zu bytes): %s", p,
-                                  symm_g.seg_size, strerror(e));
-        }
-        if (at > r) munmap(r, (size_t)(at - r));
-        size_t tail = (size_t)(r + symm_g.seg_size + slack - (at + symm_g.seg_size));
-        if (tail) munmap(at + symm_g.seg_size, tail);
-        symm_g.seg[p] = m;
-    }
-    return SYMM_SUCCESS;
-}
-
-static void close_boot_fds(void)
+void symm_core_boot_fds_close(void)
 {
     if (symm_g.boot.seg_fd) {
         for (int p = 0; p < symm_g.npes; p++)
@@ -144,41 +103,6 @@ static symm_status_t pe_info_write(int fd)
     return SYMM_SUCCESS;
 }
 
-/* The CPUs the node's PEs may run on, from every PE's published information, so that
- * all PEs compute the same number: the smallest SYMM_NODE_CPUS any PE set, else the
- * size of the union of their affinity masks (PEs pinned to disjoint CPUs add up; PEs
- * free to run anywhere count each CPU once). At least 1. */
-static int node_cpus_agree(void)
-{
-    uint64_t uni[SYMM_CPU_MASK_WORDS] = {0}, forced = 0;
-    for (int p = 0; p < symm_g.npes; p++) {
-        const symm_pe_info_t *i = (const symm_pe_info_t *)(symm_g.seg[p] + symm_g.info_off);
-        for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++) uni[w] |= i->cpu_mask[w];
-        if (i->node_cpus && (!forced || i->node_cpus < forced)) forced = i->node_cpus;
-    }
-    int n = 0;
-    for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++) n += __builtin_popcountll(uni[w]);
-    if (forced) n = forced > 1 << 20 ? 1 << 20 : (int)forced;
-    return n > 0 ? n : 1;
-}
-
-/* Settings that decide the pattern of a collective's episodes must be the same on every
- * PE, or members would wait for signals that never come. Every PE reads the same
- * published values, so every PE fails alike. */
-static symm_status_t settings_agree(void)
-{
-    for (int p = 0; p < symm_g.npes; p++) {
-        const symm_pe_info_t *i = (const symm_pe_info_t *)(symm_g.seg[p] + symm_g.info_off);
-        if (i->barrier_fanin != (uint64_t)symm_config.barrier_flat_max)
-            return symm_error_set(SYMM_ERR_INVALID_ARG,
-                                  "SYMM_BARRIER_FANIN is %d on PE %d but %llu on PE %d: it "
-                                  "must be the same on every PE of the job",
-                                  symm_config.barrier_flat_max, symm_g.me,
-                                  (unsigned long long)i->barrier_fanin, p);
-    }
-    return SYMM_SUCCESS;
-}
-
 symm_status_t symm_core_init(void)
 {
     symm_status_t st = SYMM_SUCCESS;
@@ -210,14 +134,6 @@ symm_status_t symm_core_init(void)
         goto out_close_boot;
     }
     CHECK_GOTO(map_ctrl(), st, out_close_boot);
-    CHECK_GOTO(map_segments(), st, out_unmap);
-    close_boot_fds();
-    symm_g.node_cpus = node_cpus_agree();
-    CHECK_GOTO(settings_agree(), st, out_unmap);
-
-    uint8_t *my = symm_g.seg[symm_g.me];
-    symm_g.mbox = (symm_mbox_t *)my;
-    symm_g.mbox_ack = (symm_mbox_ack_t *)(my + (size_t)SYMM_MAX_PES * sizeof(symm_mbox_t));
     symm_g.mbox_sent = calloc((size_t)symm_g.npes, sizeof(uint64_t));
     symm_g.mbox_recvd = calloc((size_t)symm_g.npes, sizeof(uint64_t));
     symm_g.mbox_discard = calloc((size_t)symm_g.npes, sizeof(uint64_t));
@@ -242,13 +158,11 @@ out_free_mbox:
     free(symm_g.mbox_recvd);
     free(symm_g.mbox_discard);
     symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
-out_unmap:
-    unmap_segments();
     if (symm_g.ctrl_owned) free(symm_g.ctrl);
     else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
     symm_g.ctrl = NULL;
 out_close_boot:
-    close_boot_fds();
+    symm_core_boot_fds_close();
     /* Not symm_boot_finalize: the other PEs hold this one in the world already, so its
      * exit must read as a failure to symmrun, not as a finalized PE. */
     symm_boot_close(&symm_g.boot);
@@ -272,7 +186,6 @@ void symm_core_finalize(symm_core_end_t how)
     free(symm_g.mbox_recvd);
     free(symm_g.mbox_discard);
     symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
-    unmap_segments();
     if (symm_g.ctrl_owned) free(symm_g.ctrl);
     else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
     symm_g.ctrl = NULL;
@@ -280,7 +193,7 @@ void symm_core_finalize(symm_core_end_t how)
     if (how == SYMM_CORE_END_CLEAN) {
         symm_boot_finalize(&symm_g.boot);
     } else if (how == SYMM_CORE_END_INIT_FAILED) {
-        close_boot_fds();
+        symm_core_boot_fds_close();
         /* Not symm_boot_finalize: the other PEs hold this one in the world already, so
          * its exit must read as a failure to symmrun, not as a finalized PE. */
         symm_boot_close(&symm_g.boot);
@@ -328,70 +241,4 @@ void symm_team_region_free(uint64_t off)
     pthread_mutex_lock(&symm_g.team_lock);
     symm_arena_free(&symm_g.team_arena, off);
     pthread_mutex_unlock(&symm_g.team_lock);
-}
-
-/* ---------------------------------------------------------------- mailboxes */
-/* A message's state word: the sender's message count << 2 | POSTED, TAKEN or WITHDRAWN.
- * The receiver takes a posted message and the sender withdraws it with one
- * compare-and-swap each, so exactly one of them wins: a member that gave up on a team
- * creation never has its message paired by a late peer. */
-#define MBOX_POSTED 0u
-#define MBOX_TAKEN 1u
-#define MBOX_WITHDRAWN 2u
-
-symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords)
-{
-    symm_mbox_t *box = (symm_mbox_t *)symm_seg_ptr(&symm_g.mbox[symm_g.me], pe);
-    /* The slot may be reused only once pe consumed the previous message. */
-    symm_wait_t w = SYMM_WAIT_INIT;
-    while (__atomic_load_n(&symm_g.mbox_ack[pe].acked, __ATOMIC_ACQUIRE) < symm_g.mbox_sent[pe]) {
-        symm_status_t st = symm_wait_pause(&w);
-        if (st == SYMM_ERR_TIMEOUT)
-            return symm_error_set(st, "team creation: PE %d never took this PE's previous "
-                                      "message (%.0f s)", pe, symm_wait_elapsed(&w));
-        if (st) return st;
-    }
-    for (int i = 0; i < nwords; i++) box->data[i] = data[i];
-    __atomic_store_n(&box->seq, ++symm_g.mbox_sent[pe] << 2 | MBOX_POSTED, __ATOMIC_RELEASE);
-    return SYMM_SUCCESS;
-}
-
-int symm_mbox_withdraw(int pe)
-{
-    symm_mbox_t *box = (symm_mbox_t *)symm_seg_ptr(&symm_g.mbox[symm_g.me], pe);
-    uint64_t want = symm_g.mbox_sent[pe] << 2 | MBOX_POSTED;
-    return symm_g.mbox_sent[pe] &&
-           __atomic_compare_exchange_n(&box->seq, &want, want | MBOX_WITHDRAWN, 0,
-                                       __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-}
-
-void symm_mbox_abandon(int pe) { symm_g.mbox_discard[pe]++; }
-
-int symm_mbox_poll(int pe, uint64_t *data, int nwords)
-{
-    symm_mbox_t *box = &symm_g.mbox[pe];
-    for (;;) {
-        uint64_t want = symm_g.mbox_recvd[pe] + 1;
-        uint64_t seq = __atomic_load_n(&box->seq, __ATOMIC_ACQUIRE);
-        if (seq >> 2 < want) return SYMM_MBOX_NONE;
-        int got = SYMM_MBOX_WITHDRAWN;
-        if ((seq & 3) == MBOX_POSTED) {
-            uint64_t expect = seq;
-            if (__atomic_compare_exchange_n(&box->seq, &expect, seq | MBOX_TAKEN, 0,
-                                            __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-                got = SYMM_MBOX_MESSAGE;
-            else if ((expect & 3) != MBOX_WITHDRAWN)
-                continue;
-        }
-        if (got == SYMM_MBOX_MESSAGE)
-            for (int i = 0; i < nwords; i++) data[i] = box->data[i];
-        symm_g.mbox_recvd[pe] = want;
-        symm_mbox_ack_t *ack = (symm_mbox_ack_t *)symm_seg_ptr(&symm_g.mbox_ack[symm_g.me], pe);
-        __atomic_store_n(&ack->acked, want, __ATOMIC_RELEASE);
-        if (symm_g.mbox_discard[pe]) { /* an attempt this PE gave up on: not for this one */
-            symm_g.mbox_discard[pe]--;
-            continue;
-        }
-        return got;
-    }
 }

@@ -44,7 +44,7 @@ typedef struct symm_runtime {
     int initialized;
     int me;   /* -1 before init */
     int npes; /* 0 before init */
-    uint8_t **seg;
+    uint8_t **seg; /* [npes] where each PE's segment is mapped here (the transport fills it) */
     size_t seg_size;
     size_t info_off; /* symm_pe_info_t in every PE's header */
     size_t team_off, team_size;
@@ -139,12 +139,6 @@ static inline int symm_heap_hit(const void *p, size_t n)
     return 0;
 }
 
-/* My address of an object in my segment -> the same object in pe's segment. */
-static inline void *symm_seg_ptr(const void *addr, int pe)
-{
-    return symm_g.seg[pe] + ((const uint8_t *)addr - symm_g.seg[symm_g.me]);
-}
-
 /* Team region offsets <-> addresses. */
 static inline void *symm_team_region_ptr(int pe, uint64_t off)
 {
@@ -175,6 +169,8 @@ typedef enum {
 } symm_core_end_t;
 symm_status_t symm_core_init(void);
 void symm_core_finalize(symm_core_end_t how);
+/* Closes the segment and control fds the bootstrap handed out, once mapped. */
+void symm_core_boot_fds_close(void);
 
 /* Validates a symmetric range and a PE; records the error with the caller's name. */
 symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int pe);
@@ -182,19 +178,5 @@ symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int 
 /* Team-region allocation (local to this PE, thread-safe). */
 symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out);
 void symm_team_region_free(uint64_t off);
-
-/* Mailboxes (rank-list team creation). Caller holds create_lock. send posts one message
- * to pe (waiting until pe consumed the previous one); poll takes the next message from
- * pe if there is one: SYMM_MBOX_MESSAGE (data filled), SYMM_MBOX_WITHDRAWN (the sender
- * gave up on it before it was taken) or SYMM_MBOX_NONE. withdraw takes back this PE's
- * last message to pe if pe has not taken it (1) or not (0); abandon says that the next
- * message from pe belongs to an attempt this PE gave up on: poll drops it. */
-#define SYMM_MBOX_NONE 0
-#define SYMM_MBOX_MESSAGE 1
-#define SYMM_MBOX_WITHDRAWN 2
-symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords);
-int symm_mbox_poll(int pe, uint64_t *data, int nwords);
-int symm_mbox_withdraw(int pe);
-void symm_mbox_abandon(int pe);
 
 #endif

@@ -106,6 +106,16 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
         return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s on %s: PE %d is not a member", what,
                               team_name(team, buf, sizeof buf), symm_g.me);
     }
+    /* Every member computes the same bits from the same transport: all fail alike. */
+    if (SYMM_UNLIKELY(pool->remote)) {
+        char buf[96];
+        int j = 0;
+        while (j < pool->n && pool->reach[j]) j++;
+        return symm_error_set(SYMM_ERR_UNSUPPORTED, "%s on %s: member %d (PE %d) is not "
+                              "reachable by load/store from PE %d; collectives over remote "
+                              "members are not supported yet", what,
+                              team_name(team, buf, sizeof buf), j, pool->world[j], symm_g.me);
+    }
     /* The claim is the only atomic on the way in: one uncontended exchange on a line
      * that no other duplicate shares. */
     if (SYMM_UNLIKELY(atomic_exchange_explicit(&dup->busy, 1, memory_order_acquire))) {

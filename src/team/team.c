@@ -9,6 +9,7 @@
 
 #include "core/config.h"
 #include "transport/shm/shm.h"
+#include "transport/transport.h"
 
 /* ---------------------------------------------------------------- slot table */
 /* Objects are found by serial number in a power-of-two table: serial s lives in slot
@@ -181,6 +182,7 @@ void symm_pool_obj_free(symm_pool_obj_t *p)
     free(atomic_load(&p->table));
     free(p->world);
     free(p->index_of);
+    free(p->reach);
     free(p->name);
     free(p);
 }
@@ -195,7 +197,8 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n, symm_
     p->me = -1;
     p->world = malloc((size_t)n * sizeof(int));
     p->index_of = malloc((size_t)symm_g.npes * sizeof(int));
-    if (!p->world || !p->index_of) {
+    p->reach = malloc((size_t)n);
+    if (!p->world || !p->index_of || !p->reach) {
         symm_pool_obj_free(p);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "team of %d members", n);
     }
@@ -204,6 +207,8 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n, symm_
     for (int i = 0; i < n; i++) {
         p->world[i] = world[i];
         p->index_of[world[i]] = i;
+        p->reach[i] = (uint8_t)symm_transport_reachable(world[i]);
+        p->remote += !p->reach[i];
         h = symm_hash64(h, (uint64_t)world[i]);
     }
     p->members_hash = h;

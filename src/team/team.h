@@ -34,6 +34,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "symm.h"
+#include "transport/shm/shm.h"
 
 /* One cache line: a signal is one line's transfer, and no two writers share a line. */
 typedef struct symm_sync_slot {
@@ -80,6 +81,11 @@ typedef struct symm_pool_obj {
     int me;        /* my team number */
     int *world;    /* [n] team number -> world rank */
     int *index_of; /* [npes] world rank -> team number or -1 */
+    /* [n] 1 where the member is reachable by load/store (a peer pointer exists), from
+     * the transport at creation; remote counts the members where it is 0. Algorithms
+     * go node-local by load/store where the bit is set and by put/signal elsewhere. */
+    uint8_t *reach;
+    int remote;
     uint64_t members_hash;
     size_t block_size;
     symm_dup_t *ctl; /* control duplicate (growth, destroy) */
@@ -184,7 +190,7 @@ symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
 /* Pointer to member pe's copy of a symmetric address. */
 static inline void *symm_coll_ptr(const symm_coll_t *c, const void *addr, int pe)
 {
-    return symm_seg_ptr(addr, c->world[pe]);
+    return symm_shm_ptr(addr, c->world[pe]);
 }
 
 /* The slot that I write in member pe's block for this duplicate. */

@@ -1,23 +1,15 @@
 /* transport.c — picks the transport at init. Only the CPU one exists on the host side;
- * the CUDA transport adds GPU heaps beside it. */
+ * the CUDA transport adds GPU heaps beside it (transport/cuda/heap.c). */
 #include "transport/transport.h"
 
 static const symm_transport_ops_t *current;
 
-static symm_status_t shm_init(void) { return SYMM_SUCCESS; }
-static void shm_finalize(void) {}
-
-const symm_transport_ops_t symm_shm_transport = {
-    .size = sizeof(symm_transport_ops_t),
-    .name = "shm",
-    .init = shm_init,
-    .finalize = shm_finalize,
-};
-
 symm_status_t symm_transport_init(void)
 {
     current = &symm_shm_transport;
-    return current->init();
+    symm_status_t st = current->init();
+    if (st) current = NULL;
+    return st;
 }
 
 void symm_transport_finalize(void)
@@ -27,3 +19,13 @@ void symm_transport_finalize(void)
 }
 
 const char *symm_transport_name(void) { return current ? current->name : "none"; }
+
+const symm_transport_ops_t *symm_transport(void) { return current; }
+
+int symm_transport_reachable(int pe)
+{
+    /* Every PE of the one host is mapped: all reachable. A transport with remote PEs
+     * answers from its own table of PEs (where ptr gives NULL). */
+    (void)pe;
+    return current == &symm_shm_transport ? 1 : 0;
+}

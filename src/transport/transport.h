@@ -1,25 +1,61 @@
-/* transport.h — how bytes move between PEs. A transport is an ops table chosen at init;
- * the CPU shared-memory transport is the default and its hot primitives (a peer
- * pointer, a copy, an atomic) are inline in shm/shm.h, so collectives pay no indirect
- * call per transfer. */
+/* transport.h — how bytes move between PEs. A transport is an ops table chosen at init.
+ * Algorithms reach a member by load/store where its team's reach bit is set (a peer
+ * pointer; for the CPU the shm inline functions of shm/shm.h, so collectives pay no
+ * indirect call per transfer), and through this table's put/get/atomics/signal for
+ * the rest. The operations here take validated arguments: the public calls check them
+ * first (transport/shm/rma.c). */
 #ifndef SYMM_TRANSPORT_H
 #define SYMM_TRANSPORT_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "symm.h"
 
 typedef struct symm_transport_ops {
     size_t size; /* sizeof(struct symm_transport_ops): lets the table grow */
     const char *name;
-    symm_status_t (*init)(void);
+    symm_status_t (*init)(void); /* maps every PE's segment */
     void (*finalize)(void);
+    /* pe's segment made reachable from this process, and released again */
+    symm_status_t (*map)(int pe);
+    void (*unmap)(int pe);
+    /* Where load/store reaches pe's copy of my symmetric address addr; NULL where it
+     * does not (pe is remote: use put/get/atomics/signal). */
+    void *(*ptr)(const void *addr, int pe);
+    /* Data path for any PE, load/store reachable or not. Completion: put and
+     * put_signal are complete at the source when they return (src may be reused);
+     * fence orders them per target, quiet completes them at every target, flush makes
+     * this PE's stores to its own heap visible to the transport's remote readers. */
+    symm_status_t (*put)(void *dest, const void *src, size_t n, int pe);
+    symm_status_t (*get)(void *dest, const void *src, size_t n, int pe);
+    /* 64-bit atomics on pe's copy of dest; the fetching forms write the old value */
+    symm_status_t (*fetch_op64)(symm_amo_t op, uint64_t *dest, uint64_t value, int pe,
+                                uint64_t *old_out);
+    symm_status_t (*cswap64)(uint64_t *dest, uint64_t cond, uint64_t value, int pe,
+                             uint64_t *old_out);
+    symm_status_t (*swap64)(uint64_t *dest, uint64_t value, int pe, uint64_t *old_out);
+    /* put of n bytes, then sig updated (set or add) with release order: whoever sees
+     * the signal sees the data. signal alone is put_signal with n = 0. */
+    symm_status_t (*put_signal)(void *dest, const void *src, size_t n, uint64_t *sig,
+                                uint64_t value, symm_sigop_t op, int pe);
+    symm_status_t (*signal)(uint64_t *sig, uint64_t value, symm_sigop_t op, int pe);
+    symm_status_t (*fence)(void);
+    symm_status_t (*quiet)(void);
+    symm_status_t (*flush)(void);
 } symm_transport_ops_t;
 
+/* The CPU transport of one host (transport/shm/shm.c). */
 extern const symm_transport_ops_t symm_shm_transport;
 
 symm_status_t symm_transport_init(void);
 void symm_transport_finalize(void);
 const char *symm_transport_name(void);
+/* The transport chosen at init (NULL before). */
+const symm_transport_ops_t *symm_transport(void);
+
+/* 1 if world PE pe is reachable by load/store (a peer pointer exists for it): the bit
+ * every team keeps per member. */
+int symm_transport_reachable(int pe);
 
 #endif

@@ -117,6 +117,12 @@ symm_status_t symm_quiet(void)
     return SYMM_SUCCESS;
 }
 
+void *symm_ptr(const void *addr, int pe)
+{
+    if (!symm_g.initialized || pe < 0 || pe >= symm_g.npes || !symm_in_heap(addr, 1)) return NULL;
+    return symm_shm_ptr(addr, pe);
+}
+
 /* ---------------------------------------------------------------- atomics */
 #define SYMM_AMO_BODY(T)                                                                 \
     {                                                                                    \

@@ -1,5 +1,7 @@
 /* shm.h — the CPU transport's hot path: every PE's segment is mapped in every process,
- * so a remote access is a load or store through a translated pointer. */
+ * so a remote access is a load or store through a translated pointer. Algorithms call
+ * these directly for members whose reach bit is set; the ops table (shm.c) wraps them
+ * for the rest of the library. */
 #ifndef SYMM_TRANSPORT_SHM_H
 #define SYMM_TRANSPORT_SHM_H
 
@@ -7,16 +9,20 @@
 
 #include "core/runtime.h"
 
-static inline void *symm_shm_ptr(const void *addr, int pe) { return symm_seg_ptr(addr, pe); }
+/* My address of an object in my segment -> the same object in pe's segment. */
+static inline void *symm_shm_ptr(const void *addr, int pe)
+{
+    return symm_g.seg[pe] + ((const uint8_t *)addr - symm_g.seg[symm_g.me]);
+}
 
 static inline void symm_shm_put(void *dest, const void *src, size_t n, int pe)
 {
-    if (n) memcpy(symm_seg_ptr(dest, pe), src, n); /* src may be NULL when n is 0 */
+    if (n) memcpy(symm_shm_ptr(dest, pe), src, n); /* src may be NULL when n is 0 */
 }
 
 static inline void symm_shm_get(void *dest, const void *src, size_t n, int pe)
 {
-    if (n) memcpy(dest, symm_seg_ptr(src, pe), n); /* dest may be NULL when n is 0 */
+    if (n) memcpy(dest, symm_shm_ptr(src, pe), n); /* dest may be NULL when n is 0 */
 }
 
 /* Stores by this thread become visible to other PEs in program order (x86: already so;
@@ -31,5 +37,26 @@ static inline void symm_shm_fence(void)
 #else
 static inline void symm_shm_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
 #endif
+
+/* Segments (segment.c): init maps every PE's segment, reads what each published in its
+ * header and places the mailboxes; finalize unmaps them. */
+symm_status_t symm_shm_init(void);
+void symm_shm_finalize(void);
+symm_status_t symm_shm_segment_map(int pe);
+void symm_shm_segment_unmap(int pe);
+
+/* Mailboxes (rank-list team creation). Caller holds create_lock. send posts one message
+ * to pe (waiting until pe consumed the previous one); poll takes the next message from
+ * pe if there is one: SYMM_MBOX_MESSAGE (data filled), SYMM_MBOX_WITHDRAWN (the sender
+ * gave up on it before it was taken) or SYMM_MBOX_NONE. withdraw takes back this PE's
+ * last message to pe if pe has not taken it (1) or not (0); abandon says that the next
+ * message from pe belongs to an attempt this PE gave up on: poll drops it. */
+#define SYMM_MBOX_NONE 0
+#define SYMM_MBOX_MESSAGE 1
+#define SYMM_MBOX_WITHDRAWN 2
+symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords);
+int symm_mbox_poll(int pe, uint64_t *data, int nwords);
+int symm_mbox_withdraw(int pe);
+void symm_mbox_abandon(int pe);
 
 #endif
