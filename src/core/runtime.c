@@ -175,8 +175,6 @@ out_close_fd:
     return st;
 }
 
-symm_gpu_hooks_t symm_gpu_hooks;
-
 void symm_core_finalize(symm_core_end_t how)
 {
     symm_g.initialized = 0;

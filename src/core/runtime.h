@@ -145,18 +145,6 @@ static inline void *symm_team_region_ptr(int pe, uint64_t off)
     return symm_g.seg[pe] + symm_g.team_off + off;
 }
 
-/* Hooks of the GPU transport (src/transport/cuda), all NULL unless symm_cuda_init ran.
- * pool_quiesce runs before a pool's destroy exchange (no kernel of this PE may still use
- * its device state), pool_release when a pool object with GPU state is freed, finalize
- * with phase 0 before finalize's barrier and phase 1 after the teams are gone. */
-struct symm_pool_obj;
-typedef struct symm_gpu_hooks {
-    void (*pool_quiesce)(struct symm_pool_obj *p);
-    void (*pool_release)(struct symm_pool_obj *p);
-    void (*finalize)(int phase);
-} symm_gpu_hooks_t;
-extern symm_gpu_hooks_t symm_gpu_hooks;
-
 /* The bottom layer's part of symm_init: configuration, the rendezvous, every PE's
  * segment mapped, the allocators; sets symm_g.initialized. On failure nothing is left.
  * symm_core_finalize undoes it: CLEAN tells the launcher this PE finalized, FAILED

@@ -48,12 +48,11 @@ symm_status_t symm_finalize(void)
         pthread_mutex_unlock(&init_lock);
         return busy;
     }
-    if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(0);
+    symm_transport_quiesce();
     /* Peers may still read this PE's heap until they too reach finalize. */
     symm_status_t st = symm_barrier_all();
     symm_coll_workers_shutdown();
     symm_team_layer_finalize();
-    if (symm_gpu_hooks.finalize) symm_gpu_hooks.finalize(1);
     symm_transport_finalize();
     symm_core_finalize(st == SYMM_SUCCESS ? SYMM_CORE_END_CLEAN : SYMM_CORE_END_FAILED);
     pthread_mutex_unlock(&init_lock);

@@ -332,7 +332,7 @@ symm_status_t symm_pool_obj_destroy(symm_pool_obj_t *p, const char *fn)
 {
     if (p->me < 0)
         return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not a member", fn, symm_g.me);
-    if (p->gpu && symm_gpu_hooks.pool_quiesce) symm_gpu_hooks.pool_quiesce(p);
+    symm_team_pool_quiesce(p);
     symm_coll_t c;
     symm_team_t h = symm_team_handle(p, 0, p->kind == SYMM_KIND_POOL);
     symm_status_t st = symm_coll_enter_dup(p, p->ctl, h, fn, 0, &c);

@@ -166,10 +166,47 @@ void symm_chunk_free(symm_chunk_t *ch)
     free(ch);
 }
 
+/* ---------------------------------------------------------------- pool hooks */
+static const symm_team_pool_hooks_t *pool_hooks[SYMM_TEAM_POOL_HOOKS_MAX];
+static int npool_hooks;
+
+symm_status_t symm_team_pool_hooks_register(const symm_team_pool_hooks_t *h)
+{
+    if (npool_hooks == SYMM_TEAM_POOL_HOOKS_MAX)
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "pool hooks: %d registered already",
+                              npool_hooks);
+    pool_hooks[npool_hooks++] = h;
+    return SYMM_SUCCESS;
+}
+
+void symm_team_pool_hooks_unregister(const symm_team_pool_hooks_t *h)
+{
+    for (int i = 0; i < npool_hooks; i++)
+        if (pool_hooks[i] == h) {
+            pool_hooks[i] = pool_hooks[--npool_hooks];
+            pool_hooks[npool_hooks] = NULL;
+            return;
+        }
+}
+
+void symm_team_pool_quiesce(symm_pool_obj_t *p)
+{
+    if (!p->gpu) return;
+    for (int i = 0; i < npool_hooks; i++)
+        if (pool_hooks[i]->pool_quiesce) pool_hooks[i]->pool_quiesce(p);
+}
+
+static void pool_release_hooks(symm_pool_obj_t *p)
+{
+    if (!p->gpu) return;
+    for (int i = 0; i < npool_hooks; i++)
+        if (pool_hooks[i]->pool_release) pool_hooks[i]->pool_release(p);
+}
+
 void symm_pool_obj_free(symm_pool_obj_t *p)
 {
     if (!p) return;
-    if (p->gpu && symm_gpu_hooks.pool_release) symm_gpu_hooks.pool_release(p);
+    pool_release_hooks(p);
     symm_chunk_t *ch = p->chunks;
     while (ch) {
         symm_chunk_t *next = ch->next;

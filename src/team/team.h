@@ -117,6 +117,20 @@ typedef struct symm_pool_obj {
  * internal team carry it as their team, so messages and user calls never resolve it. */
 #define SYMM_H_INTERNAL INT64_MAX
 
+/* What a layer above or beside teams keeps per pool (the CUDA transport's device state,
+ * in symm_pool_obj_t.gpu) is looked after through these: pool_quiesce runs before a
+ * pool's destroy exchange (nothing of this PE may still use that state), pool_release
+ * when the pool object is freed. Both are called only for a pool whose gpu field is
+ * set. register returns SYMM_ERR_NO_MEMORY past SYMM_TEAM_POOL_HOOKS_MAX. */
+typedef struct symm_team_pool_hooks {
+    void (*pool_quiesce)(struct symm_pool_obj *p);
+    void (*pool_release)(struct symm_pool_obj *p);
+} symm_team_pool_hooks_t;
+#define SYMM_TEAM_POOL_HOOKS_MAX 4
+symm_status_t symm_team_pool_hooks_register(const symm_team_pool_hooks_t *h);
+void symm_team_pool_hooks_unregister(const symm_team_pool_hooks_t *h);
+void symm_team_pool_quiesce(struct symm_pool_obj *p);
+
 symm_status_t symm_team_layer_init(void);
 void symm_team_layer_finalize(void);
 /* SYMM_ERR_TEAM_BUSY (message naming the call) if a thread of this PE is inside a call

@@ -2,7 +2,27 @@
  * the CUDA transport adds GPU heaps beside it (transport/cuda/heap.c). */
 #include "transport/transport.h"
 
+#include "core/log.h"
+
 static const symm_transport_ops_t *current;
+static const symm_transport_ops_t *extra[SYMM_TRANSPORT_MAX]; /* registered, oldest first */
+static int nextra;
+
+symm_status_t symm_transport_register(const symm_transport_ops_t *t)
+{
+    if (nextra == SYMM_TRANSPORT_MAX)
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "transport %s: %d transports registered "
+                              "already", t->name, nextra);
+    extra[nextra++] = t;
+    return SYMM_SUCCESS;
+}
+
+void symm_transport_quiesce(void)
+{
+    for (int i = nextra - 1; i >= 0; i--)
+        if (extra[i]->quiesce) extra[i]->quiesce();
+    if (current && current->quiesce) current->quiesce();
+}
 
 symm_status_t symm_transport_init(void)
 {
@@ -14,6 +34,11 @@ symm_status_t symm_transport_init(void)
 
 void symm_transport_finalize(void)
 {
+    while (nextra > 0) {
+        const symm_transport_ops_t *t = extra[--nextra];
+        extra[nextra] = NULL;
+        if (t->finalize) t->finalize();
+    }
     if (current) current->finalize();
     current = NULL;
 }

@@ -16,6 +16,9 @@ typedef struct symm_transport_ops {
     size_t size; /* sizeof(struct symm_transport_ops): lets the table grow */
     const char *name;
     symm_status_t (*init)(void); /* maps every PE's segment */
+    /* Before finalize's last barrier: this PE stops touching peers' memory (a GPU
+     * transport waits for its kernels). NULL where there is nothing to wait for. */
+    void (*quiesce)(void);
     void (*finalize)(void);
     /* pe's segment made reachable from this process, and released again */
     symm_status_t (*map)(int pe);
@@ -49,7 +52,16 @@ typedef struct symm_transport_ops {
 extern const symm_transport_ops_t symm_shm_transport;
 
 symm_status_t symm_transport_init(void);
+/* quiesce of every transport (before finalize's last barrier), then finalize of every
+ * transport once the teams are gone: the registered ones newest first, then the one
+ * chosen at init. */
+void symm_transport_quiesce(void);
 void symm_transport_finalize(void);
+/* A transport beside the one chosen at init, for memory of its own (the CUDA
+ * transport's device heap, registered by symm_cuda_init once it is set up): finalized by
+ * symm_finalize. SYMM_ERR_NO_MEMORY if SYMM_TRANSPORT_MAX are registered. */
+#define SYMM_TRANSPORT_MAX 4
+symm_status_t symm_transport_register(const symm_transport_ops_t *t);
 const char *symm_transport_name(void);
 /* The transport chosen at init (NULL before). */
 const symm_transport_ops_t *symm_transport(void);

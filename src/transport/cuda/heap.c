@@ -1,7 +1,9 @@
 /* heap.c — the GPU symmetric heap: one cudaMalloc per PE (user heap + team region),
  * exported by CUDA IPC and mapped by every other PE of the node; collective allocation
  * with the same offsets everywhere; device error reports; the resident-launch helper;
- * automatic cleanup at symm_finalize through the core's GPU hooks. */
+ * the CUDA transport's ops table (device heap, IPC peer pointers), registered with the
+ * transport layer so that symm_finalize cleans up, and the pool hooks of the team
+ * layer that look after a pool's GPU state. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +14,7 @@
 #include "core/runtime.h"
 #include "transport/cuda/cuda_coll.h"
 #include "transport/cuda/cuda_transport.h"
+#include "transport/transport.h"
 
 symm_cuda_state_t symm_cuda = {.device = -1};
 
@@ -55,7 +58,11 @@ typedef struct gpu_card {
     int32_t device;
 } gpu_card_t;
 
-static void hooks_finalize(int phase);
+static const symm_transport_ops_t cuda_transport;
+static const symm_team_pool_hooks_t cuda_pool_hooks = {
+    .pool_quiesce = symm_cuda_pool_quiesce,
+    .pool_release = symm_cuda_pool_release,
+};
 
 static void unmap_peers(void)
 {
@@ -188,27 +195,84 @@ symm_status_t symm_cuda_init(void)
     cudaMemset(symm_cuda.err, 0, sizeof(symm_dev_err_buf_t));
     cudaDeviceSynchronize();
     symm_cuda.timeout_ns = (uint64_t)(symm_config.timeout * 1e9);
+    if ((st = symm_transport_register(&cuda_transport)) != SYMM_SUCCESS) {
+        release_all();
+        return st;
+    }
+    if ((st = symm_team_pool_hooks_register(&cuda_pool_hooks)) != SYMM_SUCCESS) {
+        release_all(); /* the transport stays registered: its finalize finds nothing */
+        return st;
+    }
     symm_cuda.initialized = 1;
-    symm_gpu_hooks.pool_quiesce = symm_cuda_pool_quiesce;
-    symm_gpu_hooks.pool_release = symm_cuda_pool_release;
-    symm_gpu_hooks.finalize = hooks_finalize;
     SYMM_DEBUG("GPU transport: device %d (%s), %d PEs on it, heap %zu bytes", dev, mine.bus_id,
                symm_cuda.sharers, heap);
     return SYMM_SUCCESS;
 }
 
-/* Phase 0 (before finalize's barrier): no kernel of this PE touches any heap after it.
- * Phase 1 (every PE passed phase 0, pools freed): unmap and free. */
-static void hooks_finalize(int phase)
+/* ---------------------------------------------------------------- ops table */
+/* Before finalize's barrier: no kernel of this PE touches any heap after it. */
+static void cuda_quiesce(void)
 {
-    if (!symm_cuda.initialized) return;
-    if (phase == 0) {
-        cudaDeviceSynchronize();
-        return;
-    }
-    memset(&symm_gpu_hooks, 0, sizeof symm_gpu_hooks);
-    release_all();
+    if (symm_cuda.initialized) cudaDeviceSynchronize();
 }
+
+/* Every PE passed quiesce, pools are freed: unmap and free. */
+static void cuda_finalize(void)
+{
+    symm_team_pool_hooks_unregister(&cuda_pool_hooks);
+    if (symm_cuda.initialized) release_all();
+}
+
+/* Peers are mapped together by symm_cuda_init: opening a peer's IPC handle needs the
+ * handle exchange, which is collective. */
+static void cuda_unmap(int pe)
+{
+    if (!symm_cuda.peer_base || pe == symm_g.me || !symm_cuda.peer_base[pe]) return;
+    cudaIpcCloseMemHandle(symm_cuda.peer_base[pe]);
+    symm_cuda.peer_base[pe] = NULL;
+}
+
+/* A device pointer: loads and stores reach it from kernels (peer access), not from the
+ * host. */
+static void *cuda_ptr(const void *addr, int pe) { return symm_gpu_ptr(addr, pe); }
+
+static symm_status_t cuda_copy(const char *fn, void *dest, const void *src, size_t n)
+{
+    cudaError_t e = cudaMemcpy(dest, src, n, cudaMemcpyDefault);
+    return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
+}
+
+static symm_status_t cuda_put(void *dest, const void *src, size_t n, int pe)
+{
+    return n ? cuda_copy("cuda put", symm_gpu_ptr(dest, pe), src, n) : SYMM_SUCCESS;
+}
+
+static symm_status_t cuda_get(void *dest, const void *src, size_t n, int pe)
+{
+    return n ? cuda_copy("cuda get", dest, symm_gpu_ptr(src, pe), n) : SYMM_SUCCESS;
+}
+
+static symm_status_t cuda_sync(void)
+{
+    cudaError_t e = cudaDeviceSynchronize();
+    return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error("cuda quiet", e);
+}
+
+/* Atomics and signals on GPU memory are device-side operations (symm_device.cuh):
+ * the host table has none. */
+static const symm_transport_ops_t cuda_transport = {
+    .size = sizeof(symm_transport_ops_t),
+    .name = "cuda",
+    .quiesce = cuda_quiesce,
+    .finalize = cuda_finalize,
+    .unmap = cuda_unmap,
+    .ptr = cuda_ptr,
+    .put = cuda_put,
+    .get = cuda_get,
+    .fence = cuda_sync,
+    .quiet = cuda_sync,
+    .flush = cuda_sync,
+};
 
 int symm_cuda_initialized(void) { return symm_cuda.initialized; }
 int symm_cuda_device(void) { return symm_cuda.initialized ? symm_cuda.device : -1; }
