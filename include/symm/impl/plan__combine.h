@@ -10,13 +10,7 @@
 #include "symm.h"
 #include "symm/impl/half__common.h"
 
-#ifndef SYMM_HD
-#ifdef __CUDACC__
-#define SYMM_HD static __host__ __device__ __forceinline__
-#else
-#define SYMM_HD static inline
-#endif
-#endif
+#include "symm/impl/plan__hd.h"
 
 /* u op v, u the running result (member 0 first), v the next member's value, both in the
  * type the combine computes in:

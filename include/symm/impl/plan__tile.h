@@ -11,13 +11,7 @@
 
 #include "symm.h"
 
-#ifndef SYMM_HD
-#ifdef __CUDACC__
-#define SYMM_HD static __host__ __device__ __forceinline__
-#else
-#define SYMM_HD static inline
-#endif
-#endif
+#include "symm/impl/plan__hd.h"
 
 /* A tile with no element: it is still collective, and its base and ld are not read. */
 SYMM_HD int symm_plan_tile_empty(const symm_tile_t *t) { return t->rows == 0 || t->cols == 0; }
