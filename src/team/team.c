@@ -484,6 +484,7 @@ void symm_team_layer_finalize(void)
     symm_pool_obj_free(internal_obj);
     internal_obj = NULL;
     pthread_mutex_unlock(&slot_lock);
+    npool_hooks = 0; /* a later symm_init starts without them */
 }
 
 /* ---------------------------------------------------------------- creation */

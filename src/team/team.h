@@ -96,7 +96,7 @@ typedef struct symm_pool_obj {
     size_t nretired;
     int keep_region; /* freed without agreement: its blocks stay out of the region */
     char *name; /* registry name, or NULL */
-    void *gpu;  /* GPU state (src/transport/cuda), or NULL */
+    void *gpu;  /* GPU state (team/cuda/cuda_pool.h), or NULL */
 } symm_pool_obj_t;
 
 /* ---- handles
@@ -117,11 +117,12 @@ typedef struct symm_pool_obj {
  * internal team carry it as their team, so messages and user calls never resolve it. */
 #define SYMM_H_INTERNAL INT64_MAX
 
-/* What a layer above or beside teams keeps per pool (the CUDA transport's device state,
- * in symm_pool_obj_t.gpu) is looked after through these: pool_quiesce runs before a
- * pool's destroy exchange (nothing of this PE may still use that state), pool_release
- * when the pool object is freed. Both are called only for a pool whose gpu field is
- * set. register returns SYMM_ERR_NO_MEMORY past SYMM_TEAM_POOL_HOOKS_MAX. */
+/* What a separately built part keeps per pool (the GPU state of team/cuda, in
+ * symm_pool_obj_t.gpu) is looked after through these: pool_quiesce runs before a pool's
+ * destroy exchange (nothing of this PE may still use that state), pool_release when the
+ * pool object is freed. Both are called only for a pool whose gpu field is set. register
+ * returns SYMM_ERR_NO_MEMORY past SYMM_TEAM_POOL_HOOKS_MAX; symm_team_layer_finalize
+ * forgets every hook. */
 typedef struct symm_team_pool_hooks {
     void (*pool_quiesce)(struct symm_pool_obj *p);
     void (*pool_release)(struct symm_pool_obj *p);

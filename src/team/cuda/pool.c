@@ -10,8 +10,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/runtime.h"
-#include "transport/cuda/cuda_coll.h"
-#include "transport/cuda/cuda_transport.h"
+#include "team/cuda/cuda_pool.h"
 
 static uint32_t gpu_block_size(int n)
 {
@@ -19,30 +18,15 @@ static uint32_t gpu_block_size(int n)
     return (uint32_t)((s + SYMM_DEV_BLOCK_ALIGN - 1) & ~(size_t)(SYMM_DEV_BLOCK_ALIGN - 1));
 }
 
-static int region_alloc(size_t size, uint64_t *off)
-{
-    pthread_mutex_lock(&symm_cuda.lock);
-    int rc = symm_arena_alloc(&symm_cuda.team_arena, size ? size : 1, 256, off);
-    pthread_mutex_unlock(&symm_cuda.lock);
-    return rc;
-}
-
-static void region_free(uint64_t off)
-{
-    pthread_mutex_lock(&symm_cuda.lock);
-    symm_arena_free(&symm_cuda.team_arena, off);
-    pthread_mutex_unlock(&symm_cuda.lock);
-}
-
 /* Waits for every kernel of this PE: its peers may free their blocks right after the
  * destroy exchange, and our kernels must not write into them any more. */
-void symm_cuda_pool_quiesce(symm_pool_obj_t *p)
+static void pool_quiesce(symm_pool_obj_t *p)
 {
     (void)p;
     cudaDeviceSynchronize();
 }
 
-void symm_cuda_pool_release(symm_pool_obj_t *p)
+static void pool_release(symm_pool_obj_t *p)
 {
     symm_cuda_pool_t *g = p->gpu;
     if (!g) return;
@@ -50,17 +34,22 @@ void symm_cuda_pool_release(symm_pool_obj_t *p)
     if (symm_cuda.initialized) {
         cudaDeviceSynchronize();
         for (size_t i = 0; i < g->nchunks; i++) {
-            region_free(g->chunks[i].my_off);
-            region_free(g->chunks[i].bases_off);
+            symm_cuda_region_free(g->chunks[i].my_off);
+            symm_cuda_region_free(g->chunks[i].bases_off);
         }
-        if (g->nchunks) region_free(g->delta_off);
-        if (g->nchunks) region_free(g->tables_off);
-        for (size_t i = 0; i < g->nretired; i++) region_free(g->retired[i]);
+        if (g->nchunks) symm_cuda_region_free(g->delta_off);
+        if (g->nchunks) symm_cuda_region_free(g->tables_off);
+        for (size_t i = 0; i < g->nretired; i++) symm_cuda_region_free(g->retired[i]);
     }
     free(g->chunks);
     free(g->retired);
     free(g);
 }
+
+const symm_team_pool_hooks_t symm_cuda_pool_hooks = {
+    .pool_quiesce = pool_quiesce,
+    .pool_release = pool_release,
+};
 
 /* Adds GPU state for duplicates [g->size, size of p): allocate and zero my blocks, one
  * exchange of offsets on the control duplicate, then upload new tables. */
@@ -78,10 +67,10 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
     symm_cuda_chunk_t *chunks = realloc(g->chunks, nch * sizeof *chunks);
     if (!chunks) return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
     g->chunks = chunks;
-    if (region_alloc(count * g->block_size, &my_off) ||
-        region_alloc(n * sizeof(uint8_t *), &bases_off) ||
-        region_alloc(tab_bytes, &tables_off) ||
-        (!g->nchunks && region_alloc(n * sizeof(int64_t), &delta_off))) {
+    if (symm_cuda_region_alloc(count * g->block_size, &my_off) ||
+        symm_cuda_region_alloc(n * sizeof(uint8_t *), &bases_off) ||
+        symm_cuda_region_alloc(tab_bytes, &tables_off) ||
+        (!g->nchunks && symm_cuda_region_alloc(n * sizeof(int64_t), &delta_off))) {
         st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu duplicates of %d members do not fit "
                             "in the GPU team region (%zu bytes)", fn, count, p->n,
                             symm_cuda.team_size);
@@ -155,10 +144,10 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
     if (st) {
         /* Peers that succeeded may hold our offset, but a failed exchange means nobody
          * attaches: every member sees the same failure. */
-        if (my_off != UINT64_MAX) region_free(my_off);
-        if (bases_off != UINT64_MAX) region_free(bases_off);
-        if (tables_off != UINT64_MAX) region_free(tables_off);
-        if (!g->nchunks && delta_off != UINT64_MAX) region_free(delta_off);
+        if (my_off != UINT64_MAX) symm_cuda_region_free(my_off);
+        if (bases_off != UINT64_MAX) symm_cuda_region_free(bases_off);
+        if (tables_off != UINT64_MAX) symm_cuda_region_free(tables_off);
+        if (!g->nchunks && delta_off != UINT64_MAX) symm_cuda_region_free(delta_off);
         return st;
     }
     /* Kernels launched with the old tables may still run: retire them with the pool. */
@@ -288,27 +277,5 @@ symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out)
     CHECK(symm_team_lookup(__func__, team, &p, &d));
     CHECK(symm_cuda_pool_attach(p));
     symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), out);
-    return SYMM_SUCCESS;
-}
-
-symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_team_t *t,
-                                     const void *dest, size_t dest_bytes, const void *src,
-                                     size_t src_bytes)
-{
-    CHECK(symm_cuda_require(fn));
-    symm_pool_obj_t *p;
-    symm_dup_t *d;
-    CHECK(symm_team_lookup(fn, team, &p, &d));
-    if (p->me < 0)
-        return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not a member of the team", fn,
-                              symm_g.me);
-    if (dest_bytes && !symm_cuda_in_heap(dest, dest_bytes))
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: dest %p (+%zu bytes) is not in the "
-                              "GPU symmetric heap (symm_gpu_malloc)", fn, dest, dest_bytes);
-    if (src_bytes && !symm_cuda_in_heap(src, src_bytes))
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: src %p (+%zu bytes) is not in the "
-                              "GPU symmetric heap (symm_gpu_malloc)", fn, src, src_bytes);
-    CHECK(symm_cuda_pool_attach(p));
-    symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), t);
     return SYMM_SUCCESS;
 }

@@ -11,7 +11,7 @@ extern "C" {
 #include "core/config.h"
 #include "core/log.h"
 }
-#include "transport/cuda/cuda_coll.h"
+#include "coll/cuda/cuda_coll.h"
 
 namespace {
 

@@ -1,9 +1,8 @@
-/* heap.c — the GPU symmetric heap: one cudaMalloc per PE (user heap + team region),
- * exported by CUDA IPC and mapped by every other PE of the node; collective allocation
- * with the same offsets everywhere; device error reports; the resident-launch helper;
- * the CUDA transport's ops table (device heap, IPC peer pointers), registered with the
- * transport layer so that symm_finalize cleans up, and the pool hooks of the team
- * layer that look after a pool's GPU state. */
+/* transport.c — the GPU symmetric heap: one cudaMalloc per PE (user heap + team region),
+ * exported by CUDA IPC and mapped by every other PE of the node (its collective
+ * allocation is lib/cuda/heap.c); device error reports; the resident-launch helper;
+ * the team region's allocator; the CUDA transport's ops table (device heap, IPC peer
+ * pointers), registered with the transport layer so that symm_finalize cleans up. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,7 +11,6 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/runtime.h"
-#include "transport/cuda/cuda_coll.h"
 #include "transport/cuda/cuda_transport.h"
 #include "transport/transport.h"
 
@@ -59,10 +57,21 @@ typedef struct gpu_card {
 } gpu_card_t;
 
 static const symm_transport_ops_t cuda_transport;
-static const symm_team_pool_hooks_t cuda_pool_hooks = {
-    .pool_quiesce = symm_cuda_pool_quiesce,
-    .pool_release = symm_cuda_pool_release,
-};
+
+int symm_cuda_region_alloc(size_t size, uint64_t *off)
+{
+    pthread_mutex_lock(&symm_cuda.lock);
+    int rc = symm_arena_alloc(&symm_cuda.team_arena, size ? size : 1, 256, off);
+    pthread_mutex_unlock(&symm_cuda.lock);
+    return rc;
+}
+
+void symm_cuda_region_free(uint64_t off)
+{
+    pthread_mutex_lock(&symm_cuda.lock);
+    symm_arena_free(&symm_cuda.team_arena, off);
+    pthread_mutex_unlock(&symm_cuda.lock);
+}
 
 static void unmap_peers(void)
 {
@@ -89,9 +98,8 @@ static void release_all(void)
     symm_cuda.device = -1;
 }
 
-symm_status_t symm_cuda_init(void)
+symm_status_t symm_cuda_transport_init(const char *fn)
 {
-    static const char fn[] = "symm_cuda_init";
     SYMM_REQUIRE_INIT();
     if (symm_cuda.initialized)
         return symm_error_set(SYMM_ERR_ALREADY_INITIALIZED, "%s called twice", fn);
@@ -199,10 +207,6 @@ symm_status_t symm_cuda_init(void)
         release_all();
         return st;
     }
-    if ((st = symm_team_pool_hooks_register(&cuda_pool_hooks)) != SYMM_SUCCESS) {
-        release_all(); /* the transport stays registered: its finalize finds nothing */
-        return st;
-    }
     symm_cuda.initialized = 1;
     SYMM_DEBUG("GPU transport: device %d (%s), %d PEs on it, heap %zu bytes", dev, mine.bus_id,
                symm_cuda.sharers, heap);
@@ -219,7 +223,6 @@ static void cuda_quiesce(void)
 /* Every PE passed quiesce, pools are freed: unmap and free. */
 static void cuda_finalize(void)
 {
-    symm_team_pool_hooks_unregister(&cuda_pool_hooks);
     if (symm_cuda.initialized) release_all();
 }
 
@@ -277,52 +280,6 @@ static const symm_transport_ops_t cuda_transport = {
 int symm_cuda_initialized(void) { return symm_cuda.initialized; }
 int symm_cuda_device(void) { return symm_cuda.initialized ? symm_cuda.device : -1; }
 int symm_cuda_device_sharers(void) { return symm_cuda.initialized ? symm_cuda.sharers : 1; }
-
-/* ---------------------------------------------------------------- allocation */
-
-void *symm_gpu_malloc(size_t size)
-{
-    static const char fn[] = "symm_gpu_malloc";
-    if (symm_cuda_require(fn)) return NULL;
-    uint64_t off = 0;
-    int ok = 1;
-    char why[512] = "";
-    pthread_mutex_lock(&symm_cuda.lock);
-    if (size && symm_arena_alloc(&symm_cuda.heap_arena, size, 256, &off)) {
-        symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu bytes do not fit in the GPU heap (%zu of "
-                       "%zu in use; raise SYMM_GPU_HEAP_SIZE)", fn, size,
-                       (size_t)symm_cuda.heap_arena.used, symm_cuda.heap_size);
-        snprintf(why, sizeof why, "%s", symm_last_error());
-        ok = 0;
-    }
-    symm_status_t st =
-        symm_agree(fn, symm_hash64(SYMM_HASH_INIT, size), ok, SYMM_ERR_NO_MEMORY);
-    if (st && ok && size) symm_arena_free(&symm_cuda.heap_arena, off);
-    pthread_mutex_unlock(&symm_cuda.lock);
-    if (!ok) symm_error_set(SYMM_ERR_NO_MEMORY, "%s", why);
-    if (st || !ok || !size) return NULL;
-    return symm_cuda.base + off;
-}
-
-symm_status_t symm_gpu_free(void *ptr)
-{
-    static const char fn[] = "symm_gpu_free";
-    CHECK(symm_cuda_require(fn));
-    if (!ptr) return SYMM_SUCCESS;
-    int ok = symm_cuda_in_heap(ptr, 1) &&
-             symm_arena_find(&symm_cuda.heap_arena, (uint64_t)((uint8_t *)ptr - symm_cuda.base), 1);
-    cudaDeviceSynchronize(); /* no kernel of this PE still uses it */
-    pthread_mutex_lock(&symm_cuda.lock);
-    symm_status_t st = symm_agree(
-        fn, symm_hash64(SYMM_HASH_INIT, (uint64_t)((uint8_t *)ptr - symm_cuda.base)), ok,
-        SYMM_ERR_NO_MEMORY);
-    if (!st) symm_arena_free(&symm_cuda.heap_arena, (uint64_t)((uint8_t *)ptr - symm_cuda.base));
-    pthread_mutex_unlock(&symm_cuda.lock);
-    if (!ok)
-        return symm_error_set(SYMM_ERR_DOUBLE_FREE, "%s: %p is not a live GPU symmetric object",
-                              fn, ptr);
-    return st;
-}
 
 void *symm_gpu_ptr(const void *addr, int pe)
 {

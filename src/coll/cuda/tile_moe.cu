@@ -12,7 +12,7 @@
 extern "C" {
 #include "core/log.h"
 }
-#include "transport/cuda/cuda_coll.h"
+#include "coll/cuda/cuda_coll.h"
 
 namespace {
 

@@ -1,0 +1,29 @@
+/* cuda_pool_dev.h — a pool's GPU state as the stream collectives (CUDA C++) see it; kept
+ * apart from cuda_pool.h, which pulls in C11-only headers (stdatomic). */
+#ifndef SYMM_TEAM_CUDA_POOL_DEV_H
+#define SYMM_TEAM_CUDA_POOL_DEV_H
+
+#include "symm_cuda.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A pool's first chunk of duplicates as kernel parameters: symm's stream kernels resolve
+ * duplicate b < count from these (no loads of the pool's tables) when n <= the maximum. */
+#define SYMM_CUDA_FAST_MAX 8
+typedef struct symm_cuda_fast {
+    uint32_t count;      /* duplicates [0, count) are in the first chunk; 0: none */
+    uint32_t block_size; /* bytes per duplicate per member */
+    uint8_t *base[SYMM_CUDA_FAST_MAX]; /* member j's chunk base, as mapped here */
+    int64_t delta[SYMM_CUDA_FAST_MAX]; /* member j's GPU heap address - mine */
+} symm_cuda_fast_t;
+/* symm_cuda_pool_device, and (fast != NULL) the pool's first chunk in *fast (count 0 when
+ * the pool has more than SYMM_CUDA_FAST_MAX members): one lookup of the handle. */
+symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
+                                         symm_cuda_fast_t *fast);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
