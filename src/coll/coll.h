@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "core/runtime.h"
+#include "coll/check.h"
 #include "team/team.h"
 
 /* Bytes one step of a large reduction works on: the partial result stays in L1 while
@@ -95,6 +96,22 @@ static inline const char *symm_coll_tname(symm_coll_tname_t *t)
         t->made = 1;
     }
     return t->buf;
+}
+
+static inline const char *symm_coll_tname_of(void *t) { return symm_coll_tname(t); }
+static inline int symm_coll_in_heap(const void *p, size_t n) { return symm_addr_accessible(p, n); }
+
+/* The shared argument checks' view of a CPU call on a team (check.h). */
+static inline const symm_check_where_t *symm_coll_where(symm_check_where_t *w, const char *fn,
+                                                        symm_coll_tname_t *tn)
+{
+    w->fn = fn;
+    w->team_name = symm_coll_tname_of;
+    w->ctx = tn;
+    w->in_heap = symm_coll_in_heap;
+    w->heap_what = "inside one symmetric object";
+    w->align = 0;
+    return w;
 }
 
 #endif

@@ -81,16 +81,13 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
     int n = c->n, ne = a->ne;
     symm_coll_tname_t tname = {.team = c->team};
     symm_coll_tname_t *tn = &tname;
+    symm_check_where_t w;
     if (!a->in_splits)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_splits is NULL", fn,
                               symm_coll_tname(tn));
     if (a->kind == A2A_COMBINE && !a->in_offsets)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: in_offsets is NULL", fn,
                               symm_coll_tname(tn));
-    if (!a->out && a->out_capacity)
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: out is NULL but out_capacity is %zu", fn,
-                              symm_coll_tname(tn), a->out_capacity);
     size_t end = 0; /* rows of in that are read: max over segments of offset + count */
     size_t run = 0; /* running offset of the packed (rank-major) input */
     for (int j = 0; j < n; j++) {
@@ -134,16 +131,8 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
                               "inside one symmetric object",
                               fn, symm_coll_tname(tn), a->in, in_bytes, end, a->row_bytes);
     size_t out_bytes;
-    if (mul_overflows(a->out_capacity, a->row_bytes, &out_bytes))
-        return symm_error_set(SYMM_ERR_OVERFLOW,
-                              "%s on %s: out_capacity %zu rows of %zu bytes overflows", fn,
-                              symm_coll_tname(tn), a->out_capacity, a->row_bytes);
-    uintptr_t ilo = (uintptr_t)a->in, olo = (uintptr_t)a->out;
-    if (in_bytes && out_bytes && ilo < olo + out_bytes && olo < ilo + in_bytes)
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: out [%p, +%zu) overlaps in [%p, +%zu): peers read "
-                              "in while out is written",
-                              fn, symm_coll_tname(tn), a->out, out_bytes, a->in, in_bytes);
+    CHECK(symm_check_a2a_out(symm_coll_where(&w, fn, tn), a->out, a->out_capacity, a->row_bytes, a->in,
+                             in_bytes, &out_bytes));
     pub[A2A_HDR_CAP] = a->out_capacity;
     pub[A2A_HDR_IN] = in_bytes ? (uint64_t)((const uint8_t *)a->in - symm_g.seg[symm_g.me]) : 0;
     return SYMM_SUCCESS;
@@ -249,6 +238,7 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     int n = c.n, me = c.me, ne = a->ne;
     symm_coll_tname_t tname = {.team = team};
     symm_coll_tname_t *tn = &tname;
+    symm_check_where_t w;
 
     /* ---- local checks, memory and the publication table; failures are agreed below */
     symm_status_t st = SYMM_SUCCESS, mine = SYMM_SUCCESS;
@@ -267,19 +257,8 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     }
     if (pre)
         mine = pre;
-    else if (ne < 1)
-        mine = symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: ne = %d experts per member "
-                              "(must be >= 1)",
-                              fn, symm_coll_tname(tn), ne);
-    else if (a->row_bytes == 0)
-        mine = symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: row_bytes is 0", fn,
-                              symm_coll_tname(tn));
-    else if (mul_overflows((size_t)n, (size_t)ne, &nsplit) || nsplit > SIZE_MAX / 32)
-        mine = symm_error_set(SYMM_ERR_OVERFLOW,
-                              "%s on %s: %d members x %d experts is too "
-                              "many",
-                              fn, symm_coll_tname(tn), n, ne);
+    else if ((mine = symm_check_a2a_shape(symm_coll_where(&w, fn, tn), n, ne, a->row_bytes, &nsplit)))
+        ;
     else if (!(cnt = malloc(sizeof(size_t) * nsplit * 3)))
         mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for the layout", fn,
                               symm_coll_tname(tn));

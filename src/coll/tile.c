@@ -47,135 +47,21 @@ typedef struct tile_args {
 
 static int tile_empty(const symm_tile_t *t) { return symm_plan_tile_empty(t); }
 
-/* Checks one tile and gives the byte range it spans ([*lo, *hi), empty for an empty
- * tile). need_symm: the tile must lie inside one symmetric object. */
-static symm_status_t tile_check(const char *fn, symm_coll_tname_t *tn, const char *what,
-                                const symm_tile_t *t, size_t esize, int need_symm,
-                                uintptr_t *lo, uintptr_t *hi)
-{
-    *lo = *hi = 0;
-    size_t bytes;
-    switch (symm_plan_tile_span(t, esize, 0, &bytes)) {
-    case SYMM_PLAN_TILE_OK: break;
-    case SYMM_PLAN_TILE_NULL:
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: %s tile (%zu x %zu) has a "
-                              "NULL base",
-                              fn, symm_coll_tname(tn), what, t->rows, t->cols);
-    case SYMM_PLAN_TILE_LD:
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: %s tile has ld = %zu < cols = %zu (ld is the row "
-                              "stride in elements)",
-                              fn, symm_coll_tname(tn), what, t->ld, t->cols);
-    default:
-        return symm_error_set(SYMM_ERR_OVERFLOW,
-                              "%s on %s: %s tile of %zu rows, ld %zu "
-                              "overflows the address space",
-                              fn, symm_coll_tname(tn), what, t->rows, t->ld);
-    }
-    if (tile_empty(t)) return SYMM_SUCCESS;
-    if (need_symm && !symm_addr_accessible(t->base, bytes))
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
-                              "%s on %s: %s tile [%p, +%zu bytes) (%zu x %zu, ld %zu) is not "
-                              "inside one symmetric object",
-                              fn, symm_coll_tname(tn), what, t->base, bytes, t->rows, t->cols,
-                              t->ld);
-    *lo = (uintptr_t)t->base;
-    *hi = *lo + bytes;
-    return SYMM_SUCCESS;
-}
-
-static int ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
-{
-    return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
-}
-
 static int same_tile(const symm_tile_t *a, const symm_tile_t *b)
 {
     return symm_plan_tile_same(a, b);
 }
 
-/* Validates this PE's arguments; *mine_k gets the tile I am root of (-1: none). */
+/* Validates this PE's arguments (check.h); *mine_k gets the tile I am root of (-1: none). */
 static symm_status_t tile_validate(const char *fn, symm_coll_tname_t *tn, const symm_coll_t *c,
                                    const tile_args_t *a, int *mine_k)
 {
-    *mine_k = -1;
-    size_t esize = symm_type_size(a->type);
-    if (!esize)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid type %d", fn,
-                              symm_coll_tname(tn), (int)a->type);
-    if ((int)a->op < 0 || a->op >= SYMM_OP_COUNT)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: invalid op %d", fn,
-                              symm_coll_tname(tn), (int)a->op);
-    if (!symm_reduce_kernel(a->type, a->op))
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: op %s is not defined on type %s (and, or and xor "
-                              "take integer types only)",
-                              fn, symm_coll_tname(tn), symm_op_name(a->op),
-                              symm_type_name(a->type));
-    uintptr_t olo, ohi, ilo, ihi;
-    if (a->kind == TILE_ALL) {
-        const symm_tile_t *in = &a->in[0];
-        CHECK(tile_check(fn, tn, "in", in, esize, 1, &ilo, &ihi));
-        CHECK(tile_check(fn, tn, "out", &a->out, esize, 1, &olo, &ohi));
-        if (a->out.rows != in->rows || a->out.cols != in->cols)
-            return symm_error_set(
-                SYMM_ERR_INVALID_ARG, "%s on %s: out tile is %zu x %zu but in is %zu x %zu", fn,
-                symm_coll_tname(tn), a->out.rows, a->out.cols, in->rows, in->cols);
-        if (ranges_overlap(olo, ohi, ilo, ihi) && !same_tile(&a->out, in))
-            return symm_error_set(SYMM_ERR_INVALID_ARG,
-                                  "%s on %s: out tile overlaps in without being the same tile "
-                                  "(in place needs the same base and ld)",
-                                  fn, symm_coll_tname(tn));
-        return SYMM_SUCCESS;
-    }
-    int n = c->n;
-    if (a->nroots < 0 || a->nroots > n)
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: nroots = %d (must be 0..%d: a PE is root of at most "
-                              "one tile)",
-                              fn, symm_coll_tname(tn), a->nroots, n);
-    if (a->nroots && (!a->in || !a->roots))
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s on %s: %s is NULL", fn,
-                              symm_coll_tname(tn), a->in ? "roots" : "in");
-    for (int k = 0; k < a->nroots; k++) {
-        int r = a->roots[k];
-        if (r < 0 || r >= n)
-            return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
-                                  "%s on %s: root %d is not a member (team of %d)", fn,
-                                  symm_coll_tname(tn), r, n);
-        for (int j = 0; j < k; j++)
-            if (a->roots[j] == r)
-                return symm_error_set(SYMM_ERR_INVALID_ARG,
-                                      "%s on %s: PE %d is root of tiles %d and %d (a PE may "
-                                      "be root of one tile only)",
-                                      fn, symm_coll_tname(tn), r, j, k);
-        char what[32];
-        snprintf(what, sizeof what, "in[%d]", k);
-        CHECK(tile_check(fn, tn, what, &a->in[k], esize, 1, &ilo, &ihi));
-        if (r == c->me) *mine_k = k;
-    }
-    if (*mine_k < 0) return SYMM_SUCCESS; /* out is not used here */
-    const symm_tile_t *mine = &a->in[*mine_k];
-    if (a->out.rows != mine->rows || a->out.cols != mine->cols)
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: out tile of root %d is %zu x %zu but its tile is "
-                              "%zu x %zu",
-                              fn, symm_coll_tname(tn), c->me, a->out.rows, a->out.cols,
-                              mine->rows, mine->cols);
-    CHECK(tile_check(fn, tn, "out", &a->out, esize, 0, &olo, &ohi));
-    for (int k = 0; k < a->nroots; k++) {
-        CHECK(tile_check(fn, tn, "in", &a->in[k], esize, 1, &ilo, &ihi));
-        if (!ranges_overlap(olo, ohi, ilo, ihi)) continue;
-        if (k == *mine_k && same_tile(&a->out, &a->in[k])) continue;
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s on %s: out tile of root %d overlaps in[%d]%s", fn,
-                              symm_coll_tname(tn), c->me, k,
-                              k == *mine_k ? " without being the same tile (in place needs "
-                                             "the same base and ld)"
-                                           : ", which another root reads");
-    }
-    return SYMM_SUCCESS;
+    symm_check_where_t w;
+    symm_tiles_checked_t res;
+    symm_status_t st = symm_check_tiles(symm_coll_where(&w, fn, tn), a->kind == TILE_ALL, &a->out, a->in, a->roots,
+                                        a->nroots, a->type, a->op, c->n, c->me, &res);
+    *mine_k = res.mine;
+    return st;
 }
 
 /* out rows [r0, r1) = reduction over members of in's rows, in team order. base[m] is

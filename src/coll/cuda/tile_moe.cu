@@ -1,7 +1,7 @@
 /* tile_moe.cu — the stream forms of the device tile reduce and MoE all-to-all-v
- * (symm/impl/tile_moe__funcs.cuh): argument checks mirroring src/coll/tile.c and moe.c,
- * the automatic block count, and one kernel whose block b runs the block-scoped call on
- * pool duplicate b. Errors only this member can see still launch a kernel that takes part
+ * (symm/impl/tile_moe__funcs.cuh): the argument checks shared with tile.c and moe.c
+ * (coll/check.h), the automatic block count, and one kernel whose block b runs the
+ * block-scoped call on pool duplicate b. Errors only this member can see still launch a kernel that takes part
  * in the synchronisation (and, for MoE, publishes the failure so every member fails). */
 #include <cstdio>
 #include <cstring>
@@ -12,6 +12,7 @@
 extern "C" {
 #include "core/log.h"
 }
+#include "coll/check.h"
 #include "coll/cuda/cuda_coll.h"
 
 namespace {
@@ -197,48 +198,18 @@ int dev_accessible(const void *p)
            (at.type == cudaMemoryTypeHost && at.devicePointer);
 }
 
-int ranges_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
-{
-    return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
-}
-
 int tile_empty(const symm_tile_t &t) { return symm_plan_tile_empty(&t); }
-int same_tile(const symm_tile_t &a, const symm_tile_t &b) { return symm_plan_tile_same(&a, &b); }
 
-/* One tile's checks (symm_plan_tile_span, as tile.c's, plus the element alignment GPU loads need);
- * [*lo, *hi) is the byte range it spans. need_symm: in the GPU symmetric heap. */
-symm_status_t tile_check(const char *fn, const char *what, const symm_tile_t &t, size_t es,
-                         int need_symm, uintptr_t *lo, uintptr_t *hi)
+/* The shared argument checks' view of a stream form (coll/check.h). */
+symm_check_where_t gpu_where(const char *fn)
 {
-    *lo = *hi = 0;
-    size_t bytes;
-    switch (symm_plan_tile_span(&t, es, 1, &bytes)) {
-    case SYMM_PLAN_TILE_OK: break;
-    case SYMM_PLAN_TILE_NULL:
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s tile (%zu x %zu) has a NULL base",
-                              fn, what, t.rows, t.cols);
-    case SYMM_PLAN_TILE_LD:
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s: %s tile has ld = %zu < cols = %zu (ld is the row stride in "
-                              "elements)",
-                              fn, what, t.ld, t.cols);
-    case SYMM_PLAN_TILE_OVERFLOW:
-        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %s tile of %zu rows, ld %zu overflows",
-                              fn, what, t.rows, t.ld);
-    default:
-        return symm_error_set(SYMM_ERR_ALIGNMENT,
-                              "%s: %s tile base %p is not aligned to its %zu-byte elements", fn,
-                              what, t.base, es);
-    }
-    if (tile_empty(t)) return SYMM_SUCCESS;
-    if (need_symm && !in_gpu_heap(t.base, bytes))
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
-                              "%s: %s tile [%p, +%zu bytes) is not in the GPU symmetric heap "
-                              "(symm_gpu_malloc)",
-                              fn, what, t.base, bytes);
-    *lo = (uintptr_t)t.base;
-    *hi = *lo + bytes;
-    return SYMM_SUCCESS;
+    symm_check_where_t w;
+    memset(&w, 0, sizeof w);
+    w.fn = fn;
+    w.in_heap = in_gpu_heap;
+    w.heap_what = "in the GPU symmetric heap (symm_gpu_malloc)";
+    w.align = 1;
+    return w;
 }
 
 /* symm_tm::tile_flat_ok with the heap deltas taken here: in -> out takes the kernels'
@@ -268,83 +239,25 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
                        const symm_tile_t *in, const int *roots, int nroots, symm_type_t type,
                        symm_op_t op, int nblocks, cudaStream_t stream)
 {
-    size_t es = symm_type_size(type);
-    if (!es) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid type %d", fn, (int)type);
-    if (!symm_tm::op_valid(type, op))
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s: op %d (%s) is not defined on type %s (and, or and xor take "
-                              "integer types only)",
-                              fn, (int)op, symm_op_name(op), symm_type_name(type));
     symm_dev_pool_t dp;
     symm_cuda_fast_t fast;
     CHECK(get_pool(fn, pool, &dp, &fast));
-    const int n = dp.n, me = dp.me;
-    uintptr_t olo = 0, ohi = 0, ilo, ihi;
-    size_t bytes = 0; /* per member, for the block count */
-    symm_status_t local = SYMM_SUCCESS;
+    const int me = dp.me;
+    const size_t es = symm_type_size(type);
+    const symm_check_where_t w = gpu_where(fn);
+    symm_tiles_checked_t chk;
+    symm_status_t local = symm_check_tiles(&w, kind == symm_tm::TILE_ALL, &out, in, roots,
+                                           nroots, type, op, dp.n, me, &chk);
+    /* Only this root sees a problem of its out: it fails, but still takes part. */
+    if (local && !chk.local) return local;
+    const size_t bytes = chk.bytes; /* per member, for the block count */
     bool out_symm = false; /* a root's out in the symmetric heap: its reduction may be shared */
-    if (kind == symm_tm::TILE_ALL) {
-        CHECK(tile_check(fn, "in", in[0], es, 1, &ilo, &ihi));
-        CHECK(tile_check(fn, "out", out, es, 1, &olo, &ohi));
-        if (out.rows != in[0].rows || out.cols != in[0].cols)
-            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out tile is %zu x %zu but in is "
-                                  "%zu x %zu", fn, out.rows, out.cols, in[0].rows, in[0].cols);
-        if (ranges_overlap(olo, ohi, ilo, ihi) && !same_tile(out, in[0]))
-            return symm_error_set(SYMM_ERR_INVALID_ARG,
-                                  "%s: out tile overlaps in without being the same tile (in "
-                                  "place needs the same base and ld)",
-                                  fn);
-        bytes = in[0].rows * in[0].cols * es;
-    } else {
-        if (nroots < 0 || nroots > n)
-            return symm_error_set(SYMM_ERR_INVALID_ARG,
-                                  "%s: nroots = %d (must be 0..%d: a PE is root of at most one "
-                                  "tile)", fn, nroots, n);
-        if (nroots && (!in || !roots))
-            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s is NULL", fn,
-                                  in ? "roots" : "in");
-        int mine = -1;
-        for (int k = 0; k < nroots; k++) {
-            int r = roots[k];
-            if (r < 0 || r >= n)
-                return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
-                                      "%s: root %d is not a member (team of %d)", fn, r, n);
-            for (int j = 0; j < k; j++)
-                if (roots[j] == r)
-                    return symm_error_set(SYMM_ERR_INVALID_ARG,
-                                          "%s: PE %d is root of tiles %d and %d (a PE may be "
-                                          "root of one tile only)", fn, r, j, k);
-            char what[32];
-            snprintf(what, sizeof what, "in[%d]", k);
-            CHECK(tile_check(fn, what, in[k], es, 1, &ilo, &ihi));
-            if (r == me) mine = k;
-            size_t b = in[k].rows * in[k].cols * es;
-            if (b > bytes) bytes = b;
-        }
-        if (mine >= 0 && !tile_empty(in[mine])) {
-            /* Only this root sees these: it fails, but still takes part in the rounds. */
-            if (out.rows != in[mine].rows || out.cols != in[mine].cols)
-                local = symm_error_set(SYMM_ERR_INVALID_ARG,
-                                       "%s: out tile of root %d is %zu x %zu but its tile is "
-                                       "%zu x %zu", fn, me, out.rows, out.cols, in[mine].rows,
-                                       in[mine].cols);
-            else
-                local = tile_check(fn, "out", out, es, 0, &olo, &ohi);
-            for (int k = 0; k < nroots && !local; k++) {
-                tile_check(fn, "in", in[k], es, 1, &ilo, &ihi);
-                if (!ranges_overlap(olo, ohi, ilo, ihi)) continue;
-                if (k == mine && same_tile(out, in[k])) continue;
-                local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out tile of root %d overlaps "
-                                       "in[%d]%s", fn, me, k,
-                                       k == mine ? " without being the same tile (in place "
-                                                   "needs the same base and ld)"
-                                                 : ", which another root reads");
-            }
-            out_symm = !local && ohi > olo && in_gpu_heap((const void *)olo, ohi - olo);
-            if (!local && out.base && !out_symm && !dev_accessible(out.base))
-                local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p of root %d is not "
-                                       "memory this GPU can write", fn, out.base, me);
-        }
+    if (kind != symm_tm::TILE_ALL && chk.mine >= 0 && !tile_empty(in[chk.mine])) {
+        out_symm = !local && chk.ohi > chk.olo &&
+                   in_gpu_heap((const void *)chk.olo, chk.ohi - chk.olo);
+        if (!local && out.base && !out_symm && !dev_accessible(out.base))
+            local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p of root %d is not "
+                                   "memory this GPU can write", fn, out.base, me);
     }
     /* The flat vector path when the tiles allow it: the same choice on every member of an
      * allreduce. Multi-root (per kernel, i.e. per chunk of roots): every member's kernel
@@ -406,13 +319,12 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
 symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int nblocks,
                       cudaStream_t stream)
 {
-    if (a.ne < 1)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: ne = %d experts per member (must be "
-                              ">= 1)", fn, a.ne);
-    if (a.row_bytes == 0) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: row_bytes is 0", fn);
     symm_dev_pool_t dp;
     symm_cuda_fast_t fast;
     CHECK(get_pool(fn, pool, &dp, &fast));
+    const symm_check_where_t w = gpu_where(fn);
+    size_t nsplit;
+    CHECK(symm_check_a2a_shape(&w, dp.n, a.ne, a.row_bytes, &nsplit));
     size_t wsb = symm_tm_a2a_ws_bytes(dp.n, a.ne);
     if (!wsb)
         return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %d members x %d experts is too many", fn,
@@ -436,19 +348,14 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
         local = symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
                                "%s: in %p + %zu bytes (%zu rows of %zu bytes) is not in the GPU "
                                "symmetric heap", fn, a.in, in_bytes, a.in_capacity, a.row_bytes);
-    else if (__builtin_mul_overflow(a.out_capacity, a.row_bytes, &out_bytes))
-        local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: out_capacity %zu rows of %zu bytes "
-                               "overflows", fn, a.out_capacity, a.row_bytes);
-    else if (out_bytes && (!a.out || !dev_accessible(a.out)))
+    else if ((local = symm_check_a2a_out(&w, a.out, a.out_capacity, a.row_bytes, a.in,
+                                         in_bytes, &out_bytes)))
+        ;
+    else if (out_bytes && !dev_accessible(a.out))
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p (out_capacity %zu) is not "
                                "memory this GPU can write", fn, a.out, a.out_capacity);
-    else if (ranges_overlap((uintptr_t)a.in, (uintptr_t)a.in + in_bytes, (uintptr_t)a.out,
-                            (uintptr_t)a.out + out_bytes))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out [%p, +%zu) overlaps in [%p, +%zu): "
-                               "peers read in while out is written", fn, a.out, out_bytes,
-                               a.in, in_bytes);
-    else if (ranges_overlap(wlo, whi, (uintptr_t)a.in, (uintptr_t)a.in + in_bytes) ||
-             ranges_overlap(wlo, whi, (uintptr_t)a.out, (uintptr_t)a.out + out_bytes))
+    else if (symm_check_overlap(wlo, whi, (uintptr_t)a.in, (uintptr_t)a.in + in_bytes) ||
+             symm_check_overlap(wlo, whi, (uintptr_t)a.out, (uintptr_t)a.out + out_bytes))
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: the workspace overlaps in or out", fn);
     else if (!a.in_splits || !dev_accessible(a.in_splits))
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: in_splits %p is not memory this GPU "
