@@ -76,11 +76,13 @@ typedef struct symm_runtime {
 
 extern symm_runtime_t symm_g;
 
-#define SYMM_REQUIRE_INIT()                                                              \
+#define SYMM_REQUIRE_INIT() SYMM_REQUIRE_INIT_FOR(__func__)
+/* The same for an entry point named fn, checked by a helper it calls. */
+#define SYMM_REQUIRE_INIT_FOR(fn)                                                        \
     do {                                                                                 \
         if (SYMM_UNLIKELY(!symm_g.initialized))                                          \
             return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "%s called before symm_init " \
-                                  "or after symm_finalize", __func__);                   \
+                                  "or after symm_finalize", (fn));                       \
     } while (0)
 
 static inline uint8_t *symm_heap_base(int pe) { return symm_g.seg[pe] + symm_g.heap_off; }

@@ -98,8 +98,9 @@ static symm_status_t broken_error(const symm_coll_t *c, const char *what, symm_t
                           c->pool->world[d->broken_origin]);
 }
 
-symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_team_t team,
-                                  const char *what, uint64_t args, symm_coll_t *c)
+/* Claims the duplicate and fills c, all but its fingerprint. */
+static inline symm_status_t coll_claim(symm_pool_obj_t *pool, symm_dup_t *dup, symm_team_t team,
+                                       const char *what, symm_coll_t *c)
 {
     if (SYMM_UNLIKELY(pool->me < 0)) {
         char buf[96];
@@ -137,7 +138,6 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
     c->n = pool->n;
     c->me = pool->me;
     c->world = pool->world;
-    c->fp = make_fp(what, args);
     c->local = SYMM_SUCCESS;
     c->agreed = 0;
     c->what = what;
@@ -151,9 +151,26 @@ symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_t
     return SYMM_SUCCESS;
 }
 
+symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_team_t team,
+                                  const char *what, uint64_t args, symm_coll_t *c)
+{
+    symm_status_t st = coll_claim(pool, dup, team, what, c);
+    if (SYMM_LIKELY(!st)) c->fp = make_fp(what, args);
+    return st;
+}
+
+/* The fingerprint is left to symm_coll_set_args, which every caller runs before the
+ * call's first episode: computing it here too would hash the name twice per call. */
 symm_status_t symm_coll_begin(symm_team_t team, const char *what, symm_coll_t *c)
 {
-    return symm_coll_enter(team, what, 0, c);
+    SYMM_REQUIRE_INIT_FOR(what);
+    symm_pool_obj_t *pool;
+    symm_dup_t *dup;
+    symm_status_t st = symm_team_lookup(what, team, &pool, &dup);
+    if (SYMM_UNLIKELY(st)) return st;
+    st = coll_claim(pool, dup, team, what, c);
+    c->fp = 0;
+    return st;
 }
 
 void symm_coll_set_args(symm_coll_t *c, uint64_t args) { c->fp = make_fp(c->what, args); }

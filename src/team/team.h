@@ -182,7 +182,10 @@ void symm_coll_set_gate(symm_coll_t *c, symm_coll_gate_t *g);
 symm_status_t symm_coll_enter(symm_team_t team, const char *what, uint64_t args,
                               symm_coll_t *c);
 /* symm_coll_enter in two steps, for calls whose checks need the team's shape (c->n,
- * c->me) before the fingerprint is known: the handle is resolved once. */
+ * c->me) before the fingerprint is known: the handle is resolved once, and the
+ * fingerprint computed once, by symm_coll_set_args, which must come before the call's
+ * first episode (symm_coll_sync, _exchange or _fail). symm_coll_begin also checks that
+ * symm is initialised, naming what in the error. */
 symm_status_t symm_coll_begin(symm_team_t team, const char *what, symm_coll_t *c);
 void symm_coll_set_args(symm_coll_t *c, uint64_t args);
 symm_status_t symm_coll_enter_dup(symm_pool_obj_t *pool, symm_dup_t *dup, symm_team_t team,
