@@ -8,32 +8,21 @@
 symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_t nbytes)
 {
     const char *fn = __func__;
-    SYMM_REQUIRE_INIT();
-    int n, me;
-    size_t total = 0;
     symm_coll_t c;
     CHECK(symm_coll_begin(team, fn, &c));
-    n = c.n, me = c.me;
+    int n = c.n, me = c.me;
+    size_t total = 0;
     symm_status_t local = symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total);
-    if (!local) local = symm_coll_check_buf(fn, "dest", dest, total);
-    if (!local) local = symm_coll_check_buf(fn, "src", src, total);
-    if (!local && symm_coll_overlap(dest, total, src, total))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
+    if (!local) local = symm_coll_check_io(fn, dest, total, src, total, "dest overlaps src");
 
     uint64_t stackbuf[128];
     symm_coll_scratch_t s = {NULL, 0};
-    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
-        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                  2 * (size_t)n * sizeof(uint64_t));
+    if (!local)
+        local = symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, 2 * (size_t)n);
     symm_coll_set_args(&c, symm_coll_args(nbytes, symm_coll_off(src), symm_coll_off(dest), 0));
-    symm_status_t st = SYMM_SUCCESS;
-    if (local) {
-        st = symm_coll_fail(&c, local);
-    } else if (n == 1) {
-        if (nbytes) memcpy(dest, src, nbytes);
-    } else if (nbytes == 0) {
-        st = symm_coll_sync(&c);
-    } else if (nbytes <= SYMM_COLL_WORD) {
+    symm_status_t st;
+    if (symm_coll_settled(&c, local, dest, src, nbytes, &st)) goto out_leave;
+    if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *send = s.p, *recv = send + n;
         for (int j = 0; j < n; j++) {
             send[j] = 0;
@@ -117,11 +106,9 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                              size_t *recv_displs)
 {
     const char *fn = __func__;
-    SYMM_REQUIRE_INIT();
-    int n, me;
     symm_coll_t c;
     CHECK(symm_coll_begin(team, fn, &c));
-    n = c.n, me = c.me;
+    int n = c.n, me = c.me;
     symm_status_t local = SYMM_SUCCESS;
     if (elem_size == 0)
         local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: elem_size is 0", fn);

@@ -8,37 +8,25 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
                              int root)
 {
     const char *fn = __func__;
-    SYMM_REQUIRE_INIT();
-    int n, me;
     symm_coll_t c;
     CHECK(symm_coll_begin(team, fn, &c));
-    n = c.n, me = c.me;
-    symm_status_t local = SYMM_SUCCESS;
-    if (root < 0 || root >= n)
-        local = symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
-                               "%s: root %d is not a member of a team of %d", fn, root, n);
-    if (!local) local = symm_coll_check_buf(fn, "dest", dest, nbytes);
+    int n = c.n, me = c.me;
+    symm_status_t local = symm_coll_check_root(fn, root, n);
     /* src is read on the root only, but through the address every member passes */
-    if (!local) local = symm_coll_check_buf(fn, "src", src, nbytes);
-    if (!local && dest != src && symm_coll_overlap(dest, nbytes, src, nbytes))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG,
-                               "%s: dest and src overlap without being equal", fn);
+    if (!local)
+        local = symm_coll_check_io(fn, dest, nbytes, src, nbytes,
+                                   dest != src ? "dest and src overlap without being equal"
+                                               : NULL);
 
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};
-    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
-        local =
-            symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, (size_t)n * sizeof(uint64_t));
+    if (!local)
+        local = symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, (size_t)n);
     symm_coll_set_args(
         &c, symm_coll_args(nbytes, (uint64_t)root, symm_coll_off(src), symm_coll_off(dest)));
-    symm_status_t st = SYMM_SUCCESS;
-    if (local) {
-        st = symm_coll_fail(&c, local);
-    } else if (n == 1) {
-        if (dest != src && nbytes) memcpy(dest, src, nbytes);
-    } else if (nbytes == 0) {
-        st = symm_coll_sync(&c);
-    } else if (nbytes <= SYMM_COLL_WORD) {
+    symm_status_t st;
+    if (symm_coll_settled(&c, local, dest, src, nbytes, &st)) goto out_leave;
+    if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *recv = s.p, word = 0;
         if (me == root) memcpy(&word, src, nbytes);
         CHECK_GOTO(symm_coll_exchange(&c, NULL, word, recv), st, out_leave);

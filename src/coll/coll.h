@@ -46,6 +46,28 @@ static inline int symm_coll_overlap(const void *a, size_t na, const void *b, siz
     uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
     return na && nb && x < y + nb && y < x + na;
 }
+/* root names a member of a team of n. */
+static inline symm_status_t symm_coll_check_root(const char *fn, int root, int n)
+{
+    if (root < 0 || root >= n)
+        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
+                              "%s: root %d is not a member of a team of %d", fn, root, n);
+    return SYMM_SUCCESS;
+}
+
+/* The buffer checks of a collective that reads src and writes dest, in this order: dest
+ * [dest, +dn) is symmetric, src [src, +sn) is symmetric, and, unless overlap is NULL
+ * (the caller allows the overlap it has), they share no byte: else the error
+ * "fn: overlap". */
+static inline symm_status_t symm_coll_check_io(const char *fn, const void *dest, size_t dn,
+                                               const void *src, size_t sn, const char *overlap)
+{
+    symm_status_t st = symm_coll_check_buf(fn, "dest", dest, dn);
+    if (!st) st = symm_coll_check_buf(fn, "src", src, sn);
+    if (!st && overlap && symm_coll_overlap(dest, dn, src, sn))
+        st = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s", fn, overlap);
+    return st;
+}
 /* Member r's slice [lo, hi) of count elements split n ways; slice edges fall on 64-byte
  * multiples so that no two members write one cache line. */
 static inline void symm_coll_slice(size_t count, size_t size, int n, int r, size_t *lo,
@@ -79,6 +101,38 @@ static inline symm_status_t symm_coll_scratch(const char *fn, symm_coll_scratch_
 static inline void symm_coll_scratch_free(symm_coll_scratch_t *s)
 {
     if (s->heap) free(s->p);
+}
+
+/* The scratch of a collective whose payload of nbytes rides in the exchange's words
+ * (0 < nbytes <= SYMM_COLL_WORD): words words; nothing (s->p NULL) for other payloads. */
+static inline symm_status_t symm_coll_word_scratch(const char *fn, symm_coll_scratch_t *s,
+                                                   void *stackbuf, size_t stacksize,
+                                                   size_t nbytes, size_t words)
+{
+    s->p = NULL;
+    s->heap = 0;
+    if (!nbytes || nbytes > SYMM_COLL_WORD) return SYMM_SUCCESS;
+    return symm_coll_scratch(fn, s, stackbuf, stacksize, words * sizeof(uint64_t));
+}
+
+/* The cases every data collective settles alike, once its fingerprint is set: a member
+ * whose own checks failed (local) tells the others; a team of one copies src to dest;
+ * no bytes at all still make one sync, so that the members agree on the call. Returns 1
+ * if the call is settled, with its status in *st. */
+static inline int symm_coll_settled(symm_coll_t *c, symm_status_t local, void *dest,
+                                    const void *src, size_t nbytes, symm_status_t *st)
+{
+    *st = SYMM_SUCCESS;
+    if (local) {
+        *st = symm_coll_fail(c, local);
+    } else if (c->n == 1) {
+        if (dest != src && nbytes) memcpy(dest, src, nbytes);
+    } else if (nbytes == 0) {
+        *st = symm_coll_sync(c);
+    } else {
+        return 0;
+    }
+    return 1;
 }
 
 /* A team's description for error messages, formatted on first use only: it takes several

@@ -29,40 +29,30 @@ static size_t fixed_where(const void *ctx, int j, size_t *len)
 symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_t nbytes)
 {
     const char *fn = __func__;
-    SYMM_REQUIRE_INIT();
-    int n, me;
-    size_t total = 0;
     symm_coll_t c;
     CHECK(symm_coll_begin(team, fn, &c));
-    n = c.n, me = c.me;
+    int n = c.n, me = c.me;
+    size_t total = 0;
     symm_status_t local = symm_coll_mul(fn, "team size x nbytes", (size_t)n, nbytes, 1, &total);
-    if (!local) local = symm_coll_check_buf(fn, "dest", dest, total);
-    if (!local) local = symm_coll_check_buf(fn, "src", src, nbytes);
     /* In place (src is my own block of dest) is fine: nobody writes that block. Then
      * every member must be in place (it is part of the fingerprint), and member j's
      * block is read from j's dest, src being a different address on every member. */
     int inplace = nbytes && src == (const uint8_t *)dest + (size_t)me * nbytes;
-    if (!local && !inplace && symm_coll_overlap(dest, total, src, nbytes))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG,
-                               "%s: src overlaps dest other than as my own block", fn);
+    if (!local)
+        local = symm_coll_check_io(fn, dest, total, src, nbytes,
+                                   inplace ? NULL : "src overlaps dest other than as my own block");
 
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};
-    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
-        local =
-            symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf, (size_t)n * sizeof(uint64_t));
+    if (!local)
+        local = symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, (size_t)n);
     /* in place, src is a different address on every member */
     symm_coll_set_args(&c,
                        symm_coll_args(nbytes, (uint64_t)inplace,
                                       inplace ? 0 : symm_coll_off(src), symm_coll_off(dest)));
-    symm_status_t st = SYMM_SUCCESS;
-    if (local) {
-        st = symm_coll_fail(&c, local);
-    } else if (n == 1) {
-        if (dest != src && nbytes) memcpy(dest, src, nbytes);
-    } else if (nbytes == 0) {
-        st = symm_coll_sync(&c);
-    } else if (nbytes <= SYMM_COLL_WORD) {
+    symm_status_t st;
+    if (symm_coll_settled(&c, local, dest, src, nbytes, &st)) goto out_leave;
+    if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *recv = s.p, word = 0;
         memcpy(&word, src, nbytes);
         CHECK_GOTO(symm_coll_exchange(&c, NULL, word, recv), st, out_leave);
@@ -106,7 +96,6 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
                            size_t *total_out)
 {
     const char *fn = __func__;
-    SYMM_REQUIRE_INIT();
     symm_coll_t c;
     CHECK(symm_coll_begin(team, fn, &c));
     int n = c.n;

@@ -112,22 +112,15 @@ static symm_status_t red_check(const char *fn, int n, int rooted, red_args_t *a,
 {
     CHECK(symm_reduce_lookup(fn, a->type, a->op, &a->k, &a->es));
     CHECK(symm_coll_mul(fn, "count x element size", a->count, a->es, 1, nbytes));
-    CHECK(symm_coll_check_buf(fn, "dest", dest, *nbytes));
-    CHECK(symm_coll_check_buf(fn, "src", src, *nbytes));
-    if (dest != src && symm_coll_overlap(dest, *nbytes, src, *nbytes))
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s: dest and src overlap without being equal", fn);
-    if (rooted && (a->root < 0 || a->root >= n))
-        return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
-                              "%s: root %d is not a member of a team of %d", fn, a->root, n);
-    return SYMM_SUCCESS;
+    CHECK(symm_coll_check_io(fn, dest, *nbytes, src, *nbytes,
+                             dest != src ? "dest and src overlap without being equal" : NULL));
+    return rooted ? symm_coll_check_root(fn, a->root, n) : SYMM_SUCCESS;
 }
 
 /* root < 0: every member gets the result (allreduce). */
 static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const void *src,
                              size_t count, symm_type_t type, symm_op_t op, int rooted, int root)
 {
-    SYMM_REQUIRE_INIT();
     red_args_t a = {NULL, op, type, 0, count, rooted ? root : -1};
     size_t nbytes = 0;
     symm_coll_t c;
@@ -140,20 +133,11 @@ static symm_status_t red_run(const char *fn, symm_team_t team, void *dest, const
     uint64_t args = symm_coll_args(count, (uint64_t)type | alg << 32 | (uint64_t)op << 40,
                                    (uint64_t)a.root, symm_coll_off(dest));
     symm_coll_set_args(&c, symm_mix64(args ^ symm_coll_off(src)));
-    symm_status_t st = SYMM_SUCCESS;
-    if (local) {
-        st = symm_coll_fail(&c, local);
-    } else if (c.n == 1) {
-        if (dest != src && nbytes) memcpy(dest, src, nbytes);
-    } else if (count == 0) {
-        st = symm_coll_sync(&c); /* nothing moves, but the members agree on it */
-    } else if (alg == 0) {
-        st = red_word(&c, &a, dest, src);
-    } else if (alg == 1) {
-        st = red_small(&c, &a, dest, src);
-    } else {
-        st = red_large(&c, &a, dest, src);
-    }
+    symm_status_t st;
+    if (!symm_coll_settled(&c, local, dest, src, nbytes, &st))
+        st = alg == 0   ? red_word(&c, &a, dest, src)
+             : alg == 1 ? red_small(&c, &a, dest, src)
+                        : red_large(&c, &a, dest, src);
     symm_coll_leave(&c);
     return st;
 }
@@ -177,38 +161,27 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
                                   symm_type_t type, symm_op_t op)
 {
     const char *fn = __func__;
-    SYMM_REQUIRE_INIT();
     red_args_t a = {NULL, op, type, 0, count, -1};
     size_t nbytes = 0, srcbytes = 0;
-    int n, me;
     symm_coll_t c;
     CHECK(symm_coll_begin(team, fn, &c));
-    n = c.n, me = c.me;
+    int n = c.n, me = c.me;
     symm_status_t local = symm_reduce_lookup(fn, type, op, &a.k, &a.es);
     if (!local) local = symm_coll_mul(fn, "count x element size", count, a.es, 1, &nbytes);
     if (!local)
         local = symm_coll_mul(fn, "team size x count x element size", (size_t)n, count, a.es,
                               &srcbytes);
-    if (!local) local = symm_coll_check_buf(fn, "dest", dest, nbytes);
-    if (!local) local = symm_coll_check_buf(fn, "src", src, srcbytes);
-    if (!local && symm_coll_overlap(dest, nbytes, src, srcbytes))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: dest overlaps src", fn);
+    if (!local) local = symm_coll_check_io(fn, dest, nbytes, src, srcbytes, "dest overlaps src");
 
     uint64_t stackbuf[128];
     symm_coll_scratch_t s = {NULL, 0};
-    if (!local && nbytes && nbytes <= SYMM_COLL_WORD)
-        local = symm_coll_scratch(fn, &s, stackbuf, sizeof stackbuf,
-                                  2 * (size_t)n * sizeof(uint64_t));
+    if (!local)
+        local = symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, 2 * (size_t)n);
     symm_coll_set_args(&c, symm_mix64(symm_coll_args(count, type, op, symm_coll_off(src)) ^
                                       symm_coll_off(dest)));
-    symm_status_t st = SYMM_SUCCESS;
-    if (local) {
-        st = symm_coll_fail(&c, local);
-    } else if (n == 1) {
-        if (nbytes) memcpy(dest, src, nbytes);
-    } else if (count == 0) {
-        st = symm_coll_sync(&c);
-    } else if (nbytes <= SYMM_COLL_WORD) {
+    symm_status_t st;
+    if (symm_coll_settled(&c, local, dest, src, nbytes, &st)) goto out_leave;
+    if (nbytes <= SYMM_COLL_WORD) {
         uint64_t *send = s.p, *recv = send + n, acc;
         for (int j = 0; j < n; j++) {
             send[j] = 0;
