@@ -124,52 +124,29 @@ static const char *env_or(const char *name, const char *def, int *is_default)
     return *is_default ? def : v;
 }
 
-static int take_SIZE(const char *name, const char *def, size_t lo, size_t hi,
-                     const char *help, size_t *out)
-{
-    int is_def;
-    const char *s = env_or(name, def, &is_def);
-    char range[160];
-    range_SIZE(range, sizeof range, lo, hi);
-    size_t v;
-    if (parse_SIZE(s, &v) != 0)
-        return take_fail(name, s, "is not a size in bytes", range, help, is_def);
-    if (v < lo || v > hi) return take_fail(name, s, "is out of range", range, help, is_def);
-    *out = v;
-    return 0;
-}
-
-static int take_DOUBLE(const char *name, const char *def, double lo, double hi,
-                       const char *help, double *out)
-{
-    int is_def;
-    const char *s = env_or(name, def, &is_def);
-    char range[160];
-    range_DOUBLE(range, sizeof range, lo, hi);
-    double v;
-    if (parse_DOUBLE(s, &v) != 0)
-        return take_fail(name, s, "is not a number", range, help, is_def);
-    /* written so that NaN fails too */
-    if (!(v >= lo && v <= hi))
-        return take_fail(name, s, "is out of range", range, help, is_def);
-    *out = v;
-    return 0;
-}
-
-static int take_INT(const char *name, const char *def, long long lo, long long hi,
-                    const char *help, int *out)
-{
-    int is_def;
-    const char *s = env_or(name, def, &is_def);
-    char range[160];
-    range_INT(range, sizeof range, lo, hi);
-    long long v;
-    if (parse_INT(s, &v) != 0)
-        return take_fail(name, s, "is not an integer", range, help, is_def);
-    if (v < lo || v > hi) return take_fail(name, s, "is out of range", range, help, is_def);
-    *out = (int)v;
-    return 0;
-}
+/* take_SIZE, take_DOUBLE and take_INT: parse_<kind> into a value of type vt, bounds of
+ * type bt, the result stored as type ot. The bounds test is written so that NaN fails
+ * too. */
+#define SYMM_TAKE_NUMBER_(kind, vt, bt, ot, not_a)                                         \
+    static int take_##kind(const char *name, const char *def, bt lo, bt hi,                \
+                           const char *help, ot *out)                                      \
+    {                                                                                      \
+        int is_def;                                                                        \
+        const char *s = env_or(name, def, &is_def);                                        \
+        char range[160];                                                                   \
+        range_##kind(range, sizeof range, lo, hi);                                         \
+        vt v;                                                                              \
+        if (parse_##kind(s, &v) != 0)                                                      \
+            return take_fail(name, s, "is not " not_a, range, help, is_def);               \
+        if (!(v >= lo && v <= hi))                                                         \
+            return take_fail(name, s, "is out of range", range, help, is_def);             \
+        *out = (ot)v;                                                                      \
+        return 0;                                                                          \
+    }
+SYMM_TAKE_NUMBER_(SIZE, size_t, size_t, size_t, "a size in bytes")
+SYMM_TAKE_NUMBER_(DOUBLE, double, double, double, "a number")
+SYMM_TAKE_NUMBER_(INT, long long, long long, int, "an integer")
+#undef SYMM_TAKE_NUMBER_
 
 static int take_CHOICE(const char *name, const char *def, const char *const *names, int unused,
                        const char *help, const char **out)
