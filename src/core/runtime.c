@@ -62,6 +62,28 @@ void symm_core_boot_fds_close(void)
     symm_g.boot.ctrl_fd = -1;
 }
 
+/* Frees the mailbox counters and releases the control page (map_ctrl's). */
+static void mbox_ctrl_release(void)
+{
+    free(symm_g.mbox_sent);
+    free(symm_g.mbox_recvd);
+    free(symm_g.mbox_discard);
+    symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
+    if (symm_g.ctrl_owned) free(symm_g.ctrl);
+    else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
+    symm_g.ctrl = NULL;
+    symm_g.ctrl_owned = 0;
+}
+
+/* Leaves the bootstrap after a failed init. Not symm_boot_finalize: the other PEs hold
+ * this one in the world already, so its exit must read as a failure to symmrun, not as
+ * a finalized PE. */
+static void boot_abandon(void)
+{
+    symm_core_boot_fds_close();
+    symm_boot_close(&symm_g.boot);
+}
+
 static symm_status_t setup_layout(void)
 {
     /* The header size depends on npes, which is known only after the rendezvous; the
@@ -154,18 +176,9 @@ out_free_arenas:
     symm_arena_destroy(&symm_g.heap_arena);
     symm_arena_destroy(&symm_g.team_arena);
 out_free_mbox:
-    free(symm_g.mbox_sent);
-    free(symm_g.mbox_recvd);
-    free(symm_g.mbox_discard);
-    symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
-    if (symm_g.ctrl_owned) free(symm_g.ctrl);
-    else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
-    symm_g.ctrl = NULL;
+    mbox_ctrl_release();
 out_close_boot:
-    symm_core_boot_fds_close();
-    /* Not symm_boot_finalize: the other PEs hold this one in the world already, so its
-     * exit must read as a failure to symmrun, not as a finalized PE. */
-    symm_boot_close(&symm_g.boot);
+    boot_abandon();
     symm_g.me = -1;
     symm_g.npes = 0;
     return st;
@@ -180,21 +193,11 @@ void symm_core_finalize(symm_core_end_t how)
     symm_g.initialized = 0;
     symm_arena_destroy(&symm_g.heap_arena);
     symm_arena_destroy(&symm_g.team_arena);
-    free(symm_g.mbox_sent);
-    free(symm_g.mbox_recvd);
-    free(symm_g.mbox_discard);
-    symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
-    if (symm_g.ctrl_owned) free(symm_g.ctrl);
-    else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
-    symm_g.ctrl = NULL;
-    symm_g.ctrl_owned = 0;
+    mbox_ctrl_release();
     if (how == SYMM_CORE_END_CLEAN) {
         symm_boot_finalize(&symm_g.boot);
     } else if (how == SYMM_CORE_END_INIT_FAILED) {
-        symm_core_boot_fds_close();
-        /* Not symm_boot_finalize: the other PEs hold this one in the world already, so
-         * its exit must read as a failure to symmrun, not as a finalized PE. */
-        symm_boot_close(&symm_g.boot);
+        boot_abandon();
     }
     symm_g.me = -1;
     symm_g.npes = 0;
