@@ -1,6 +1,7 @@
 /* test_util.h — helpers shared by symm's tests: CHECK_* macros that print file:line,
  * the PE and symm_last_error() and exit non-zero; a seeded xorshift RNG; buffer fill and
- * compare helpers. Header-only (static inline) so any test program can include it. */
+ * compare helpers. Header-only (static inline) so any test program can include it; it
+ * compiles as C++ too, for the GPU tests' gpu_test.h. */
 #ifndef SYMM_TEST_UTIL_H
 #define SYMM_TEST_UTIL_H
 
@@ -138,14 +139,14 @@ static inline uint8_t test_pattern_byte(uint64_t tag, size_t i)
 
 static inline void test_fill_pattern(void *buf, size_t n, uint64_t tag)
 {
-    uint8_t *b = buf;
+    uint8_t *b = (uint8_t *)buf;
     for (size_t i = 0; i < n; i++) b[i] = test_pattern_byte(tag, i);
 }
 
 /* Index of the first byte that differs from the pattern, or (size_t)-1. */
 static inline size_t test_find_pattern_mismatch(const void *buf, size_t n, uint64_t tag)
 {
-    const uint8_t *b = buf;
+    const uint8_t *b = (const uint8_t *)buf;
     for (size_t i = 0; i < n; i++)
         if (b[i] != test_pattern_byte(tag, i)) return i;
     return (size_t)-1;
@@ -153,7 +154,7 @@ static inline size_t test_find_pattern_mismatch(const void *buf, size_t n, uint6
 
 static inline void test_fill_random(test_rng_t *r, void *buf, size_t n)
 {
-    uint8_t *b = buf;
+    uint8_t *b = (uint8_t *)buf;
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         uint64_t v = test_rng_next(r);
@@ -170,7 +171,7 @@ static inline void test_fill_byte(void *buf, size_t n, uint8_t v) { memset(buf, 
 /* Index of the first differing byte, or (size_t)-1. */
 static inline size_t test_find_mismatch(const void *a, const void *b, size_t n)
 {
-    const uint8_t *x = a, *y = b;
+    const uint8_t *x = (const uint8_t *)a, *y = (const uint8_t *)b;
     for (size_t i = 0; i < n; i++)
         if (x[i] != y[i]) return i;
     return (size_t)-1;
@@ -179,7 +180,7 @@ static inline size_t test_find_mismatch(const void *a, const void *b, size_t n)
 /* Index of the first byte != v, or (size_t)-1. */
 static inline size_t test_find_not_byte(const void *a, size_t n, uint8_t v)
 {
-    const uint8_t *x = a;
+    const uint8_t *x = (const uint8_t *)a;
     for (size_t i = 0; i < n; i++)
         if (x[i] != v) return i;
     return (size_t)-1;

@@ -1,6 +1,7 @@
 /* gpu_test.h — helpers of the GPU tests (CUDA C++): failure reporting that names the PE,
- * the "no GPU" skip, and a deterministic per-(PE, element) value generator so that any
- * PE can compute every other PE's input for the serial references. */
+ * the "no GPU" skip, copies that finish before the next kernel, and a deterministic
+ * per-(PE, element) value generator so that any PE can compute every other PE's input for
+ * the serial references. */
 #ifndef SYMM_GPU_TEST_H
 #define SYMM_GPU_TEST_H
 
@@ -9,10 +10,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
+#include "../common/test_util.h"
 #include "symm.h"
 #include "symm_cuda.h"
 
+/* The GPU tests report failures as the CPU tests do (common/test_util.h): GT_OK and
+ * GT_TRUE are CHECK_OK and CHECK_TRUE; GT_FAIL adds the last error to TEST_FAIL. */
 static inline void gt_fail(const char *file, int line, const char *fmt, ...)
 {
     char msg[1024];
@@ -20,27 +25,37 @@ static inline void gt_fail(const char *file, int line, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "FAIL %s:%d [PE %d]: %s (last error: %s)\n", file, line, symm_my_pe(), msg,
-            symm_last_error());
-    fflush(stderr);
-    exit(1);
+    test_fail_(file, line, "%s (last error: %s)", msg, symm_last_error());
 }
 #define GT_FAIL(...) gt_fail(__FILE__, __LINE__, __VA_ARGS__)
-#define GT_OK(expr)                                                                       \
-    do {                                                                                  \
-        symm_status_t s_ = (expr);                                                        \
-        if (s_ != SYMM_SUCCESS) GT_FAIL("%s returned %d (%s)", #expr, (int)s_,            \
-                                        symm_strerror(s_));                               \
-    } while (0)
+#define GT_OK(expr) CHECK_OK(expr)
 #define GT_CUDA(expr)                                                                     \
     do {                                                                                  \
         cudaError_t e_ = (expr);                                                          \
         if (e_ != cudaSuccess) GT_FAIL("%s: %s", #expr, cudaGetErrorString(e_));          \
     } while (0)
-#define GT_TRUE(cond, ...)                                                                \
-    do {                                                                                  \
-        if (!(cond)) GT_FAIL(__VA_ARGS__);                                                \
-    } while (0)
+#define GT_TRUE(cond, ...) CHECK_TRUE(cond, __VA_ARGS__)
+
+/* The library's kernels run on a non-blocking stream, which does not wait for work on the
+ * legacy stream: a cudaMemset of device memory, or a cudaMemcpy from pageable host
+ * memory, may still be landing when the next kernel starts. These finish them first. */
+static inline cudaError_t gt_memset_sync(void *p, int v, size_t n)
+{
+    cudaError_t e = cudaMemset(p, v, n);
+    return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+static inline cudaError_t gt_memcpy_sync(void *d, const void *s, size_t n, cudaMemcpyKind k)
+{
+    cudaError_t e = cudaMemcpy(d, s, n, k);
+    return e != cudaSuccess ? e : cudaDeviceSynchronize();
+}
+/* n size_t values from device memory. */
+static inline std::vector<size_t> gt_d2h(const size_t *d, size_t n)
+{
+    std::vector<size_t> h(n);
+    if (n) GT_CUDA(gt_memcpy_sync(h.data(), d, n * sizeof(size_t), cudaMemcpyDeviceToHost));
+    return h;
+}
 
 /* symm_init + symm_cuda_init; returns 0 after printing the skip line if no GPU. */
 static inline int gt_init(void)

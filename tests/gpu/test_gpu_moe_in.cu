@@ -16,21 +16,9 @@
 #include <vector>
 
 #include "gpu_test.h"
+#include "moe_ref.h"
 #include "symm_device.cuh"
 #include "symm/impl/tile_moe__funcs.cuh"
-
-/* The library's kernels run on a non-blocking stream, which does not wait for work on the
- * legacy stream: finish a cudaMemset / cudaMemcpy before the next kernel starts. */
-static cudaError_t memset_sync(void *p, int v, size_t n)
-{
-    cudaError_t e = cudaMemset(p, v, n);
-    return e != cudaSuccess ? e : cudaDeviceSynchronize();
-}
-static cudaError_t memcpy_sync(void *d, const void *s, size_t n, cudaMemcpyKind k)
-{
-    cudaError_t e = cudaMemcpy(d, s, n, k);
-    return e != cudaSuccess ? e : cudaDeviceSynchronize();
-}
 
 static int g_me, g_n;
 static cudaStream_t g_stream;
@@ -41,75 +29,13 @@ static int *g_rc; /* device: the block-scoped calls' status */
 static const uint8_t kGarbage = 0xEE, kOutFill = 0x5C, kBackFill = 0x11;
 
 /* ---------------------------------------------------------------- the model */
-struct moe_case {
-    int ne;
-    size_t row_bytes, align;
-    uint64_t seed;
-    int mute, deaf; /* -1: none */
+/* The rows each member sends and their bytes: moe_ref.h, with a mute and a deaf member. */
+struct moe_case : moe_ref_case {
     bool alt;       /* odd members' in is another object at another offset */
     bool one_d;     /* 1-D all-to-all-v instead of the dispatch (ne 1, align 0) */
     int form;       /* 0: stream forms; 1: block-scoped calls in a user's kernel */
     int nb;         /* blocks (stream form: 0 = automatic) */
 };
-
-/* rows PE src sends to expert e of PE dst */
-static size_t cnt_of(const moe_case &c, int src, int dst, int e)
-{
-    if (src == c.mute || dst == c.deaf) return 0;
-    uint64_t b = gt_bits(c.seed, src, (size_t)dst * 4096 + (size_t)e);
-    return (b & 3) == 0 ? 0 : (size_t)((b >> 8) % 9);
-}
-static size_t in_rows_of(const moe_case &c, int pe)
-{
-    size_t r = 0;
-    for (int j = 0; j < g_n; j++)
-        for (int e = 0; e < c.ne; e++) r += cnt_of(c, pe, j, e);
-    return r;
-}
-/* rank-major offset of (dst, e) in src's input */
-static size_t src_off_of(const moe_case &c, int src, int dst, int e)
-{
-    size_t r = 0;
-    for (int j = 0; j < g_n; j++)
-        for (int k = 0; k < c.ne; k++) {
-            if (j == dst && k == e) return r;
-            r += cnt_of(c, src, j, k);
-        }
-    return r;
-}
-static uint8_t row_byte(const moe_case &c, int pe, size_t row, size_t b)
-{
-    return (uint8_t)gt_bits(c.seed ^ 0xabcdef, pe, row * c.row_bytes + b);
-}
-/* Dispatch layout of PE m (symm.h): splits/offsets in e*n + s order, total rows. */
-static size_t dispatch_layout(const moe_case &c, int m, std::vector<size_t> *sp,
-                              std::vector<size_t> *of)
-{
-    size_t pos = 0;
-    sp->assign((size_t)c.ne * g_n, 0);
-    of->assign((size_t)c.ne * g_n, 0);
-    for (int e = 0; e < c.ne; e++) {
-        size_t start = pos;
-        for (int s = 0; s < g_n; s++) {
-            (*sp)[(size_t)e * g_n + s] = cnt_of(c, s, m, e);
-            (*of)[(size_t)e * g_n + s] = pos;
-            pos += cnt_of(c, s, m, e);
-        }
-        if (c.align) {
-            size_t len = pos - start, al = (len + c.align - 1) / c.align * c.align;
-            if (al < c.align) al = c.align;
-            pos = start + al;
-        }
-    }
-    return pos;
-}
-
-static std::vector<size_t> d2h(const size_t *d, size_t n)
-{
-    std::vector<size_t> h(n);
-    if (n) GT_CUDA(memcpy_sync(h.data(), d, n * sizeof(size_t), cudaMemcpyDeviceToHost));
-    return h;
-}
 
 /* ---------------------------------------------------------------- the calls */
 struct call_args {
@@ -173,14 +99,14 @@ static symm_status_t run_call(int form, int nb, call_args a, symm_status_t *dev)
         *dev = symm_cuda_check();
         return st;
     }
-    GT_CUDA(memset_sync(g_rc, 0, sizeof(int)));
+    GT_CUDA(gt_memset_sync(g_rc, 0, sizeof(int)));
     a.rc = g_rc;
     void *args[] = {&g_dp, &a};
     GT_OK(symm_cuda_launch((const void *)k_user_a2a, dim3(nb), dim3(256), args, 0, g_stream));
     GT_CUDA(cudaStreamSynchronize(g_stream));
     *dev = symm_cuda_check();
     int rc = -1;
-    GT_CUDA(memcpy_sync(&rc, g_rc, sizeof rc, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(&rc, g_rc, sizeof rc, cudaMemcpyDeviceToHost));
     GT_TRUE(rc == (int)*dev, "block-scoped call (kind %d): status %d, symm_cuda_check %d",
             a.kind, rc, (int)*dev);
     return SYMM_SUCCESS;
@@ -198,8 +124,8 @@ static void run_case(const moe_case &c)
     size_t max_in = 0, max_need = 0;
     std::vector<size_t> rsp, rof;
     for (int p = 0; p < n; p++) {
-        max_in = std::max(max_in, in_rows_of(c, p));
-        max_need = std::max(max_need, dispatch_layout(c, p, &rsp, &rof));
+        max_in = std::max(max_in, moe_in_rows(g_n, c, p));
+        max_need = std::max(max_need, moe_dispatch_layout(g_n, c, p, &rsp, &rof));
     }
     const size_t in_cap = max_in + 2, out_cap = max_need + 3, kShift = 6;
     /* symmetric (the same sizes on every PE): the usual in and another object for the
@@ -220,22 +146,22 @@ static void run_case(const moe_case &c)
 
     /* ---- my input, at the place I pass (none for the mute member) */
     const bool odd = c.alt && me % 2;
-    const size_t my_in = in_rows_of(c, me), shift = 1 + (size_t)me % 5;
-    GT_CUDA(memset_sync(A, kGarbage, in_cap * rb));
-    GT_CUDA(memset_sync(B, kGarbage, (in_cap + kShift) * rb));
+    const size_t my_in = moe_in_rows(g_n, c, me), shift = 1 + (size_t)me % 5;
+    GT_CUDA(gt_memset_sync(A, kGarbage, in_cap * rb));
+    GT_CUDA(gt_memset_sync(B, kGarbage, (in_cap + kShift) * rb));
     uint8_t *din = me == c.mute ? nullptr : odd ? B + shift * rb : A;
     std::vector<uint8_t> hin(my_in * rb);
     for (size_t r = 0; r < my_in; r++)
-        for (size_t b = 0; b < rb; b++) hin[r * rb + b] = row_byte(c, me, r, b);
+        for (size_t b = 0; b < rb; b++) hin[r * rb + b] = moe_row_byte(c, me, r, b);
     GT_TRUE(din || my_in == 0, "the mute member sends rows (%s)", what);
-    if (my_in) GT_CUDA(memcpy_sync(din, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+    if (my_in) GT_CUDA(gt_memcpy_sync(din, hin.data(), hin.size(), cudaMemcpyHostToDevice));
     std::vector<size_t> hsp(N);
     for (int j = 0; j < n; j++)
-        for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = cnt_of(c, me, j, e);
-    GT_CUDA(memcpy_sync(d_sp, hsp.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
-    GT_CUDA(memset_sync(mid, kOutFill, out_cap * rb));
-    GT_CUDA(memset_sync(mid2, kGarbage, (out_cap + kShift) * rb));
-    GT_CUDA(memset_sync(back, kBackFill, in_cap * rb));
+        for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = moe_cnt(c, me, j, e);
+    GT_CUDA(gt_memcpy_sync(d_sp, hsp.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memset_sync(mid, kOutFill, out_cap * rb));
+    GT_CUDA(gt_memset_sync(mid2, kGarbage, (out_cap + kShift) * rb));
+    GT_CUDA(gt_memset_sync(back, kBackFill, in_cap * rb));
     GT_OK(symm_barrier_all());
 
     /* ---- dispatch (or 1-D); a NULL in with any in_capacity (it is ignored) */
@@ -259,26 +185,26 @@ static void run_case(const moe_case &c)
     GT_OK(run_call(c.form, nb, a, &dev));
     GT_TRUE(dev == SYMM_SUCCESS, "%s: device status %d (%s)", what, (int)dev, symm_last_error());
 
-    size_t total = dispatch_layout(c, me, &rsp, &rof);
-    std::vector<size_t> osp = d2h(d_osp, N), oof = d2h(d_oof, N), rows = d2h(d_rows, 1);
+    size_t total = moe_dispatch_layout(g_n, c, me, &rsp, &rof);
+    std::vector<size_t> osp = gt_d2h(d_osp, N), oof = gt_d2h(d_oof, N), rows = gt_d2h(d_rows, 1);
     for (size_t i = 0; i < N; i++)
         GT_TRUE(osp[i] == rsp[i] && oof[i] == rof[i],
                 "%s: entry %zu split %zu offset %zu, want %zu %zu", what, i, osp[i], oof[i],
                 rsp[i], rof[i]);
     GT_TRUE(rows[0] == total, "%s: out_rows %zu, want %zu", what, rows[0], total);
     std::vector<uint8_t> hmid(out_cap * rb);
-    GT_CUDA(memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
     std::vector<char> covered(out_cap, 0);
     for (int e = 0; e < ne; e++)
         for (int s = 0; s < n; s++) {
-            size_t i = (size_t)e * n + s, so = src_off_of(c, s, me, e);
+            size_t i = (size_t)e * n + s, so = moe_src_off(g_n, c, s, me, e);
             for (size_t r = 0; r < rsp[i]; r++) {
                 covered[rof[i] + r] = 1;
                 for (size_t b = 0; b < rb; b++)
-                    if (hmid[(rof[i] + r) * rb + b] != row_byte(c, s, so + r, b))
+                    if (hmid[(rof[i] + r) * rb + b] != moe_row_byte(c, s, so + r, b))
                         GT_FAIL("%s: row %zu of (e %d, s %d) byte %zu = %02x, want %02x", what,
                                 r, e, s, b, hmid[(rof[i] + r) * rb + b],
-                                row_byte(c, s, so + r, b));
+                                moe_row_byte(c, s, so + r, b));
             }
         }
     for (size_t r = 0; r < out_cap; r++)
@@ -294,8 +220,8 @@ static void run_case(const moe_case &c)
     const size_t shift2 = 5 - (size_t)me % 4;
     uint8_t *cin = me == c.deaf ? nullptr : odd ? mid2 + shift2 * rb : mid;
     if (odd && cin) {
-        GT_CUDA(memcpy_sync(cin, mid, out_cap * rb, cudaMemcpyDeviceToDevice));
-        GT_CUDA(memset_sync(mid, kGarbage, out_cap * rb));
+        GT_CUDA(gt_memcpy_sync(cin, mid, out_cap * rb, cudaMemcpyDeviceToDevice));
+        GT_CUDA(gt_memset_sync(mid, kGarbage, out_cap * rb));
     }
     GT_OK(symm_barrier_all());
     memset(&a, 0, sizeof a);
@@ -315,7 +241,7 @@ static void run_case(const moe_case &c)
     GT_OK(run_call(c.form, nb, a, &dev));
     GT_TRUE(dev == SYMM_SUCCESS, "combine after %s: device status %d (%s)", what, (int)dev,
             symm_last_error());
-    std::vector<size_t> bsp = d2h(d_bsp, N), bof = d2h(d_bof, N);
+    std::vector<size_t> bsp = gt_d2h(d_bsp, N), bof = gt_d2h(d_bof, N);
     size_t run = 0;
     for (size_t i = 0; i < N; i++) {
         GT_TRUE(bsp[i] == hsp[i] && bof[i] == run,
@@ -323,10 +249,10 @@ static void run_case(const moe_case &c)
                 bsp[i], bof[i], hsp[i], run);
         run += hsp[i];
     }
-    size_t crows = d2h(d_rows + 1, 1)[0];
+    size_t crows = gt_d2h(d_rows + 1, 1)[0];
     GT_TRUE(crows == my_in, "combine after %s: out_rows %zu, want %zu", what, crows, my_in);
     std::vector<uint8_t> hback(in_cap * rb);
-    GT_CUDA(memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < hback.size(); i++) {
         uint8_t want = i < my_in * rb ? hin[i] : kBackFill;
         GT_TRUE(hback[i] == want, "combine after %s: byte %zu (row %zu) = %02x, want %02x",
@@ -358,8 +284,11 @@ static void test_where_in(void)
         for (int w = 0; w < 4; w++)
             for (int alt = 0; alt < 2; alt++)
                 for (int form = 0; form < 2; form++) {
-                    moe_case c = {cases[i].ne, cases[i].rb, cases[i].align, seed++, who[w][0],
-                                  who[w][1], alt != 0, false, form,
+                    moe_case c = {{cases[i].ne, cases[i].rb, cases[i].align, seed++, false,
+                                   who[w][0], who[w][1]},
+                                  alt != 0,
+                                  false,
+                                  form,
                                   nbs[(i + (size_t)w + (size_t)alt) % 3]};
                     run_case(c);
                     count++;
@@ -372,7 +301,7 @@ static void test_where_in(void)
                 }
     /* more entries than one layout window (the windowed layout, not the early one) */
     for (int form = 0; form < 2; form++) {
-        moe_case big = {100, 8, 2, seed++, n - 1, 0, true, false, form, 3};
+        moe_case big = {{100, 8, 2, seed++, false, n - 1, 0}, true, false, form, 3};
         run_case(big);
         count++;
     }
@@ -397,7 +326,7 @@ static void test_null_in_sending(void)
     size_t *d_sp = d, *d_off = d + N, *d_osp = d + 2 * N, *d_oof = d + 3 * N, *d_rows = d + 4 * N;
     std::vector<uint8_t> hin(in_cap * rb);
     for (size_t i = 0; i < hin.size(); i++) hin[i] = (uint8_t)gt_bits(515, me, i);
-    GT_CUDA(memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
     /* random splits of at most 8 rows; the bad member surely sends (entry 0); combine
      * offsets 0, 2, 4, ..: inside in */
     std::vector<size_t> hsp(N), hoff(N);
@@ -406,15 +335,15 @@ static void test_null_in_sending(void)
         hoff[k] = 2 * k;
     }
     if (me == bad) hsp[0] = 2;
-    GT_CUDA(memcpy_sync(d_sp, hsp.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
-    GT_CUDA(memcpy_sync(d_off, hoff.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memcpy_sync(d_sp, hsp.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memcpy_sync(d_off, hoff.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
     static const char *const kinds[] = {"1-D", "dispatch", "combine"};
     int count = 0;
     for (int kind = SYMM_TM_A2A_1D; kind <= SYMM_TM_A2A_COMBINE; kind++)
         for (int form = 0; form < 2; form++) {
-            GT_CUDA(memset_sync(out, kOutFill, out_cap * rb));
-            GT_CUDA(memset_sync(d_osp, 0x5a, 2 * N * sizeof(size_t)));
-            GT_CUDA(memset_sync(d_rows, 0x33, sizeof(size_t)));
+            GT_CUDA(gt_memset_sync(out, kOutFill, out_cap * rb));
+            GT_CUDA(gt_memset_sync(d_osp, 0x5a, 2 * N * sizeof(size_t)));
+            GT_CUDA(gt_memset_sync(d_rows, 0x33, sizeof(size_t)));
             GT_OK(symm_barrier_all());
             call_args a;
             memset(&a, 0, sizeof a);
@@ -440,10 +369,10 @@ static void test_null_in_sending(void)
                     "INVALID_ARG", kinds[kind], form ? "block-scoped" : "stream", bad, (int)dev,
                     symm_last_error());
             std::vector<uint8_t> ho(out_cap * rb);
-            GT_CUDA(memcpy_sync(ho.data(), out, ho.size(), cudaMemcpyDeviceToHost));
+            GT_CUDA(gt_memcpy_sync(ho.data(), out, ho.size(), cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < ho.size(); i++)
                 GT_TRUE(ho[i] == kOutFill, "failed %s wrote out byte %zu", kinds[kind], i);
-            std::vector<size_t> hs = d2h(d_osp, 2 * N + 1);
+            std::vector<size_t> hs = gt_d2h(d_osp, 2 * N + 1);
             for (size_t i = 0; i < 2 * N; i++)
                 GT_TRUE(hs[i] == 0x5a5a5a5a5a5a5a5aull,
                         "failed %s wrote out_splits / out_offsets entry %zu", kinds[kind], i);
@@ -456,7 +385,7 @@ static void test_null_in_sending(void)
     GT_OK(symm_gpu_free(out));
     GT_OK(symm_gpu_free(in));
     /* the pool still works */
-    moe_case c = {3, 24, 2, 8800, n - 1, -1, true, false, 0, 0};
+    moe_case c = {{3, 24, 2, 8800, false, n - 1, -1}, true, false, 0, 0};
     run_case(c);
     if (g_me == 0) printf("NULL in that sends: %d calls fail alike, ok\n", count);
 }

@@ -21,25 +21,12 @@
 #include <vector>
 
 #include "gpu_test.h"
+#include "moe_ref.h"
 #include "symm_device.cuh"
 #include "symm/impl/tile_moe__funcs.cuh"
 
 extern "C" {
 #include "coll/reduce_ops.h"
-
-/* The library's kernels run on a non-blocking stream, which does not wait for work on
- * the legacy stream: a cudaMemset of device memory, or a cudaMemcpy from pageable host
- * memory, may still be landing when the next kernel starts. Finish them first. */
-static cudaError_t memset_sync(void *p, int v, size_t n)
-{
-    cudaError_t e = cudaMemset(p, v, n);
-    return e != cudaSuccess ? e : cudaDeviceSynchronize();
-}
-static cudaError_t memcpy_sync(void *d, const void *s, size_t n, cudaMemcpyKind k)
-{
-    cudaError_t e = cudaMemcpy(d, s, n, k);
-    return e != cudaSuccess ? e : cudaDeviceSynchronize();
-}
 }
 
 static int g_me, g_n;
@@ -100,7 +87,7 @@ template <int TY> static void upload(uint64_t seed, size_t eoff, size_t nspan)
     typedef typename symm_tm::ty<TY>::T T;
     std::vector<T> h(nspan);
     for (size_t i = 0; i < nspan; i++) h[i] = gen<TY>(seed, g_me, i);
-    if (nspan) GT_CUDA(memcpy_sync((T *)g_A + eoff, h.data(), nspan * sizeof(T), cudaMemcpyHostToDevice));
+    if (nspan) GT_CUDA(gt_memcpy_sync((T *)g_A + eoff, h.data(), nspan * sizeof(T), cudaMemcpyHostToDevice));
 }
 
 template <int TY>
@@ -111,7 +98,7 @@ static void check_tile(const char *what, const uint8_t *dev, const shape &s, siz
     typedef typename symm_tm::ty<TY>::T T;
     if (!nspan_out) return;
     std::vector<T> h(nspan_out);
-    GT_CUDA(memcpy_sync(h.data(), dev, nspan_out * sizeof(T), cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(h.data(), dev, nspan_out * sizeof(T), cudaMemcpyDeviceToHost));
     symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, op);
     GT_TRUE(kern, "no CPU kernel for %s %s", symm_type_name((symm_type_t)TY), symm_op_name(op));
     for (size_t i = 0; i < nspan_out; i++) {
@@ -167,8 +154,8 @@ template <int TY> static void test_multi_shared(symm_op_t op)
     for (int k = 0; k < nroots; k++)
         for (int j = 0; j < k; j++) GT_TRUE(roots[j] != roots[k], "test roots not distinct");
     upload<TY>(seed, 0, eoff);
-    GT_CUDA(memset_sync(g_B, 0x6B, maxspan * es));
-    GT_CUDA(memset_sync(g_L, 0x6B, maxspan * es));
+    GT_CUDA(gt_memset_sync(g_B, 0x6B, maxspan * es));
+    GT_CUDA(gt_memset_sync(g_L, 0x6B, maxspan * es));
     symm_tile_t out = {g_B, 0, 0, 1};
     size_t lld = 0;
     bool symm_out = false;
@@ -186,8 +173,8 @@ template <int TY> static void test_multi_shared(symm_op_t op)
     GT_OK(symm_barrier_all()); /* every member's stores into the roots' outs have landed */
     symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, op);
     std::vector<T> hb(maxspan), hl(maxspan);
-    GT_CUDA(memcpy_sync(hb.data(), g_B, maxspan * es, cudaMemcpyDeviceToHost));
-    GT_CUDA(memcpy_sync(hl.data(), g_L, maxspan * es, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(hb.data(), g_B, maxspan * es, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(hl.data(), g_L, maxspan * es, cudaMemcpyDeviceToHost));
     T sent;
     memset(&sent, 0x6B, sizeof sent);
     for (size_t i = 0; i < maxspan; i++) {
@@ -225,7 +212,7 @@ template <int TY> static void test_tile_type()
 
             /* allreduce into a separate symmetric out */
             upload<TY>(seed, ioff, nspan);
-            if (nspan) GT_CUDA(memset_sync(g_B, 0xA5, (nspan + 2) * es));
+            if (nspan) GT_CUDA(gt_memset_sync(g_B, 0xA5, (nspan + 2) * es));
             symm_tile_t in = {(T *)g_A + ioff, s.rows, s.cols, s.ld};
             symm_tile_t out = {(T *)g_B + ooff, s.rows, s.cols, s.ld};
             GT_OK(symm_tile_allreduce_on_stream(g_pool, out, in, (symm_type_t)TY, o, nb, g_stream));
@@ -247,7 +234,7 @@ template <int TY> static void test_tile_type()
             upload<TY>(seed, ioff, nspan);
             int root = (si + op) % g_n;
             size_t lld = s.cols + (ooff ? 3 : 16), lspan = (s.rows && s.cols) ? (s.rows - 1) * lld + s.cols : 0;
-            if (lspan) GT_CUDA(memset_sync(g_L, 0x5A, (lspan + 2) * es));
+            if (lspan) GT_CUDA(gt_memset_sync(g_L, 0x5A, (lspan + 2) * es));
             symm_tile_t lout = {(T *)g_L + ooff, s.rows, s.cols, lld};
             GT_OK(symm_tile_reduce_on_stream(g_pool, lout, in, (symm_type_t)TY, o, root, nb,
                                              g_stream));
@@ -260,7 +247,7 @@ template <int TY> static void test_tile_type()
 
             /* rooted into a symmetric out: shared by the members where the tile is flat;
              * the non-roots' outs stay untouched */
-            if (nspan) GT_CUDA(memset_sync(g_B, 0xA5, (nspan + 2) * es));
+            if (nspan) GT_CUDA(gt_memset_sync(g_B, 0xA5, (nspan + 2) * es));
             GT_OK(symm_tile_reduce_on_stream(g_pool, out, in, (symm_type_t)TY, o, root, nb,
                                              g_stream));
             GT_CUDA(cudaStreamSynchronize(g_stream));
@@ -297,7 +284,7 @@ template <int TY> static void test_tile_type()
             }
             const shape &ms = kShapes[(mine + op) % kNShapes];
             size_t lld = ms.cols + (op % 2 ? 1 : 16), lspan = (ms.rows && ms.cols) ? (ms.rows - 1) * lld + ms.cols : 0;
-            if (lspan) GT_CUDA(memset_sync(g_L, 0x3C, lspan * es));
+            if (lspan) GT_CUDA(gt_memset_sync(g_L, 0x3C, lspan * es));
             symm_tile_t lout = {(T *)g_L, ms.rows, ms.cols, lld};
             int nb = kBlocks[op % 4];
             GT_OK(symm_tile_reduce_multi_on_stream(g_pool, lout, tin.data(), roots.data(), g_n,
@@ -307,7 +294,7 @@ template <int TY> static void test_tile_type()
             /* my tile's elements are numbered from its own offset in the upload */
             size_t moff = (size_t)((T *)tin[mine].base - (T *)g_A);
             std::vector<T> h(lspan);
-            if (lspan) GT_CUDA(memcpy_sync(h.data(), g_L, lspan * es, cudaMemcpyDeviceToHost));
+            if (lspan) GT_CUDA(gt_memcpy_sync(h.data(), g_L, lspan * es, cudaMemcpyDeviceToHost));
             symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, (symm_op_t)op);
             for (size_t i = 0; i < lspan; i++) {
                 size_t r = i / lld, c = i % lld;
@@ -361,71 +348,7 @@ static void test_tiles(void)
 }
 
 /* ---------------------------------------------------------------- MoE */
-struct moe_case {
-    int ne;
-    size_t row_bytes, align;
-    uint64_t seed;
-    bool all_empty;
-};
-
-/* rows PE src sends to expert e of PE dst */
-static size_t cnt_of(const moe_case &c, int src, int dst, int e)
-{
-    if (c.all_empty) return 0;
-    uint64_t b = gt_bits(c.seed, src, (size_t)dst * 4096 + (size_t)e);
-    return (b & 3) == 0 ? 0 : (size_t)((b >> 8) % 9);
-}
-static size_t in_rows_of(const moe_case &c, int pe)
-{
-    size_t r = 0;
-    for (int j = 0; j < g_n; j++)
-        for (int e = 0; e < c.ne; e++) r += cnt_of(c, pe, j, e);
-    return r;
-}
-/* rank-major offset of (dst, e) in src's input */
-static size_t src_off_of(const moe_case &c, int src, int dst, int e)
-{
-    size_t r = 0;
-    for (int j = 0; j < g_n; j++)
-        for (int k = 0; k < c.ne; k++) {
-            if (j == dst && k == e) return r;
-            r += cnt_of(c, src, j, k);
-        }
-    return r;
-}
-static uint8_t row_byte(const moe_case &c, int pe, size_t row, size_t b)
-{
-    return (uint8_t)gt_bits(c.seed ^ 0xabcdef, pe, row * c.row_bytes + b);
-}
-/* Dispatch layout of PE m (symm.h): splits/offsets in e*n + s order, total rows. */
-static size_t dispatch_layout(const moe_case &c, int m, std::vector<size_t> *sp,
-                              std::vector<size_t> *of)
-{
-    size_t pos = 0;
-    sp->assign((size_t)c.ne * g_n, 0);
-    of->assign((size_t)c.ne * g_n, 0);
-    for (int e = 0; e < c.ne; e++) {
-        size_t start = pos;
-        for (int s = 0; s < g_n; s++) {
-            (*sp)[(size_t)e * g_n + s] = cnt_of(c, s, m, e);
-            (*of)[(size_t)e * g_n + s] = pos;
-            pos += cnt_of(c, s, m, e);
-        }
-        if (c.align) {
-            size_t len = pos - start, al = (len + c.align - 1) / c.align * c.align;
-            if (al < c.align) al = c.align;
-            pos = start + al;
-        }
-    }
-    return pos;
-}
-
-static std::vector<size_t> d2h(const size_t *d, size_t n)
-{
-    std::vector<size_t> h(n);
-    if (n) GT_CUDA(memcpy_sync(h.data(), d, n * sizeof(size_t), cudaMemcpyDeviceToHost));
-    return h;
-}
+typedef moe_ref_case moe_case;
 
 static void run_moe_case(const moe_case &c, int nb, bool one_d)
 {
@@ -434,8 +357,8 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     size_t max_in = 0, max_need = 0;
     std::vector<size_t> sp, of;
     for (int p = 0; p < n; p++) {
-        max_in = std::max(max_in, in_rows_of(c, p));
-        max_need = std::max(max_need, dispatch_layout(c, p, &sp, &of));
+        max_in = std::max(max_in, moe_in_rows(g_n, c, p));
+        max_need = std::max(max_need, moe_dispatch_layout(g_n, c, p, &sp, &of));
     }
     const size_t in_cap = max_in + 2, out_cap = max_need + 3;
     uint8_t *in = (uint8_t *)symm_gpu_malloc(in_cap * rb);
@@ -453,17 +376,17 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     GT_CUDA(cudaMalloc(&d_rows, 16));
 
     /* my input and splits */
-    const size_t my_in = in_rows_of(c, g_me);
+    const size_t my_in = moe_in_rows(g_n, c, g_me);
     std::vector<uint8_t> hin(in_cap * rb, 0);
     for (size_t r = 0; r < my_in; r++)
-        for (size_t b = 0; b < rb; b++) hin[r * rb + b] = row_byte(c, g_me, r, b);
-    GT_CUDA(memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+        for (size_t b = 0; b < rb; b++) hin[r * rb + b] = moe_row_byte(c, g_me, r, b);
+    GT_CUDA(gt_memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
     std::vector<size_t> hsp(N);
     for (int j = 0; j < n; j++)
-        for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = cnt_of(c, g_me, j, e);
-    GT_CUDA(memcpy_sync(d_sp, hsp.data(), N * 8, cudaMemcpyHostToDevice));
-    GT_CUDA(memset_sync(mid, 0xEE, out_cap * rb));
-    GT_CUDA(memset_sync(back, 0x11, in_cap * rb));
+        for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = moe_cnt(c, g_me, j, e);
+    GT_CUDA(gt_memcpy_sync(d_sp, hsp.data(), N * 8, cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memset_sync(mid, 0xEE, out_cap * rb));
+    GT_CUDA(gt_memset_sync(back, 0x11, in_cap * rb));
 
     /* ---- dispatch (or 1-D) */
     if (one_d)
@@ -481,8 +404,8 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
 
     /* dispatch / 1-D outputs (1-D: the dispatch layout with ne = 1, align 0) */
     std::vector<size_t> rsp, rof;
-    size_t total = dispatch_layout(c, g_me, &rsp, &rof);
-    std::vector<size_t> osp = d2h(d_osp, N), oof = d2h(d_oof, N), rows = d2h(d_rows, 2);
+    size_t total = moe_dispatch_layout(g_n, c, g_me, &rsp, &rof);
+    std::vector<size_t> osp = gt_d2h(d_osp, N), oof = gt_d2h(d_oof, N), rows = gt_d2h(d_rows, 2);
     const char *k = one_d ? "all_to_all_v" : "dispatch";
     for (size_t i = 0; i < N; i++)
         GT_TRUE(osp[i] == rsp[i] && oof[i] == rof[i],
@@ -490,15 +413,15 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
                 ne, c.align, rb, nb, i, osp[i], oof[i], rsp[i], rof[i]);
     GT_TRUE(rows[0] == total, "%s: out_rows %zu, want %zu", k, rows[0], total);
     std::vector<uint8_t> hmid(out_cap * rb);
-    GT_CUDA(memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
     std::vector<char> covered(out_cap, 0);
     for (int e = 0; e < ne; e++)
         for (int s = 0; s < n; s++) {
-            size_t i = (size_t)e * n + s, so = src_off_of(c, s, g_me, e);
+            size_t i = (size_t)e * n + s, so = moe_src_off(g_n, c, s, g_me, e);
             for (size_t r = 0; r < rsp[i]; r++) {
                 covered[rof[i] + r] = 1;
                 for (size_t b = 0; b < rb; b++)
-                    if (hmid[(rof[i] + r) * rb + b] != row_byte(c, s, so + r, b))
+                    if (hmid[(rof[i] + r) * rb + b] != moe_row_byte(c, s, so + r, b))
                         GT_FAIL("%s ne %d align %zu rb %zu nb %d: row %zu of (e %d, s %d) byte %zu "
                                 "wrong", k, ne, c.align, rb, nb, r, e, s, b);
             }
@@ -509,7 +432,7 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
                 GT_TRUE(hmid[r * rb + b] == 0xEE, "%s: padding row %zu written", k, r);
 
     /* combine gave back my input, rows and splits */
-    std::vector<size_t> bsp = d2h(d_bsp, N), bof = d2h(d_bof, N);
+    std::vector<size_t> bsp = gt_d2h(d_bsp, N), bof = gt_d2h(d_bof, N);
     size_t run = 0;
     for (size_t i = 0; i < N; i++) {
         GT_TRUE(bsp[i] == hsp[i] && bof[i] == run, "combine entry %zu: split %zu offset %zu, want "
@@ -518,7 +441,7 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     }
     GT_TRUE(rows[1] == my_in, "combine out_rows %zu, want %zu", rows[1], my_in);
     std::vector<uint8_t> hback(in_cap * rb);
-    GT_CUDA(memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < in_cap * rb; i++) {
         uint8_t want = i < my_in * rb ? hin[i] : 0x11;
         GT_TRUE(hback[i] == want, "combine ne %d align %zu rb %zu nb %d: byte %zu (row %zu) = %02x, "
@@ -526,12 +449,12 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     }
 
     /* ---- agreement: one PE's output too small -> every PE fails, nothing written */
-    if (!c.all_empty && !one_d) {
+    if (!c.empty && !one_d) {
         int victim = (int)(c.seed % (uint64_t)n);
         std::vector<size_t> vsp, vof;
-        size_t vtotal = dispatch_layout(c, victim, &vsp, &vof); /* the same on every PE */
-        GT_CUDA(memset_sync(back, 0x22, in_cap * rb));
-        GT_CUDA(memset_sync(d_rows, 0x33, 16));
+        size_t vtotal = moe_dispatch_layout(g_n, c, victim, &vsp, &vof); /* the same on every PE */
+        GT_CUDA(gt_memset_sync(back, 0x22, in_cap * rb));
+        GT_CUDA(gt_memset_sync(d_rows, 0x33, 16));
         size_t cap = g_me == victim ? vtotal - 1 : out_cap;
         if (vtotal > 0) {
             GT_OK(symm_moe_dispatch_on_stream(g_pool, back, cap > in_cap ? in_cap : cap, in, in_cap,
@@ -543,10 +466,10 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
             GT_TRUE(st == SYMM_ERR_OVERFLOW, "capacity agreement: status %d (%s)", st,
                     symm_last_error());
             std::vector<uint8_t> hb(in_cap * rb);
-            GT_CUDA(memcpy_sync(hb.data(), back, hb.size(), cudaMemcpyDeviceToHost));
+            GT_CUDA(gt_memcpy_sync(hb.data(), back, hb.size(), cudaMemcpyDeviceToHost));
             for (size_t i = 0; i < hb.size(); i++)
                 GT_TRUE(hb[i] == 0x22, "failed dispatch wrote byte %zu", i);
-            std::vector<size_t> r2 = d2h(d_rows, 1);
+            std::vector<size_t> r2 = gt_d2h(d_rows, 1);
             GT_TRUE(r2[0] == 0x3333333333333333ull, "failed dispatch wrote out_rows");
         }
         /* a local argument error on one PE (out NULL) fails every PE */
@@ -563,7 +486,7 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
                                          rb, c.align, d_osp, d_oof, d_rows, ws, nb, g_stream);
         GT_OK(st);
         st = symm_cuda_check();
-        bool victim_sends = in_rows_of(c, victim) > 0;
+        bool victim_sends = moe_in_rows(g_n, c, victim) > 0;
         GT_TRUE(st == (victim_sends ? SYMM_ERR_OVERFLOW : SYMM_SUCCESS),
                 "in_capacity agreement: status %d (%s)", st, symm_last_error());
     }
@@ -654,8 +577,8 @@ static void test_block_api(void)
         const size_t nspan = span_elems(s), off = (size_t)k % 2; /* offset 1: general path */
         const uint64_t seed = 31337u + k;
         upload<SYMM_FLOAT>(seed, off, nspan);
-        GT_CUDA(memset_sync(g_B, 0xA5, (nspan + 2) * 4));
-        GT_CUDA(memset_sync(d_rc, 0, sizeof(int)));
+        GT_CUDA(gt_memset_sync(g_B, 0xA5, (nspan + 2) * 4));
+        GT_CUDA(gt_memset_sync(d_rc, 0, sizeof(int)));
         symm_tile_t in = {(float *)g_A + off, s.rows, s.cols, s.ld};
         symm_tile_t out = {(float *)g_B + off, s.rows, s.cols, s.ld};
         void *args[] = {&dp, &out, &in, &d_rc};
@@ -664,7 +587,7 @@ static void test_block_api(void)
         GT_CUDA(cudaStreamSynchronize(g_stream));
         GT_OK(symm_cuda_check());
         int rc = -1;
-        GT_CUDA(memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
+        GT_CUDA(gt_memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
         GT_TRUE(rc == 0, "user tile kernel: status %d", rc);
         check_tile<SYMM_FLOAT>("block-scoped allreduce", (const uint8_t *)out.base, s, s.ld,
                                nspan, SYMM_OP_SUM, seed, true, 0xA5, false, blocks[k]);
@@ -672,8 +595,8 @@ static void test_block_api(void)
 
         /* rooted, out_symmetric: only the root's out is written */
         int root = (k + 1) % g_n;
-        GT_CUDA(memset_sync(g_B, 0x5C, (nspan + 2) * 4));
-        GT_CUDA(memset_sync(d_rc, 0, sizeof(int)));
+        GT_CUDA(gt_memset_sync(g_B, 0x5C, (nspan + 2) * 4));
+        GT_CUDA(gt_memset_sync(d_rc, 0, sizeof(int)));
         GT_OK(symm_barrier_all()); /* every out reset before any member writes the root's */
         void *rargs[] = {&dp, &out, &in, &root, &d_rc};
         GT_OK(symm_cuda_launch((const void *)k_user_rooted, dim3(blocks[k]), dim3(256), rargs, 0,
@@ -681,7 +604,7 @@ static void test_block_api(void)
         GT_CUDA(cudaStreamSynchronize(g_stream));
         GT_OK(symm_cuda_check());
         rc = -1;
-        GT_CUDA(memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
+        GT_CUDA(gt_memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
         GT_TRUE(rc == 0, "user rooted tile kernel: status %d", rc);
         check_tile<SYMM_FLOAT>("block-scoped rooted reduce", (const uint8_t *)out.base, s, s.ld,
                                nspan, SYMM_OP_SUM, seed, g_me == root, 0x5C, false, blocks[k]);
@@ -706,11 +629,11 @@ static void test_block_api(void)
            *rows1 = d + 5 * N, *rows2 = d + 6 * N;
     std::vector<uint8_t> hin(rows * rb);
     for (size_t i = 0; i < hin.size(); i++) hin[i] = (uint8_t)gt_bits(777, g_me, i);
-    if (rows) GT_CUDA(memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
-    GT_CUDA(memcpy_sync(sp, hs.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
-    GT_CUDA(memset_sync(o1, 0x11, cap * rb));
-    GT_CUDA(memset_sync(o2, 0x11, cap * rb));
-    GT_CUDA(memset_sync(d_rc, 0, sizeof(int)));
+    if (rows) GT_CUDA(gt_memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memcpy_sync(sp, hs.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memset_sync(o1, 0x11, cap * rb));
+    GT_CUDA(gt_memset_sync(o2, 0x11, cap * rb));
+    GT_CUDA(gt_memset_sync(d_rc, 0, sizeof(int)));
     GT_OK(symm_barrier_all());
     GT_OK(symm_moe_dispatch_on_stream(g_pool, o1, cap, in, cap, sp, ne, rb, align, osp1, oof1,
                                       rows1, ws1, 0, g_stream));
@@ -722,15 +645,15 @@ static void test_block_api(void)
     GT_CUDA(cudaStreamSynchronize(g_stream));
     GT_OK(symm_cuda_check());
     int rc = -1;
-    GT_CUDA(memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
     GT_TRUE(rc == 0, "user dispatch kernel: status %d", rc);
-    std::vector<size_t> a = d2h(osp1, 2 * N), b = d2h(osp2, 2 * N); /* out_splits, out_offsets */
+    std::vector<size_t> a = gt_d2h(osp1, 2 * N), b = gt_d2h(osp2, 2 * N); /* out_splits, out_offsets */
     GT_TRUE(a == b, "user dispatch: out_splits / out_offsets differ from the stream form");
-    size_t r1 = d2h(rows1, 1)[0], r2 = d2h(rows2, 1)[0];
+    size_t r1 = gt_d2h(rows1, 1)[0], r2 = gt_d2h(rows2, 1)[0];
     GT_TRUE(r1 == r2 && r1 <= cap, "user dispatch: out_rows %zu, stream form %zu", r2, r1);
     std::vector<uint8_t> h1(cap * rb), h2(cap * rb);
-    GT_CUDA(memcpy_sync(h1.data(), o1, cap * rb, cudaMemcpyDeviceToHost));
-    GT_CUDA(memcpy_sync(h2.data(), o2, cap * rb, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(h1.data(), o1, cap * rb, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(h2.data(), o2, cap * rb, cudaMemcpyDeviceToHost));
     GT_TRUE(h1 == h2, "user dispatch: output rows differ from the stream form");
     GT_OK(symm_barrier_all());
     GT_CUDA(cudaFree(d));
