@@ -6,6 +6,7 @@
 #define SYMM_TEST_UTIL_H
 
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -256,6 +257,29 @@ static inline size_t test_rss_bytes(void)
 }
 
 /* symm_init that must succeed, and a matching finalize. */
+/* Runs fn on nw threads (at most 8), each on its own copy of proto, a struct of type
+ * type with fields worker (set to 0..nw-1), nworkers (set to nw) and st, which must hold
+ * SYMM_SUCCESS once the thread is done. */
+#define TEST_RUN_WORKERS(type, proto, nw, fn)                                            \
+    do {                                                                                 \
+        pthread_t th_[8];                                                                \
+        type jobs_[8];                                                                   \
+        int nw_ = (nw);                                                                  \
+        CHECK_TRUE(nw_ >= 1 && nw_ <= 8, "%d workers", nw_);                             \
+        for (int w_ = 0; w_ < nw_; w_++) {                                               \
+            jobs_[w_] = (proto);                                                         \
+            jobs_[w_].worker = w_;                                                       \
+            jobs_[w_].nworkers = nw_;                                                    \
+            CHECK_TRUE(pthread_create(&th_[w_], NULL, (fn), &jobs_[w_]) == 0,            \
+                       "pthread_create");                                                \
+        }                                                                                \
+        for (int w_ = 0; w_ < nw_; w_++) {                                               \
+            pthread_join(th_[w_], NULL);                                                 \
+            CHECK_TRUE(jobs_[w_].st == SYMM_SUCCESS, "worker %d of %d: %s", w_, nw_,     \
+                       symm_strerror(jobs_[w_].st));                                     \
+        }                                                                                \
+    } while (0)
+
 #define TEST_INIT() CHECK_OK(symm_init())
 #define TEST_FINALIZE() CHECK_OK(symm_finalize())
 

@@ -402,22 +402,6 @@ static void *wjob_main(void *p)
     return NULL;
 }
 
-static void own_threads(wjob_t proto, int nw)
-{
-    pthread_t th[8];
-    wjob_t jobs[8];
-    for (int w = 0; w < nw; w++) {
-        jobs[w] = proto;
-        jobs[w].worker = w;
-        jobs[w].nworkers = nw;
-        CHECK_TRUE(pthread_create(&th[w], NULL, wjob_main, &jobs[w]) == 0, "pthread_create");
-    }
-    for (int w = 0; w < nw; w++) {
-        pthread_join(th[w], NULL);
-        CHECK_TRUE(jobs[w].st == SYMM_SUCCESS, "worker %d of %d failed", w, nw);
-    }
-}
-
 static void test_workers(void)
 {
     symm_pool_t pool;
@@ -450,14 +434,14 @@ static void test_workers(void)
         wrows = 0;
         wjob_t proto = {.pool = pool, .c = &c, .in = inbuf, .splits = splits, .osplit = ws,
                         .ooff = wo, .orows = &wrows};
-        own_threads(proto, nw);
+        TEST_RUN_WORKERS(wjob_t, proto, nw, wjob_main);
         CHECK_BYTES(dout, plain_out, BUF_BYTES, "dispatch_worker with %d workers", nw);
         CHECK_TRUE(wrows == rows, "dispatch_worker rows");
         memset(cout, SENTINEL, BUF_BYTES);
         wjob_t cproto = {.pool = pool, .combine = 1, .c = &c, .in = dout, .splits = os,
                          .offs = oo, .osplit = cs, .ooff = co, .orows = &crows};
         CHECK_OK(symm_barrier_all()); /* dout complete everywhere before combine reads it */
-        own_threads(cproto, nw);
+        TEST_RUN_WORKERS(wjob_t, cproto, nw, wjob_main);
         check_combine(&c, splits, in_rows, cs, co, crows, "combine_worker");
     }
     /* 1-D parallel */
@@ -666,7 +650,7 @@ static void round_trip_in(const cfg_t *c, symm_pool_t pool, int form, int alt_in
     if (form == 2) {
         wjob_t proto = {.pool = pool, .one_d = one_d, .c = c, .in = din, .splits = splits,
                         .osplit = os, .ooff = oo, .orows = &orows};
-        own_threads(proto, 2);
+        TEST_RUN_WORKERS(wjob_t, proto, 2, wjob_main);
     }
     check_dispatch(c, dout, os, oo, orows, what);
     if (odd && din) memcpy(inbuf, alt + shift * rb, in_rows * rb);
@@ -688,7 +672,7 @@ static void round_trip_in(const cfg_t *c, symm_pool_t pool, int form, int alt_in
     if (form == 2) {
         wjob_t proto = {.pool = pool, .combine = 1, .c = c, .in = cin, .splits = os,
                         .offs = oo, .osplit = cs, .ooff = co, .orows = &crows};
-        own_threads(proto, 2);
+        TEST_RUN_WORKERS(wjob_t, proto, 2, wjob_main);
     }
     check_combine(c, splits, in_rows, cs, co, crows, what);
 }

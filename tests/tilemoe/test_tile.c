@@ -373,23 +373,6 @@ static void *wjob_main(void *p)
     return NULL;
 }
 
-static void run_own_threads(wjob_t proto, int nworkers)
-{
-    pthread_t th[8];
-    wjob_t jobs[8];
-    for (int w = 0; w < nworkers; w++) {
-        jobs[w] = proto;
-        jobs[w].worker = w;
-        jobs[w].nworkers = nworkers;
-        CHECK_TRUE(pthread_create(&th[w], NULL, wjob_main, &jobs[w]) == 0, "pthread_create");
-    }
-    for (int w = 0; w < nworkers; w++) {
-        pthread_join(th[w], NULL);
-        CHECK_TRUE(jobs[w].st == SYMM_SUCCESS, "worker %d of %d: %s", w, nworkers,
-                   symm_strerror(jobs[w].st));
-    }
-}
-
 static void test_workers(void)
 {
     symm_pool_t pool;
@@ -428,7 +411,7 @@ static void test_workers(void)
             out = out_tile(s, s.ld);
             wjob_t proto = {.pool = pool, .kind = kind, .out = out, .in = in, .roots = roots,
                             .nroots = nroots, .root = root, .t = t, .op = op};
-            run_own_threads(proto, nw);
+            TEST_RUN_WORKERS(wjob_t, proto, nw, wjob_main);
             CHECK_BYTES(outbuf, plain, TILE_BYTES, "own threads kind %d, %d workers", kind, nw);
         }
     }
