@@ -5,6 +5,7 @@
 #ifndef SYMM_GPU_MOE_REF_H
 #define SYMM_GPU_MOE_REF_H
 
+#include <algorithm>
 #include <vector>
 
 #include "gpu_test.h"
@@ -70,6 +71,96 @@ static inline size_t moe_dispatch_layout(int n, const moe_ref_case &c, int m,
         }
     }
     return pos;
+}
+
+/* The largest input (rows) and dispatch output (rows, padding included) of any PE. */
+static inline void moe_max_rows(int n, const moe_ref_case &c, size_t *max_in, size_t *max_out)
+{
+    std::vector<size_t> sp, of;
+    *max_in = *max_out = 0;
+    for (int p = 0; p < n; p++) {
+        *max_in = std::max(*max_in, moe_in_rows(n, c, p));
+        *max_out = std::max(*max_out, moe_dispatch_layout(n, c, p, &sp, &of));
+    }
+}
+/* PE me's input: its rows (rank-major, row_bytes each) and its splits (n * ne, rank-major). */
+static inline void moe_input(int n, const moe_ref_case &c, int me, std::vector<uint8_t> *rows,
+                             std::vector<size_t> *splits)
+{
+    const size_t nrows = moe_in_rows(n, c, me), rb = c.row_bytes;
+    rows->assign(nrows * rb, 0);
+    for (size_t r = 0; r < nrows; r++)
+        for (size_t b = 0; b < rb; b++)
+            (*rows)[r * rb + b] = moe_row_byte(c, me, r, b);
+    splits->assign((size_t)n * c.ne, 0);
+    for (int j = 0; j < n; j++)
+        for (int e = 0; e < c.ne; e++)
+            (*splits)[(size_t)j * c.ne + e] = moe_cnt(c, me, j, e);
+}
+
+/* Checks PE me's dispatch (or 1-D: ne 1, align 0) outputs against the reference: splits
+ * osp and offsets oof (e*n + s order), out_rows, the rows received in hmid (the whole
+ * output, copied back) and its padding rows, which must still hold fill. Returns the
+ * reference splits and offsets in *rsp, *rof. what names the call in messages. */
+static inline void moe_check_dispatch(int n, const moe_ref_case &c, int me, const char *what,
+                                      const std::vector<size_t> &osp,
+                                      const std::vector<size_t> &oof, size_t out_rows,
+                                      const std::vector<uint8_t> &hmid, uint8_t fill,
+                                      std::vector<size_t> *rsp, std::vector<size_t> *rof)
+{
+    const size_t rb = c.row_bytes, out_cap = hmid.size() / rb;
+    const size_t total = moe_dispatch_layout(n, c, me, rsp, rof);
+    const std::vector<size_t> &sp = *rsp, &of = *rof;
+    for (size_t i = 0; i < sp.size(); i++)
+        GT_TRUE(osp[i] == sp[i] && oof[i] == of[i],
+                "%s: entry %zu split %zu offset %zu, want %zu %zu", what, i, osp[i], oof[i],
+                sp[i], of[i]);
+    GT_TRUE(out_rows == total, "%s: out_rows %zu, want %zu", what, out_rows, total);
+    std::vector<char> covered(out_cap, 0);
+    for (int e = 0; e < c.ne; e++)
+        for (int s = 0; s < n; s++) {
+            size_t i = (size_t)e * n + s, so = moe_src_off(n, c, s, me, e);
+            for (size_t r = 0; r < sp[i]; r++) {
+                covered[of[i] + r] = 1;
+                for (size_t b = 0; b < rb; b++) {
+                    uint8_t got = hmid[(of[i] + r) * rb + b],
+                            want = moe_row_byte(c, s, so + r, b);
+                    if (got != want)
+                        GT_FAIL("%s: row %zu of (e %d, s %d) byte %zu = %02x, want %02x", what,
+                                r, e, s, b, got, want);
+                }
+            }
+        }
+    for (size_t r = 0; r < out_cap; r++)
+        if (!covered[r])
+            for (size_t b = 0; b < rb; b++)
+                GT_TRUE(hmid[r * rb + b] == fill, "%s: padding row %zu written", what, r);
+}
+
+/* Checks the combine that sent back every row a dispatch (or 1-D) delivered: splits bsp
+ * and offsets bof (rank-major, packed) are those of my input, whose splits are hsp;
+ * out_rows counts its rows; hback (the whole output, copied back) holds my input hin, then
+ * fill. */
+static inline void moe_check_combine(const char *what, size_t rb,
+                                     const std::vector<size_t> &hsp,
+                                     const std::vector<size_t> &bsp,
+                                     const std::vector<size_t> &bof, size_t out_rows,
+                                     const std::vector<uint8_t> &hin,
+                                     const std::vector<uint8_t> &hback, uint8_t fill)
+{
+    size_t run = 0;
+    for (size_t i = 0; i < hsp.size(); i++) {
+        GT_TRUE(bsp[i] == hsp[i] && bof[i] == run,
+                "combine after %s: entry %zu split %zu offset %zu, want %zu %zu", what, i,
+                bsp[i], bof[i], hsp[i], run);
+        run += hsp[i];
+    }
+    GT_TRUE(out_rows == run, "combine after %s: out_rows %zu, want %zu", what, out_rows, run);
+    for (size_t i = 0; i < hback.size(); i++) {
+        uint8_t want = i < run * rb ? hin[i] : fill;
+        GT_TRUE(hback[i] == want, "combine after %s: byte %zu (row %zu) = %02x, want %02x",
+                what, i, i / rb, hback[i], want);
+    }
 }
 
 #endif

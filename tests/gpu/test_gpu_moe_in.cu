@@ -121,12 +121,8 @@ static void run_case(const moe_case &c)
     snprintf(what, sizeof what, "%s ne %d align %zu rb %zu, mute %d deaf %d, %s, %s nb %d",
              c.one_d ? "1-D" : "dispatch", ne, c.align, rb, c.mute, c.deaf,
              c.alt ? "other objects" : "one object", c.form ? "block-scoped" : "stream", c.nb);
-    size_t max_in = 0, max_need = 0;
-    std::vector<size_t> rsp, rof;
-    for (int p = 0; p < n; p++) {
-        max_in = std::max(max_in, moe_in_rows(g_n, c, p));
-        max_need = std::max(max_need, moe_dispatch_layout(g_n, c, p, &rsp, &rof));
-    }
+    size_t max_in, max_need;
+    moe_max_rows(n, c, &max_in, &max_need);
     const size_t in_cap = max_in + 2, out_cap = max_need + 3, kShift = 6;
     /* symmetric (the same sizes on every PE): the usual in and another object for the
      * dispatch; mid (the dispatch's out, the combine's usual in) and another object for
@@ -146,18 +142,15 @@ static void run_case(const moe_case &c)
 
     /* ---- my input, at the place I pass (none for the mute member) */
     const bool odd = c.alt && me % 2;
-    const size_t my_in = moe_in_rows(g_n, c, me), shift = 1 + (size_t)me % 5;
+    std::vector<uint8_t> hin;
+    std::vector<size_t> hsp;
+    moe_input(n, c, me, &hin, &hsp);
+    const size_t my_in = hin.size() / rb, shift = 1 + (size_t)me % 5;
     GT_CUDA(gt_memset_sync(A, kGarbage, in_cap * rb));
     GT_CUDA(gt_memset_sync(B, kGarbage, (in_cap + kShift) * rb));
     uint8_t *din = me == c.mute ? nullptr : odd ? B + shift * rb : A;
-    std::vector<uint8_t> hin(my_in * rb);
-    for (size_t r = 0; r < my_in; r++)
-        for (size_t b = 0; b < rb; b++) hin[r * rb + b] = moe_row_byte(c, me, r, b);
     GT_TRUE(din || my_in == 0, "the mute member sends rows (%s)", what);
     if (my_in) GT_CUDA(gt_memcpy_sync(din, hin.data(), hin.size(), cudaMemcpyHostToDevice));
-    std::vector<size_t> hsp(N);
-    for (int j = 0; j < n; j++)
-        for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = moe_cnt(c, me, j, e);
     GT_CUDA(gt_memcpy_sync(d_sp, hsp.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
     GT_CUDA(gt_memset_sync(mid, kOutFill, out_cap * rb));
     GT_CUDA(gt_memset_sync(mid2, kGarbage, (out_cap + kShift) * rb));
@@ -185,32 +178,11 @@ static void run_case(const moe_case &c)
     GT_OK(run_call(c.form, nb, a, &dev));
     GT_TRUE(dev == SYMM_SUCCESS, "%s: device status %d (%s)", what, (int)dev, symm_last_error());
 
-    size_t total = moe_dispatch_layout(g_n, c, me, &rsp, &rof);
-    std::vector<size_t> osp = gt_d2h(d_osp, N), oof = gt_d2h(d_oof, N), rows = gt_d2h(d_rows, 1);
-    for (size_t i = 0; i < N; i++)
-        GT_TRUE(osp[i] == rsp[i] && oof[i] == rof[i],
-                "%s: entry %zu split %zu offset %zu, want %zu %zu", what, i, osp[i], oof[i],
-                rsp[i], rof[i]);
-    GT_TRUE(rows[0] == total, "%s: out_rows %zu, want %zu", what, rows[0], total);
     std::vector<uint8_t> hmid(out_cap * rb);
     GT_CUDA(gt_memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
-    std::vector<char> covered(out_cap, 0);
-    for (int e = 0; e < ne; e++)
-        for (int s = 0; s < n; s++) {
-            size_t i = (size_t)e * n + s, so = moe_src_off(g_n, c, s, me, e);
-            for (size_t r = 0; r < rsp[i]; r++) {
-                covered[rof[i] + r] = 1;
-                for (size_t b = 0; b < rb; b++)
-                    if (hmid[(rof[i] + r) * rb + b] != moe_row_byte(c, s, so + r, b))
-                        GT_FAIL("%s: row %zu of (e %d, s %d) byte %zu = %02x, want %02x", what,
-                                r, e, s, b, hmid[(rof[i] + r) * rb + b],
-                                moe_row_byte(c, s, so + r, b));
-            }
-        }
-    for (size_t r = 0; r < out_cap; r++)
-        if (!covered[r])
-            for (size_t b = 0; b < rb; b++)
-                GT_TRUE(hmid[r * rb + b] == kOutFill, "%s: padding row %zu written", what, r);
+    std::vector<size_t> rsp, rof;
+    moe_check_dispatch(n, c, me, what, gt_d2h(d_osp, N), gt_d2h(d_oof, N), gt_d2h(d_rows, 1)[0],
+                       hmid, kOutFill, &rsp, &rof);
 
     /* ---- combine back; the deaf member received nothing and passes in = NULL; odd
      * members move their dispatch output to another object, leaving garbage in mid */
@@ -241,23 +213,10 @@ static void run_case(const moe_case &c)
     GT_OK(run_call(c.form, nb, a, &dev));
     GT_TRUE(dev == SYMM_SUCCESS, "combine after %s: device status %d (%s)", what, (int)dev,
             symm_last_error());
-    std::vector<size_t> bsp = gt_d2h(d_bsp, N), bof = gt_d2h(d_bof, N);
-    size_t run = 0;
-    for (size_t i = 0; i < N; i++) {
-        GT_TRUE(bsp[i] == hsp[i] && bof[i] == run,
-                "combine after %s: entry %zu split %zu offset %zu, want %zu %zu", what, i,
-                bsp[i], bof[i], hsp[i], run);
-        run += hsp[i];
-    }
-    size_t crows = gt_d2h(d_rows + 1, 1)[0];
-    GT_TRUE(crows == my_in, "combine after %s: out_rows %zu, want %zu", what, crows, my_in);
     std::vector<uint8_t> hback(in_cap * rb);
     GT_CUDA(gt_memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < hback.size(); i++) {
-        uint8_t want = i < my_in * rb ? hin[i] : kBackFill;
-        GT_TRUE(hback[i] == want, "combine after %s: byte %zu (row %zu) = %02x, want %02x",
-                what, i, i / rb, hback[i], want);
-    }
+    moe_check_combine(what, rb, hsp, gt_d2h(d_bsp, N), gt_d2h(d_bof, N), gt_d2h(d_rows + 1, 1)[0],
+                      hin, hback, kBackFill);
 
     GT_OK(symm_barrier_all());
     GT_CUDA(cudaFree(d));

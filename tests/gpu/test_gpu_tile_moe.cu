@@ -354,12 +354,8 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
 {
     const int n = g_n, ne = c.ne;
     const size_t rb = c.row_bytes, N = (size_t)n * ne;
-    size_t max_in = 0, max_need = 0;
-    std::vector<size_t> sp, of;
-    for (int p = 0; p < n; p++) {
-        max_in = std::max(max_in, moe_in_rows(g_n, c, p));
-        max_need = std::max(max_need, moe_dispatch_layout(g_n, c, p, &sp, &of));
-    }
+    size_t max_in, max_need;
+    moe_max_rows(n, c, &max_in, &max_need);
     const size_t in_cap = max_in + 2, out_cap = max_need + 3;
     uint8_t *in = (uint8_t *)symm_gpu_malloc(in_cap * rb);
     uint8_t *mid = (uint8_t *)symm_gpu_malloc(out_cap * rb);
@@ -376,14 +372,12 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     GT_CUDA(cudaMalloc(&d_rows, 16));
 
     /* my input and splits */
-    const size_t my_in = moe_in_rows(g_n, c, g_me);
-    std::vector<uint8_t> hin(in_cap * rb, 0);
-    for (size_t r = 0; r < my_in; r++)
-        for (size_t b = 0; b < rb; b++) hin[r * rb + b] = moe_row_byte(c, g_me, r, b);
+    std::vector<uint8_t> hin;
+    std::vector<size_t> hsp;
+    moe_input(n, c, g_me, &hin, &hsp);
+    const size_t my_in = hin.size() / rb;
+    hin.resize(in_cap * rb, 0); /* the rows past my input are uploaded as zeros */
     GT_CUDA(gt_memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
-    std::vector<size_t> hsp(N);
-    for (int j = 0; j < n; j++)
-        for (int e = 0; e < ne; e++) hsp[(size_t)j * ne + e] = moe_cnt(c, g_me, j, e);
     GT_CUDA(gt_memcpy_sync(d_sp, hsp.data(), N * 8, cudaMemcpyHostToDevice));
     GT_CUDA(gt_memset_sync(mid, 0xEE, out_cap * rb));
     GT_CUDA(gt_memset_sync(back, 0x11, in_cap * rb));
@@ -403,50 +397,20 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     GT_OK(symm_cuda_check());
 
     /* dispatch / 1-D outputs (1-D: the dispatch layout with ne = 1, align 0) */
-    std::vector<size_t> rsp, rof;
-    size_t total = moe_dispatch_layout(g_n, c, g_me, &rsp, &rof);
-    std::vector<size_t> osp = gt_d2h(d_osp, N), oof = gt_d2h(d_oof, N), rows = gt_d2h(d_rows, 2);
-    const char *k = one_d ? "all_to_all_v" : "dispatch";
-    for (size_t i = 0; i < N; i++)
-        GT_TRUE(osp[i] == rsp[i] && oof[i] == rof[i],
-                "%s ne %d align %zu rb %zu nb %d: entry %zu split %zu offset %zu, want %zu %zu", k,
-                ne, c.align, rb, nb, i, osp[i], oof[i], rsp[i], rof[i]);
-    GT_TRUE(rows[0] == total, "%s: out_rows %zu, want %zu", k, rows[0], total);
+    char what[96];
+    snprintf(what, sizeof what, "%s ne %d align %zu rb %zu nb %d",
+             one_d ? "all_to_all_v" : "dispatch", ne, c.align, rb, nb);
+    std::vector<size_t> rsp, rof, rows = gt_d2h(d_rows, 2);
     std::vector<uint8_t> hmid(out_cap * rb);
     GT_CUDA(gt_memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
-    std::vector<char> covered(out_cap, 0);
-    for (int e = 0; e < ne; e++)
-        for (int s = 0; s < n; s++) {
-            size_t i = (size_t)e * n + s, so = moe_src_off(g_n, c, s, g_me, e);
-            for (size_t r = 0; r < rsp[i]; r++) {
-                covered[rof[i] + r] = 1;
-                for (size_t b = 0; b < rb; b++)
-                    if (hmid[(rof[i] + r) * rb + b] != moe_row_byte(c, s, so + r, b))
-                        GT_FAIL("%s ne %d align %zu rb %zu nb %d: row %zu of (e %d, s %d) byte %zu "
-                                "wrong", k, ne, c.align, rb, nb, r, e, s, b);
-            }
-        }
-    for (size_t r = 0; r < out_cap; r++)
-        if (!covered[r])
-            for (size_t b = 0; b < rb; b++)
-                GT_TRUE(hmid[r * rb + b] == 0xEE, "%s: padding row %zu written", k, r);
+    moe_check_dispatch(n, c, g_me, what, gt_d2h(d_osp, N), gt_d2h(d_oof, N), rows[0], hmid, 0xEE,
+                       &rsp, &rof);
 
     /* combine gave back my input, rows and splits */
-    std::vector<size_t> bsp = gt_d2h(d_bsp, N), bof = gt_d2h(d_bof, N);
-    size_t run = 0;
-    for (size_t i = 0; i < N; i++) {
-        GT_TRUE(bsp[i] == hsp[i] && bof[i] == run, "combine entry %zu: split %zu offset %zu, want "
-                "%zu %zu", i, bsp[i], bof[i], hsp[i], run);
-        run += hsp[i];
-    }
-    GT_TRUE(rows[1] == my_in, "combine out_rows %zu, want %zu", rows[1], my_in);
     std::vector<uint8_t> hback(in_cap * rb);
     GT_CUDA(gt_memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
-    for (size_t i = 0; i < in_cap * rb; i++) {
-        uint8_t want = i < my_in * rb ? hin[i] : 0x11;
-        GT_TRUE(hback[i] == want, "combine ne %d align %zu rb %zu nb %d: byte %zu (row %zu) = %02x, "
-                "want %02x", ne, c.align, rb, nb, i, i / rb, hback[i], want);
-    }
+    moe_check_combine(what, rb, hsp, gt_d2h(d_bsp, N), gt_d2h(d_bof, N), rows[1], hin, hback,
+                      0x11);
 
     /* ---- agreement: one PE's output too small -> every PE fails, nothing written */
     if (!c.empty && !one_d) {
