@@ -119,6 +119,17 @@ static inline uint64_t test_rng_next(test_rng_t *r)
 /* Uniform in [0, n) (n > 0; the bias is negligible for test purposes). */
 static inline uint64_t test_rng_below(test_rng_t *r, uint64_t n) { return test_rng_next(r) % n; }
 
+/* A 64-bit hash of two words: data that any PE can recompute for any (PE, index). */
+static inline uint64_t test_mix(uint64_t a, uint64_t b)
+{
+    uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
+    x ^= x >> 31;
+    x *= 0xbf58476d1ce4e5b9ull;
+    x ^= x >> 29;
+    x *= 0x94d049bb133111ebull;
+    return x ^ (x >> 32);
+}
+
 /* The base seed of a test: SYMM_TEST_SEED if set, else a fixed value (reproducible). */
 static inline uint64_t test_seed(void)
 {

@@ -38,21 +38,11 @@ typedef struct {
     int deaf;    /* member that receives no rows in dispatch (-1: none) */
 } cfg_t;
 
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-    uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 32);
-}
-
 /* Splits of team member s: n*ne entries, about a third of them 0. */
 static void model_splits(const cfg_t *c, int s, size_t *sp)
 {
     test_rng_t r;
-    test_rng_seed(&r, mix(mix(seed, c->it), (uint64_t)c->world[s]));
+    test_rng_seed(&r, test_mix(test_mix(seed, c->it), (uint64_t)c->world[s]));
     for (int k = 0; k < c->n * c->ne; k++) {
         sp[k] = test_rng_below(&r, 3) == 0 ? 0 : 1 + test_rng_below(&r, (uint64_t)c->maxr);
         if (s == c->mute || k / c->ne == c->deaf) sp[k] = 0;
@@ -61,7 +51,7 @@ static void model_splits(const cfg_t *c, int s, size_t *sp)
 
 static uint64_t row_tag(const cfg_t *c, int s, size_t idx)
 {
-    return mix(mix(c->it, (uint64_t)c->world[s] + 1000), idx);
+    return test_mix(test_mix(c->it, (uint64_t)c->world[s] + 1000), idx);
 }
 
 static size_t fill_input(const cfg_t *c, size_t *splits)
@@ -223,7 +213,7 @@ static void test_dispatch_combine(void)
 static void test_random_sweep(void)
 {
     test_rng_t r;
-    test_rng_seed(&r, mix(seed, 4242));
+    test_rng_seed(&r, test_mix(seed, 4242));
     for (int it = 0; it < 40; it++) {
         cfg_t c = {.ne = 1 + (int)test_rng_below(&r, 16), .align = test_rng_below(&r, 10),
                    .rb = 1 + test_rng_below(&r, 64), .maxr = 1 + (int)test_rng_below(&r, 5),

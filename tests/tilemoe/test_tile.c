@@ -26,20 +26,10 @@ static uint8_t *refbuf; /* local */
 static const size_t TILE_BYTES = MAX_ELEMS * 8;
 
 /* ---------------------------------------------------------------- data */
-static uint64_t mix(uint64_t a, uint64_t b)
-{
-    uint64_t x = a * 0x9e3779b97f4a7c15ull ^ (b + 0x632be59bd9b4e019ull);
-    x ^= x >> 31;
-    x *= 0xbf58476d1ce4e5b9ull;
-    x ^= x >> 29;
-    x *= 0x94d049bb133111ebull;
-    return x ^ (x >> 32);
-}
-
 /* Element i (row-major index r*cols + c, independent of ld) of PE pe's tile tag. */
 static void gen(symm_type_t t, uint64_t tag, int pe, size_t i, void *dst)
 {
-    uint64_t h = mix(mix(seed, tag), ((uint64_t)pe << 32) + i);
+    uint64_t h = test_mix(test_mix(seed, tag), ((uint64_t)pe << 32) + i);
     double d = ((double)(h >> 11) / 9007199254740992.0) * 8.0 - 4.0; /* [-4, 4) */
     if (d == 0) d = 0.5;
     switch (t) {
@@ -286,7 +276,7 @@ static void test_shapes(void)
 static void test_random(void)
 {
     test_rng_t r;
-    test_rng_seed(&r, mix(seed, 777));
+    test_rng_seed(&r, test_mix(seed, 777));
     for (int it = 0; it < 60; it++) {
         symm_type_t t = (symm_type_t)test_rng_below(&r, SYMM_TYPE_COUNT);
         symm_op_t op = all_ops[test_rng_below(&r, SYMM_OP_COUNT)];
