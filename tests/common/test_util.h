@@ -20,21 +20,43 @@
 /* ---------------------------------------------------------------- failure reporting */
 static inline int test_pe_(void) { return symm_initialized() ? symm_my_pe() : -1; }
 
-static inline void test_fail_(const char *file, int line, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
-static inline void test_fail_(const char *file, int line, const char *fmt, ...)
+/* Prints the failure (with symm_last_error() if last_error) and exits 1. */
+static inline void test_failv_(const char *file, int line, int last_error, const char *fmt,
+                               va_list ap) __attribute__((noreturn));
+static inline void test_failv_(const char *file, int line, int last_error, const char *fmt,
+                               va_list ap)
 {
     char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "FAIL %s:%d [PE %d]: %s\n", file, line, test_pe_(), msg);
+    if (last_error)
+        fprintf(stderr, "FAIL %s:%d [PE %d]: %s (last error: %s)\n", file, line, test_pe_(), msg,
+                symm_last_error());
+    else
+        fprintf(stderr, "FAIL %s:%d [PE %d]: %s\n", file, line, test_pe_(), msg);
     fflush(stderr);
     fflush(stdout);
     exit(1);
 }
+
+static inline void test_fail_(const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+static inline void test_fail_(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    test_failv_(file, line, 0, fmt, ap);
+}
 #define TEST_FAIL(...) test_fail_(__FILE__, __LINE__, __VA_ARGS__)
+
+/* TEST_FAIL with symm_last_error() appended (the GPU tests' GT_FAIL). */
+static inline void test_fail_last_(const char *file, int line, const char *fmt, ...)
+    __attribute__((noreturn));
+static inline void test_fail_last_(const char *file, int line, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    test_failv_(file, line, 1, fmt, ap);
+}
 
 /* expr must return SYMM_SUCCESS. */
 #define CHECK_OK(expr)                                                                   \

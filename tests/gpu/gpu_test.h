@@ -17,17 +17,8 @@
 #include "symm_cuda.h"
 
 /* The GPU tests report failures as the CPU tests do (common/test_util.h): GT_OK and
- * GT_TRUE are CHECK_OK and CHECK_TRUE; GT_FAIL adds the last error to TEST_FAIL. */
-static inline void gt_fail(const char *file, int line, const char *fmt, ...)
-{
-    char msg[1024];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    test_fail_(file, line, "%s (last error: %s)", msg, symm_last_error());
-}
-#define GT_FAIL(...) gt_fail(__FILE__, __LINE__, __VA_ARGS__)
+ * GT_TRUE are CHECK_OK and CHECK_TRUE; GT_FAIL is TEST_FAIL with the last error. */
+#define GT_FAIL(...) test_fail_last_(__FILE__, __LINE__, __VA_ARGS__)
 #define GT_OK(expr) CHECK_OK(expr)
 #define GT_CUDA(expr)                                                                     \
     do {                                                                                  \
