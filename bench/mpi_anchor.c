@@ -6,9 +6,9 @@
 #include <math.h>
 #include <mpi.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -19,25 +19,25 @@
 static bench_opts_t mo;
 static int me, npes;
 
-#define PRINT(...)                                                                       \
-    do {                                                                                 \
-        if (me == 0) {                                                                   \
-            printf(__VA_ARGS__);                                                         \
-            fflush(stdout);                                                              \
-        }                                                                                \
+#define PRINT(...)                                                                             \
+    do {                                                                                       \
+        if (me == 0) {                                                                         \
+            printf(__VA_ARGS__);                                                               \
+            fflush(stdout);                                                                    \
+        }                                                                                      \
     } while (0)
 
-#define MCHECK(call)                                                                     \
-    do {                                                                                 \
-        int rc_ = (call);                                                                \
-        if (rc_ != MPI_SUCCESS) {                                                        \
-            char s_[MPI_MAX_ERROR_STRING];                                               \
-            int l_ = 0;                                                                  \
-            MPI_Error_string(rc_, s_, &l_);                                              \
-            fprintf(stderr, "rank %d: %s failed at %s:%d: %s\n", me, #call, __FILE__,      \
-                    __LINE__, s_);                                                       \
-            MPI_Abort(MPI_COMM_WORLD, 1);                                                \
-        }                                                                                \
+#define MCHECK(call)                                                                           \
+    do {                                                                                       \
+        int rc_ = (call);                                                                      \
+        if (rc_ != MPI_SUCCESS) {                                                              \
+            char s_[MPI_MAX_ERROR_STRING];                                                     \
+            int l_ = 0;                                                                        \
+            MPI_Error_string(rc_, s_, &l_);                                                    \
+            fprintf(stderr, "rank %d: %s failed at %s:%d: %s\n", me, #call, __FILE__,          \
+                    __LINE__, s_);                                                             \
+            MPI_Abort(MPI_COMM_WORLD, 1);                                                      \
+        }                                                                                      \
     } while (0)
 
 static double avg_all(double v)
@@ -92,11 +92,13 @@ static void teams_dups(size_t limit)
         for (int r = 0; r < reps; r++) {
             MCHECK(MPI_Barrier(MPI_COMM_WORLD));
             double t0 = bench_now();
-            for (size_t i = 0; i < n; i++) MCHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c[i]));
+            for (size_t i = 0; i < n; i++)
+                MCHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c[i]));
             double t1 = bench_now();
             MCHECK(MPI_Barrier(MPI_COMM_WORLD));
             double t2 = bench_now();
-            for (size_t i = 0; i < n; i++) MCHECK(MPI_Comm_free(&c[i]));
+            for (size_t i = 0; i < n; i++)
+                MCHECK(MPI_Comm_free(&c[i]));
             double t3 = bench_now();
             cr[r] = avg_all(1e6 * (t1 - t0));
             fr[r] = avg_all(1e6 * (t3 - t2));
@@ -118,12 +120,14 @@ static void teams_plain(void)
 {
     int reps = mo.quick ? 5 : 101;
     int *ranks = malloc((size_t)npes * sizeof *ranks);
-    for (int i = 0; i < npes; i++) ranks[i] = i;
+    for (int i = 0; i < npes; i++)
+        ranks[i] = i;
     MPI_Group world_group, g;
     MCHECK(MPI_Comm_group(MPI_COMM_WORLD, &world_group));
     MCHECK(MPI_Group_incl(world_group, npes, ranks, &g));
     PRINT("\n# MPI_Comm_split / MPI_Comm_create_group + MPI_Comm_free, median of %d\n"
-          "%-14s %12s %10s %12s\n", reps, "# how", "create(us)", "spread(%)", "free(us)");
+          "%-14s %12s %10s %12s\n",
+          reps, "# how", "create(us)", "spread(%)", "free(us)");
     const char *names[2] = {"split", "list"};
     for (int how = 0; how < 2; how++) {
         double *cr = calloc((size_t)reps, sizeof *cr), *fr = calloc((size_t)reps, sizeof *fr);
@@ -131,8 +135,10 @@ static void teams_plain(void)
             MPI_Comm c;
             MCHECK(MPI_Barrier(MPI_COMM_WORLD));
             double t0 = bench_now();
-            if (how == 0) MCHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, me, &c));
-            else MCHECK(MPI_Comm_create_group(MPI_COMM_WORLD, g, 7, &c));
+            if (how == 0)
+                MCHECK(MPI_Comm_split(MPI_COMM_WORLD, 0, me, &c));
+            else
+                MCHECK(MPI_Comm_create_group(MPI_COMM_WORLD, g, 7, &c));
             double t1 = bench_now();
             MCHECK(MPI_Barrier(MPI_COMM_WORLD));
             double t2 = bench_now();
@@ -170,7 +176,8 @@ static void *conc_worker(void *p)
         pthread_barrier_wait(a->start);
         int iters = *a->iters;
         if (!iters) break;
-        for (int i = 0; i < iters; i++) MCHECK(MPI_Barrier(a->comm));
+        for (int i = 0; i < iters; i++)
+            MCHECK(MPI_Barrier(a->comm));
         pthread_barrier_wait(a->end);
     }
     return NULL;
@@ -190,14 +197,15 @@ static double conc_round(volatile int *iters_var, int iters, pthread_barrier_t *
 static void teams_concurrent(int provided)
 {
     if (provided < MPI_THREAD_MULTIPLE) {
-        PRINT("\n# concurrent barriers: skipped, the MPI library gives no MPI_THREAD_MULTIPLE\n");
+        PRINT(
+            "\n# concurrent barriers: skipped, the MPI library gives no MPI_THREAD_MULTIPLE\n");
         return;
     }
     int reps = mo.reps;
     PRINT("\n# MPI_Barrier on d MPI_Comm_dups at once, one thread each; iterations "
           "calibrated to ~0.3 s per repetition; median of %d\n"
-          "%6s %8s %14s %10s %16s\n", reps, "# dups", "iters", "latency(us)", "spread(%)",
-          "aggregate(1/s)");
+          "%6s %8s %14s %10s %16s\n",
+          reps, "# dups", "iters", "latency(us)", "spread(%)", "aggregate(1/s)");
     for (int d = 1; d <= mo.max_conc; d *= 2) {
         volatile int iters_var = 0;
         pthread_barrier_t start, end;
@@ -210,14 +218,18 @@ static void teams_concurrent(int provided)
             MCHECK(MPI_Comm_dup(MPI_COMM_WORLD, &c));
             args[i] = (conc_arg_t){c, &iters_var, &start, &end};
         }
-        for (int i = 0; i < d; i++) pthread_create(&th[i], NULL, conc_worker, &args[i]);
+        for (int i = 0; i < d; i++)
+            pthread_create(&th[i], NULL, conc_worker, &args[i]);
         int iters = bench_conc_iters(mo.quick, conc_round(&iters_var, 10, &start, &end) / 10);
         double *lat = calloc((size_t)reps, sizeof *lat);
-        for (int r = 0; r < reps; r++) lat[r] = conc_round(&iters_var, iters, &start, &end) / iters;
+        for (int r = 0; r < reps; r++)
+            lat[r] = conc_round(&iters_var, iters, &start, &end) / iters;
         iters_var = 0;
         pthread_barrier_wait(&start);
-        for (int i = 0; i < d; i++) pthread_join(th[i], NULL);
-        for (int i = 0; i < d; i++) MCHECK(MPI_Comm_free(&args[i].comm));
+        for (int i = 0; i < d; i++)
+            pthread_join(th[i], NULL);
+        for (int i = 0; i < d; i++)
+            MCHECK(MPI_Comm_free(&args[i].comm));
         pthread_barrier_destroy(&start);
         pthread_barrier_destroy(&end);
         bench_stat_t s = bench_stats(lat, reps);
@@ -260,11 +272,14 @@ static size_t teams_dup_limit(void)
     }
     double el = bench_now() - t0;
     PRINT("# MPI_Comm_dup count limit: %zu communicators alive at once, in %.1f s (%s)\n\n", n,
-          el, failed ? "the next MPI_Comm_dup failed" : timed_out ? "stopped by the time limit"
-          : "stopped at the cap");
+          el,
+          failed      ? "the next MPI_Comm_dup failed"
+          : timed_out ? "stopped by the time limit"
+                      : "stopped at the cap");
     bench_stat_t s = {1e6 * el, 0, failed ? 1 : 0};
     row("teams", "dup_limit", (int64_t)n, s, el);
-    for (size_t i = 0; i < n; i++) MPI_Comm_free(&c[i]);
+    for (size_t i = 0; i < n; i++)
+        MPI_Comm_free(&c[i]);
     free(c);
     MCHECK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
     return failed ? n : SIZE_MAX;
@@ -275,7 +290,10 @@ static char *src_region, *dst_region;
 static size_t region_bytes;
 static int *cnt; /* [4n]: send counts, send displs, recv counts, recv displs */
 
-static size_t stride_of(size_t bytes) { return (bytes + 4095) & ~(size_t)4095; }
+static size_t stride_of(size_t bytes)
+{
+    return (bytes + 4095) & ~(size_t)4095;
+}
 
 static int nrot_for(size_t bytes)
 {
@@ -333,8 +351,10 @@ static long check_op(int op, const coll_size_t *z)
 {
     float *src = (float *)src_region, *dst = (float *)dst_region;
     size_t nsrc = coll_src_elems(op, z), ndst = coll_dst_elems(op, z);
-    for (size_t i = 0; i < nsrc; i++) src[i] = coll_pattern(op, me, i);
-    for (size_t i = 0; i < ndst; i++) dst[i] = -1.0f;
+    for (size_t i = 0; i < nsrc; i++)
+        src[i] = coll_pattern(op, me, i);
+    for (size_t i = 0; i < ndst; i++)
+        dst[i] = -1.0f;
     if (op == OP_BROADCAST && me == 0) memcpy(dst, src, z->bytes); /* root's copy */
     run_op(op, z, 0);
     long wrong = 0;
@@ -348,14 +368,16 @@ static bench_stat_t time_op(int op, const coll_size_t *z, int iters)
 {
     int reps = mo.reps, nrot = op == OP_BARRIER ? 1 : nrot_for(z->bytes);
     double *v = calloc((size_t)reps, sizeof *v);
-    for (int w = 0; w < (iters < 10 ? 2 : 10); w++) run_op(op, z, w % nrot);
+    for (int w = 0; w < (iters < 10 ? 2 : 10); w++)
+        run_op(op, z, w % nrot);
     int k = 0;
     for (int r = 0; r < reps; r++) {
         double acc = 0;
         MCHECK(MPI_Barrier(MPI_COMM_WORLD));
         if (op == OP_BARRIER) {
             double t0 = bench_now();
-            for (int i = 0; i < iters; i++) run_op(op, z, 0);
+            for (int i = 0; i < iters; i++)
+                run_op(op, z, 0);
             acc = bench_now() - t0;
         } else {
             for (int i = 0; i < iters; i++) {
@@ -382,7 +404,8 @@ static int suite_coll(void)
     dst_region = region(region_bytes);
     cnt = calloc(4 * (size_t)n, sizeof *cnt);
     PRINT("# symm-bench-mpi coll: %d ranks, MPI_COMM_WORLD, float sum, root 0; median of %d "
-          "repetitions of the average over ranks\n", n, mo.reps);
+          "repetitions of the average over ranks\n",
+          n, mo.reps);
     long total_wrong = 0;
     for (int op = 0; op < OP_COUNT; op++) {
         if (!bench_op_selected(&mo, coll_op_name[op])) continue;
@@ -426,7 +449,8 @@ static void tile_sum(void *in, void *inout, int *len, MPI_Datatype *dt)
         const float *a = (const float *)in + (size_t)k * extent;
         float *b = (float *)inout + (size_t)k * extent;
         for (size_t r = 0; r < tile_op_rows; r++)
-            for (size_t c = 0; c < TILE_COLS; c++) b[r * TILE_LD + c] += a[r * TILE_LD + c];
+            for (size_t c = 0; c < TILE_COLS; c++)
+                b[r * TILE_LD + c] += a[r * TILE_LD + c];
     }
 }
 
@@ -446,7 +470,8 @@ static int mpi_suite_tile(void)
     MCHECK(MPI_Op_create(tile_sum, 1, &tile_sum_op));
     PRINT("# symm-bench-mpi tile: %d ranks, MPI_Reduce (root 0) / MPI_Allreduce of "
           "MPI_Type_vector(rows, %d, %d, MPI_FLOAT) with a user sum (MPI_SUM is not defined "
-          "on derived types)\n", npes, TILE_COLS, TILE_LD);
+          "on derived types)\n",
+          npes, TILE_COLS, TILE_LD);
     long total_wrong = 0;
     const char *names[2] = {"tile_reduce", "tile_allreduce"};
     for (int all = 0; all < 2; all++) {
@@ -481,13 +506,15 @@ static int mpi_suite_tile(void)
             total_wrong += wrong;
             int iters = bench_iters_for(bytes, mo.quick), reps = mo.reps, k = 0;
             double *v = calloc((size_t)reps, sizeof *v);
-            for (int w = 0; w < 2; w++) MCHECK(tile_run(all, vec, in_r, out_r));
+            for (int w = 0; w < 2; w++)
+                MCHECK(tile_run(all, vec, in_r, out_r));
             for (int r = 0; r < reps; r++) {
                 double acc = 0;
                 MCHECK(MPI_Barrier(MPI_COMM_WORLD));
                 for (int i = 0; i < iters; i++) {
                     double t0 = bench_now();
-                    MCHECK(tile_run(all, vec, in_r + (size_t)k * slot, out_r + (size_t)k * slot));
+                    MCHECK(
+                        tile_run(all, vec, in_r + (size_t)k * slot, out_r + (size_t)k * slot));
                     acc += bench_now() - t0;
                     k = (k + 1) % nrot;
                     MCHECK(MPI_Barrier(MPI_COMM_WORLD));
@@ -521,7 +548,8 @@ typedef struct {
 static void moe_exchange(moe_plan_t *p, const int *ecnt_send, MPI_Datatype rowt, const char *in,
                          char *out)
 {
-    MCHECK(MPI_Alltoall(ecnt_send, MOE_NE, MPI_INT, p->ecnt_r, MOE_NE, MPI_INT, MPI_COMM_WORLD));
+    MCHECK(
+        MPI_Alltoall(ecnt_send, MOE_NE, MPI_INT, p->ecnt_r, MOE_NE, MPI_INT, MPI_COMM_WORLD));
     for (int j = 0, sd = 0, rd = 0; j < npes; j++) {
         p->scnt[j] = p->rcnt[j] = 0;
         for (int e = 0; e < MOE_NE; e++) {
@@ -533,8 +561,8 @@ static void moe_exchange(moe_plan_t *p, const int *ecnt_send, MPI_Datatype rowt,
         sd += p->scnt[j];
         rd += p->rcnt[j];
     }
-    MCHECK(MPI_Alltoallv(in, p->scnt, p->sdsp, rowt, out, p->rcnt, p->rdsp, rowt,
-                         MPI_COMM_WORLD));
+    MCHECK(
+        MPI_Alltoallv(in, p->scnt, p->sdsp, rowt, out, p->rcnt, p->rdsp, rowt, MPI_COMM_WORLD));
 }
 
 static int mpi_suite_moe(void)
@@ -560,20 +588,23 @@ static int mpi_suite_moe(void)
     p.ecnt_r = ints + 4 * n;
     int *ecnt_mine = p.ecnt_r + ng, *ecnt_back = ecnt_mine + ng;
     PRINT("# symm-bench-mpi moe: %d ranks x %d experts, rows of %d B: MPI_Alltoall of the "
-          "counts + MPI_Alltoallv of the rows (dispatch and combine)\n", n, MOE_NE, MOE_ROW_BYTES);
+          "counts + MPI_Alltoallv of the rows (dispatch and combine)\n",
+          n, MOE_NE, MOE_ROW_BYTES);
     long total_wrong = 0;
     const char *names[2] = {"dispatch", "combine"};
     for (int comb = 0; comb < 2; comb++) {
-        PRINT("\n# MPI %s\n%12s %8s %12s %10s %12s %12s %7s\n", names[comb], "# size(B)", "rows",
-              "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
+        PRINT("\n# MPI %s\n%12s %8s %12s %10s %12s %12s %7s\n", names[comb], "# size(B)",
+              "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)", "#wrong");
         for (size_t sz = lo; sz <= hi; sz *= 4) {
-            size_t rows = sz / MOE_ROW_BYTES ? sz / MOE_ROW_BYTES : 1, bytes = rows * MOE_ROW_BYTES;
+            size_t rows = sz / MOE_ROW_BYTES ? sz / MOE_ROW_BYTES : 1,
+                   bytes = rows * MOE_ROW_BYTES;
             size_t in_stride = (bytes + 4095) & ~(size_t)4095;
             size_t mid_stride = ((size_t)n * bytes + 4095) & ~(size_t)4095;
             size_t nrot = bytes >= mo.rotate_min ? foot / in_stride : 1;
             if (nrot > mid_foot / mid_stride) nrot = mid_foot / mid_stride;
             if (nrot < 1) nrot = 1;
-            for (int g = 0; g < ng; g++) ecnt_mine[g] = (int)moe_split(me, n, rows, g);
+            for (int g = 0; g < ng; g++)
+                ecnt_mine[g] = (int)moe_split(me, n, rows, g);
             /* fill every slot: rows tagged (source, expert, index) */
             for (size_t k = 0; k < nrot; k++) {
                 char *in = in_r + k * in_stride;
@@ -604,7 +635,8 @@ static int mpi_suite_moe(void)
             /* combine reads what a dispatch left in each slot */
             if (comb)
                 for (size_t k = 0; k < nrot; k++)
-                    moe_exchange(&p, ecnt_mine, rowt, in_r + k * in_stride, mid_r + k * mid_stride);
+                    moe_exchange(&p, ecnt_mine, rowt, in_r + k * in_stride,
+                                 mid_r + k * mid_stride);
             int iters = bench_iters_for(bytes, mo.quick), reps = mo.reps;
             size_t k = 0;
             double *v = calloc((size_t)reps, sizeof *v);

@@ -18,21 +18,21 @@
 
 #include "symm.h"
 
-#define NE 4         /* experts per PE */
-#define HIDDEN 128   /* floats per token */
-#define ALIGN 8      /* rows: every expert's segment starts at a multiple of this */
-#define ITERS 10     /* MoE steps timed */
-#define TILE_R 384   /* tile rows */
-#define TILE_C 250   /* tile cols */
-#define TILE_LD 256  /* tile row stride (elements) */
+#define NE      4   /* experts per PE */
+#define HIDDEN  128 /* floats per token */
+#define ALIGN   8   /* rows: every expert's segment starts at a multiple of this */
+#define ITERS   10  /* MoE steps timed */
+#define TILE_R  384 /* tile rows */
+#define TILE_C  250 /* tile cols */
+#define TILE_LD 256 /* tile row stride (elements) */
 
-#define DIE_IF(st, what)                                                                 \
-    do {                                                                                 \
-        if ((st) != SYMM_SUCCESS) {                                                      \
-            fprintf(stderr, "moe_demo PE %d: %s failed: %s\n", symm_my_pe(), what,       \
-                    symm_last_error());                                                  \
-            symm_abort(2, what);                                                         \
-        }                                                                                \
+#define DIE_IF(st, what)                                                                       \
+    do {                                                                                       \
+        if ((st) != SYMM_SUCCESS) {                                                            \
+            fprintf(stderr, "moe_demo PE %d: %s failed: %s\n", symm_my_pe(), what,             \
+                    symm_last_error());                                                        \
+            symm_abort(2, what);                                                               \
+        }                                                                                      \
     } while (0)
 
 static double now(void)
@@ -94,8 +94,10 @@ int main(int argc, char **argv)
     double *red_in = symm_malloc(sizeof(double)), *red_out = symm_malloc(sizeof(double));
     size_t nsplit = (size_t)n * NE;
     size_t *in_splits = calloc(nsplit, sizeof(size_t));
-    size_t *d_splits = malloc(nsplit * sizeof(size_t)), *d_offs = malloc(nsplit * sizeof(size_t));
-    size_t *c_splits = malloc(nsplit * sizeof(size_t)), *c_offs = malloc(nsplit * sizeof(size_t));
+    size_t *d_splits = malloc(nsplit * sizeof(size_t)),
+           *d_offs = malloc(nsplit * sizeof(size_t));
+    size_t *c_splits = malloc(nsplit * sizeof(size_t)),
+           *c_offs = malloc(nsplit * sizeof(size_t));
     int *expert_of = malloc(tokens * sizeof(int)); /* global expert of input row i */
     if (!in || !disp || !comb || !red_in || !red_out || !in_splits || !d_splits || !d_offs ||
         !c_splits || !c_offs || !expert_of) {
@@ -105,7 +107,8 @@ int main(int argc, char **argv)
 
     /* Route: token t goes to global expert g = hash % (n*NE); the input is laid out
      * rank-major (by destination PE, then its local expert), as dispatch expects. */
-    for (size_t t = 0; t < tokens; t++) in_splits[mix((uint64_t)me << 32 | t) % nsplit]++;
+    for (size_t t = 0; t < tokens; t++)
+        in_splits[mix((uint64_t)me << 32 | t) % nsplit]++;
     size_t *fill = calloc(nsplit, sizeof(size_t)), run = 0;
     for (size_t g = 0; g < nsplit; g++) {
         fill[g] = run;
@@ -114,7 +117,8 @@ int main(int argc, char **argv)
     for (size_t t = 0; t < tokens; t++) {
         size_t g = mix((uint64_t)me << 32 | t) % nsplit, row = fill[g]++;
         expert_of[row] = (int)g;
-        for (int h = 0; h < HIDDEN; h++) in[row * HIDDEN + (size_t)h] = value(1, me, t * HIDDEN + (size_t)h);
+        for (int h = 0; h < HIDDEN; h++)
+            in[row * HIDDEN + (size_t)h] = value(1, me, t * HIDDEN + (size_t)h);
     }
     free(fill);
 
@@ -134,7 +138,8 @@ int main(int argc, char **argv)
             for (int s = 0; s < n; s++) {
                 size_t k = (size_t)e * (size_t)n + (size_t)s;
                 float *rows = disp + d_offs[k] * HIDDEN;
-                for (size_t i = 0; i < d_splits[k] * HIDDEN; i++) rows[i] *= scale;
+                for (size_t i = 0; i < d_splits[k] * HIDDEN; i++)
+                    rows[i] *= scale;
             }
         }
         memset(comb, 0, in_cap * row_bytes);
@@ -153,8 +158,9 @@ int main(int argc, char **argv)
             for (int h = 0; h < HIDDEN; h++)
                 if (comb[r * HIDDEN + (size_t)h] != in[r * HIDDEN + (size_t)h] * scale) {
                     if (bad < 3)
-                        fprintf(stderr, "moe_demo PE %d: token row %zu elem %d: got %g, want %g\n",
-                                me, r, h, (double)comb[r * HIDDEN + (size_t)h],
+                        fprintf(stderr,
+                                "moe_demo PE %d: token row %zu elem %d: got %g, want %g\n", me,
+                                r, h, (double)comb[r * HIDDEN + (size_t)h],
                                 (double)(in[r * HIDDEN + (size_t)h] * scale));
                     bad++;
                 }
@@ -170,7 +176,8 @@ int main(int argc, char **argv)
     float *tout = symm_malloc(tile_elems * sizeof(float));
     if (!tin || !tout) symm_abort(2, "out of memory (tile)");
     for (size_t r = 0; r < TILE_R; r++)
-        for (size_t c = 0; c < TILE_C; c++) tin[r * TILE_LD + c] = value(2, me, r * TILE_C + c);
+        for (size_t c = 0; c < TILE_C; c++)
+            tin[r * TILE_LD + c] = value(2, me, r * TILE_C + c);
     symm_tile_t ti = {tin, TILE_R, TILE_C, TILE_LD}, to = {tout, TILE_R, TILE_C, TILE_LD};
     DIE_IF(symm_barrier_all(), "barrier");
     double t4 = now();
@@ -183,7 +190,8 @@ int main(int argc, char **argv)
     for (size_t r = 0; r < TILE_R; r++)
         for (size_t c = 0; c < TILE_C; c++) {
             float want = value(2, 0, r * TILE_C + c); /* same order as symm: PE 0 first */
-            for (int p = 1; p < n; p++) want += value(2, p, r * TILE_C + c);
+            for (int p = 1; p < n; p++)
+                want += value(2, p, r * TILE_C + c);
             if (tout[r * TILE_LD + c] != want) tile_bad++;
         }
 
@@ -201,10 +209,10 @@ int main(int argc, char **argv)
         printf("  MoE step x%d: %.0f tokens dispatched to %d experts, scaled by expert id + 1, "
                "combined back: %s\n",
                ITERS, all_tokens, n * NE, bad ? "MISMATCH" : "every token verified");
-        printf("    dispatch %.3f ms/step  %.2f GB/s  %.3g tokens/s (all PEs together)\n", 1e3 * max_disp / ITERS,
-               moved / max_disp * 1e-9, all_tokens * ITERS / max_disp);
-        printf("    combine  %.3f ms/step  %.2f GB/s  %.3g tokens/s (all PEs together)\n", 1e3 * max_comb / ITERS,
-               moved / max_comb * 1e-9, all_tokens * ITERS / max_comb);
+        printf("    dispatch %.3f ms/step  %.2f GB/s  %.3g tokens/s (all PEs together)\n",
+               1e3 * max_disp / ITERS, moved / max_disp * 1e-9, all_tokens * ITERS / max_disp);
+        printf("    combine  %.3f ms/step  %.2f GB/s  %.3g tokens/s (all PEs together)\n",
+               1e3 * max_comb / ITERS, moved / max_comb * 1e-9, all_tokens * ITERS / max_comb);
         printf("  tile allreduce x%d: %dx%d floats (ld %d) summed over %d PEs: %s\n",
                tile_iters, TILE_R, TILE_C, TILE_LD, n,
                tile_bad ? "MISMATCH" : "verified against the serial reference");

@@ -17,30 +17,30 @@ extern "C" {
 
 /* ---------------------------------------------------------------- status codes */
 /* X(name, value, message) — one table drives the enum and symm_strerror(). */
-#define SYMM_FOREACH_STATUS(X)                                                           \
-    X(SYMM_SUCCESS, 0, "success")                                                        \
-    X(SYMM_ERR_INVALID_ARG, -1, "invalid argument")                                      \
-    X(SYMM_ERR_NOT_INITIALIZED, -2, "symm is not initialized (call symm_init first)")    \
-    X(SYMM_ERR_ALREADY_INITIALIZED, -3, "symm is already initialized")                   \
-    X(SYMM_ERR_NO_MEMORY, -4, "out of memory")                                           \
-    X(SYMM_ERR_NOT_SYMMETRIC, -5, "address is not in the symmetric heap")                \
-    X(SYMM_ERR_PE_OUT_OF_RANGE, -6, "PE number out of range")                            \
-    X(SYMM_ERR_OVERFLOW, -7, "size overflow or range outside the object")                \
-    X(SYMM_ERR_DOUBLE_FREE, -8, "symmetric object freed twice or never allocated")       \
-    X(SYMM_ERR_TIMEOUT, -9, "timed out waiting for PEs (SYMM_TIMEOUT)")                  \
-    X(SYMM_ERR_PE_FAILED, -10, "a PE of the job failed")                                 \
-    X(SYMM_ERR_TEAM_INVALID, -11, "invalid or destroyed team or pool")                   \
-    X(SYMM_ERR_NOT_MEMBER, -12, "calling PE is not a member of the team")                \
-    X(SYMM_ERR_TEAM_BUSY, -13, "team already in use by another worker of this PE")       \
-    X(SYMM_ERR_COLL_MISMATCH, -14, "team members called different collectives")          \
-    X(SYMM_ERR_NAME_CONFLICT, -15, "registry name already used with other ranks")        \
-    X(SYMM_ERR_NOT_FOUND, -16, "no such registry name")                                  \
-    X(SYMM_ERR_UNSUPPORTED, -17, "operation not supported here")                         \
-    X(SYMM_ERR_BOOTSTRAP, -18, "bootstrap (symmrun rendezvous) failed")                  \
-    X(SYMM_ERR_SYSTEM, -19, "system call failed")                                        \
-    X(SYMM_ERR_CUDA, -20, "CUDA error")                                                  \
-    X(SYMM_ERR_ALIGNMENT, -21, "misaligned address or bad alignment")                    \
-    X(SYMM_ERR_MISMATCH, -22, "PEs passed different arguments to a collective call")     \
+#define SYMM_FOREACH_STATUS(X)                                                                 \
+    X(SYMM_SUCCESS, 0, "success")                                                              \
+    X(SYMM_ERR_INVALID_ARG, -1, "invalid argument")                                            \
+    X(SYMM_ERR_NOT_INITIALIZED, -2, "symm is not initialized (call symm_init first)")          \
+    X(SYMM_ERR_ALREADY_INITIALIZED, -3, "symm is already initialized")                         \
+    X(SYMM_ERR_NO_MEMORY, -4, "out of memory")                                                 \
+    X(SYMM_ERR_NOT_SYMMETRIC, -5, "address is not in the symmetric heap")                      \
+    X(SYMM_ERR_PE_OUT_OF_RANGE, -6, "PE number out of range")                                  \
+    X(SYMM_ERR_OVERFLOW, -7, "size overflow or range outside the object")                      \
+    X(SYMM_ERR_DOUBLE_FREE, -8, "symmetric object freed twice or never allocated")             \
+    X(SYMM_ERR_TIMEOUT, -9, "timed out waiting for PEs (SYMM_TIMEOUT)")                        \
+    X(SYMM_ERR_PE_FAILED, -10, "a PE of the job failed")                                       \
+    X(SYMM_ERR_TEAM_INVALID, -11, "invalid or destroyed team or pool")                         \
+    X(SYMM_ERR_NOT_MEMBER, -12, "calling PE is not a member of the team")                      \
+    X(SYMM_ERR_TEAM_BUSY, -13, "team already in use by another worker of this PE")             \
+    X(SYMM_ERR_COLL_MISMATCH, -14, "team members called different collectives")                \
+    X(SYMM_ERR_NAME_CONFLICT, -15, "registry name already used with other ranks")              \
+    X(SYMM_ERR_NOT_FOUND, -16, "no such registry name")                                        \
+    X(SYMM_ERR_UNSUPPORTED, -17, "operation not supported here")                               \
+    X(SYMM_ERR_BOOTSTRAP, -18, "bootstrap (symmrun rendezvous) failed")                        \
+    X(SYMM_ERR_SYSTEM, -19, "system call failed")                                              \
+    X(SYMM_ERR_CUDA, -20, "CUDA error")                                                        \
+    X(SYMM_ERR_ALIGNMENT, -21, "misaligned address or bad alignment")                          \
+    X(SYMM_ERR_MISMATCH, -22, "PEs passed different arguments to a collective call")           \
     X(SYMM_ERR_TEAM_BROKEN, -23, "team unusable after a timeout or failed PE; destroy it")
 
 typedef enum {
@@ -82,18 +82,18 @@ int symm_addr_accessible(const void *addr, size_t size);
 
 /* ---------------------------------------------------------------- types and ops */
 /* X(ENUM, name, C type) — one table for every type of the typed calls and reductions. */
-#define SYMM_FOREACH_TYPE(X)                                                             \
-    X(SYMM_INT8, int8, int8_t)                                                           \
-    X(SYMM_INT16, int16, int16_t)                                                        \
-    X(SYMM_INT32, int32, int32_t)                                                        \
-    X(SYMM_INT64, int64, int64_t)                                                        \
-    X(SYMM_UINT8, uint8, uint8_t)                                                        \
-    X(SYMM_UINT16, uint16, uint16_t)                                                     \
-    X(SYMM_UINT32, uint32, uint32_t)                                                     \
-    X(SYMM_UINT64, uint64, uint64_t)                                                     \
-    X(SYMM_FLOAT, float, float)                                                          \
-    X(SYMM_DOUBLE, double, double)                                                       \
-    X(SYMM_FP16, fp16, uint16_t)                                                         \
+#define SYMM_FOREACH_TYPE(X)                                                                   \
+    X(SYMM_INT8, int8, int8_t)                                                                 \
+    X(SYMM_INT16, int16, int16_t)                                                              \
+    X(SYMM_INT32, int32, int32_t)                                                              \
+    X(SYMM_INT64, int64, int64_t)                                                              \
+    X(SYMM_UINT8, uint8, uint8_t)                                                              \
+    X(SYMM_UINT16, uint16, uint16_t)                                                           \
+    X(SYMM_UINT32, uint32, uint32_t)                                                           \
+    X(SYMM_UINT64, uint64, uint64_t)                                                           \
+    X(SYMM_FLOAT, float, float)                                                                \
+    X(SYMM_DOUBLE, double, double)                                                             \
+    X(SYMM_FP16, fp16, uint16_t)                                                               \
     X(SYMM_BF16, bf16, uint16_t)
 
 typedef enum {
@@ -103,13 +103,13 @@ typedef enum {
         SYMM_TYPE_COUNT
 } symm_type_t;
 
-#define SYMM_FOREACH_OP(X)                                                               \
-    X(SYMM_OP_SUM, sum)                                                                  \
-    X(SYMM_OP_PROD, prod)                                                                \
-    X(SYMM_OP_MIN, min)                                                                  \
-    X(SYMM_OP_MAX, max)                                                                  \
-    X(SYMM_OP_AND, and)                                                                  \
-    X(SYMM_OP_OR, or)                                                                    \
+#define SYMM_FOREACH_OP(X)                                                                     \
+    X(SYMM_OP_SUM, sum)                                                                        \
+    X(SYMM_OP_PROD, prod)                                                                      \
+    X(SYMM_OP_MIN, min)                                                                        \
+    X(SYMM_OP_MAX, max)                                                                        \
+    X(SYMM_OP_AND, and)                                                                        \
+    X(SYMM_OP_OR, or)                                                                          \
     X(SYMM_OP_XOR, xor)
 
 typedef enum {
@@ -147,16 +147,16 @@ symm_status_t symm_fence(void);
 symm_status_t symm_quiet(void);
 
 /* Typed put/get: symm_put_int32(dest, src, count, pe), symm_get_double(...), ... */
-#define SYMM_TYPED_RMA_(e, name, ctype)                                                  \
-    static inline symm_status_t symm_put_##name(ctype *dest, const ctype *src,           \
-                                                size_t count, int pe)                    \
-    {                                                                                    \
-        return symm_put_typed(dest, src, count, e, pe);                                  \
-    }                                                                                    \
-    static inline symm_status_t symm_get_##name(ctype *dest, const ctype *src,           \
-                                                size_t count, int pe)                    \
-    {                                                                                    \
-        return symm_get_typed(dest, src, count, e, pe);                                  \
+#define SYMM_TYPED_RMA_(e, name, ctype)                                                        \
+    static inline symm_status_t symm_put_##name(ctype *dest, const ctype *src, size_t count,   \
+                                                int pe)                                        \
+    {                                                                                          \
+        return symm_put_typed(dest, src, count, e, pe);                                        \
+    }                                                                                          \
+    static inline symm_status_t symm_get_##name(ctype *dest, const ctype *src, size_t count,   \
+                                                int pe)                                        \
+    {                                                                                          \
+        return symm_get_typed(dest, src, count, e, pe);                                        \
     }
 SYMM_FOREACH_TYPE(SYMM_TYPED_RMA_)
 #undef SYMM_TYPED_RMA_
@@ -214,10 +214,8 @@ symm_status_t symm_wait_until_uint64(uint64_t *ivar, symm_cmp_t cmp, uint64_t va
 /* *result_out = 1 if the comparison holds now, else 0. */
 symm_status_t symm_test_int32(int32_t *ivar, symm_cmp_t cmp, int32_t value, int *result_out);
 symm_status_t symm_test_int64(int64_t *ivar, symm_cmp_t cmp, int64_t value, int *result_out);
-symm_status_t symm_test_uint32(uint32_t *ivar, symm_cmp_t cmp, uint32_t value,
-                               int *result_out);
-symm_status_t symm_test_uint64(uint64_t *ivar, symm_cmp_t cmp, uint64_t value,
-                               int *result_out);
+symm_status_t symm_test_uint32(uint32_t *ivar, symm_cmp_t cmp, uint32_t value, int *result_out);
+symm_status_t symm_test_uint64(uint64_t *ivar, symm_cmp_t cmp, uint64_t value, int *result_out);
 
 /* ---------------------------------------------------------------- teams */
 /* Team and pool handles are small values, valid on the PE that received them; a valid
@@ -229,8 +227,8 @@ typedef int64_t symm_team_t;
 typedef int64_t symm_pool_t;
 #define SYMM_TEAM_INVALID ((symm_team_t)-1)
 #define SYMM_POOL_INVALID ((symm_pool_t)-1)
-#define SYMM_TEAM_WORLD ((symm_team_t)0)
-#define SYMM_TEAM_NODE ((symm_team_t)((int64_t)1 << 25))
+#define SYMM_TEAM_WORLD   ((symm_team_t)0)
+#define SYMM_TEAM_NODE    ((symm_team_t)((int64_t)1 << 25))
 
 /* Team-relative number of the calling PE / size; -1 for an invalid team or a non-member. */
 int symm_team_my_pe(symm_team_t team);
@@ -286,9 +284,9 @@ symm_status_t symm_team_put(symm_team_t team, void *dest, const void *src, size_
                             int pe);
 symm_status_t symm_team_get(symm_team_t team, void *dest, const void *src, size_t nbytes,
                             int pe);
-symm_status_t symm_team_put_signal(symm_team_t team, void *dest, const void *src,
-                                   size_t nbytes, uint64_t *sig_addr, uint64_t signal,
-                                   symm_sigop_t sigop, int pe);
+symm_status_t symm_team_put_signal(symm_team_t team, void *dest, const void *src, size_t nbytes,
+                                   uint64_t *sig_addr, uint64_t signal, symm_sigop_t sigop,
+                                   int pe);
 symm_status_t symm_team_atomic32(symm_team_t team, symm_amo_t op, uint32_t *dest,
                                  uint32_t value, uint32_t cond, int pe, uint32_t *fetched);
 symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest,
@@ -297,17 +295,16 @@ symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest
 /* ---------------------------------------------------------------- collectives */
 /* Every collective is collective over the team's members, who must pass the same
  * arguments (counts, type, op, root) and name the same symmetric objects (except
- * alltoallv's buffers and collect's dest, which may differ); buffers are symmetric. A second worker of the same PE entering a
- * collective on a team that is in use gets SYMM_ERR_TEAM_BUSY: give each concurrent
- * worker its own duplicate of a pool.
- * Every member agrees on every outcome. A call that fails on one member (a bad argument
- * of its own, an output that does not fit) fails on every member with that member's
- * status, the others' messages naming it; members that pass different arguments or call
- * different collectives all get SYMM_ERR_COLL_MISMATCH. Either way the team stays in step
- * and the next call works. Outputs are written only on success, except that a member's
- * dest may already hold data when another member's late error (alltoallv, collect)
- * fails the call. A wait that times out (SYMM_TIMEOUT) or meets a failed PE breaks the
- * duplicate: that call fails on every member that reaches it (a late member gets
+ * alltoallv's buffers and collect's dest, which may differ); buffers are symmetric. A second
+ * worker of the same PE entering a collective on a team that is in use gets SYMM_ERR_TEAM_BUSY:
+ * give each concurrent worker its own duplicate of a pool. Every member agrees on every
+ * outcome. A call that fails on one member (a bad argument of its own, an output that does not
+ * fit) fails on every member with that member's status, the others' messages naming it; members
+ * that pass different arguments or call different collectives all get SYMM_ERR_COLL_MISMATCH.
+ * Either way the team stays in step and the next call works. Outputs are written only on
+ * success, except that a member's dest may already hold data when another member's late error
+ * (alltoallv, collect) fails the call. A wait that times out (SYMM_TIMEOUT) or meets a failed
+ * PE breaks the duplicate: that call fails on every member that reaches it (a late member gets
  * SYMM_ERR_TIMEOUT too), and every later call on it gets SYMM_ERR_TEAM_BROKEN until the
  * team (or pool) is destroyed, which always succeeds. This holds for team creation too
  * (split, pool create/grow, rank lists). Only a call whose team handle is invalid fails
@@ -315,9 +312,9 @@ symm_status_t symm_team_atomic64(symm_team_t team, symm_amo_t op, uint64_t *dest
  * Reductions fold members in team order, ((m0 op m1) op m2) ..., with one rounding per
  * combine (fp16/bf16: both operands in float, the result rounded to nearest even before
  * the next member), so every member gets bitwise-identical results, and the stream and
- * device reductions of symm_cuda.h / symm_device.cuh give the same bits. dest may equal src for broadcast, reduce and allreduce, and
- * fcollect runs in place when every member passes its own block of dest as src; any
- * other overlap of dest and src is SYMM_ERR_INVALID_ARG. */
+ * device reductions of symm_cuda.h / symm_device.cuh give the same bits. dest may equal src for
+ * broadcast, reduce and allreduce, and fcollect runs in place when every member passes its own
+ * block of dest as src; any other overlap of dest and src is SYMM_ERR_INVALID_ARG. */
 
 /* Barrier: completes the caller's earlier puts (quiet) and synchronises. */
 symm_status_t symm_barrier(symm_team_t team);
@@ -333,8 +330,8 @@ symm_status_t symm_reduce(symm_team_t team, void *dest, const void *src, size_t 
 symm_status_t symm_allreduce(symm_team_t team, void *dest, const void *src, size_t count,
                              symm_type_t type, symm_op_t op);
 /* src holds n_pes blocks of count elements; member r gets the reduction of block r. */
-symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
-                                  size_t count, symm_type_t type, symm_op_t op);
+symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src, size_t count,
+                                  symm_type_t type, symm_op_t op);
 /* dest = concatenation of every member's src (nbytes each), in team order. */
 symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_t nbytes);
 /* As fcollect, but nbytes may differ between members; *total_out (may be NULL) gets the
@@ -351,8 +348,8 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
  * either), while the other members complete. */
 symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
                              const void *src, const size_t *send_counts,
-                             const size_t *send_displs, size_t elem_size,
-                             size_t *recv_counts, size_t *recv_displs);
+                             const size_t *send_displs, size_t elem_size, size_t *recv_counts,
+                             size_t *recv_displs);
 
 /* ---------------------------------------------------------------- tile reduce */
 /* A 2-D tile of rows x cols elements whose rows start ld elements apart (ld >= cols
@@ -400,9 +397,9 @@ symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t
  * tile's rows and cols and must not overlap any in[j] but its own (in place allowed);
  * non-roots' out is not written. Work is shared as for symm_tile_reduce when every
  * member passes the same symmetric out. */
-symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out,
-                                     const symm_tile_t *in, const int *roots, int nroots,
-                                     symm_type_t type, symm_op_t op);
+symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out, const symm_tile_t *in,
+                                     const int *roots, int nroots, symm_type_t type,
+                                     symm_op_t op);
 
 /* Worker-parallel forms: the operation split over nworkers workers per PE (the CPU image
  * of one GPU thread block per duplicate). Worker w (0 <= w < nworkers <= pool size) calls
@@ -431,10 +428,9 @@ symm_status_t symm_tile_reduce_parallel(symm_pool_t pool, int nworkers, symm_til
                                         int root);
 symm_status_t symm_tile_allreduce_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
                                            symm_tile_t in, symm_type_t type, symm_op_t op);
-symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
-                                              symm_tile_t out, const symm_tile_t *in,
-                                              const int *roots, int nroots,
-                                              symm_type_t type, symm_op_t op);
+symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
+                                              const symm_tile_t *in, const int *roots,
+                                              int nroots, symm_type_t type, symm_op_t op);
 
 /* ---------------------------------------------------------------- MoE dispatch/combine */
 /* The all-to-all-v family of PyTorch SymmMem (all_to_all_vdev, all_to_all_vdev_2d with
@@ -493,31 +489,31 @@ symm_status_t symm_moe_dispatch(symm_team_t team, void *out, size_t out_capacity
  * at out_offsets[s*ne + e] (the running sum). After a dispatch, a combine of the
  * dispatch output with in_splits = its out_splits and in_offsets = its out_offsets
  * gives back every member's input, rows and splits. *out_rows = the total. */
-symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity,
-                               const void *in, const size_t *in_splits,
-                               const size_t *in_offsets, int ne, size_t row_bytes,
-                               size_t *out_splits, size_t *out_offsets, size_t *out_rows);
+symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity, const void *in,
+                               const size_t *in_splits, const size_t *in_offsets, int ne,
+                               size_t row_bytes, size_t *out_splits, size_t *out_offsets,
+                               size_t *out_rows);
 
 /* Worker-parallel forms, as for tiles: worker w of nworkers runs on duplicate w of pool.
  * Every worker exchanges the splits on its own duplicate and computes the whole layout;
  * the rows to move (in output order, padding excluded) are split into nworkers equal
  * ranges, worker w copying range w, so any nworkers gives bytewise the same output. Only
  * worker 0 writes out_splits, out_offsets and out_rows (the others may pass NULL). */
-symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworkers,
-                                       void *out, size_t out_capacity, const void *in,
+symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworkers, void *out,
+                                       size_t out_capacity, const void *in,
                                        const size_t *in_splits, size_t row_bytes,
                                        size_t *out_splits, size_t *out_offsets,
                                        size_t *out_rows);
-symm_status_t symm_moe_dispatch_worker(symm_pool_t pool, int worker, int nworkers,
-                                       void *out, size_t out_capacity, const void *in,
+symm_status_t symm_moe_dispatch_worker(symm_pool_t pool, int worker, int nworkers, void *out,
+                                       size_t out_capacity, const void *in,
                                        const size_t *in_splits, int ne, size_t row_bytes,
                                        size_t major_align, size_t *out_splits,
                                        size_t *out_offsets, size_t *out_rows);
-symm_status_t symm_moe_combine_worker(symm_pool_t pool, int worker, int nworkers,
-                                      void *out, size_t out_capacity, const void *in,
-                                      const size_t *in_splits, const size_t *in_offsets,
-                                      int ne, size_t row_bytes, size_t *out_splits,
-                                      size_t *out_offsets, size_t *out_rows);
+symm_status_t symm_moe_combine_worker(symm_pool_t pool, int worker, int nworkers, void *out,
+                                      size_t out_capacity, const void *in,
+                                      const size_t *in_splits, const size_t *in_offsets, int ne,
+                                      size_t row_bytes, size_t *out_splits, size_t *out_offsets,
+                                      size_t *out_rows);
 /* With internal threads (see symm_tile_reduce_parallel). */
 symm_status_t symm_all_to_all_v_parallel(symm_pool_t pool, int nworkers, void *out,
                                          size_t out_capacity, const void *in,

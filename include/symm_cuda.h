@@ -84,8 +84,8 @@ symm_status_t symm_cuda_check(void);
 symm_status_t symm_barrier_on_stream(symm_team_t team, cudaStream_t stream);
 symm_status_t symm_broadcast_on_stream(symm_team_t team, void *dest, const void *src,
                                        size_t nbytes, int root, cudaStream_t stream);
-symm_status_t symm_reduce_on_stream(symm_team_t team, void *dest, const void *src,
-                                    size_t count, symm_type_t type, symm_op_t op, int root,
+symm_status_t symm_reduce_on_stream(symm_team_t team, void *dest, const void *src, size_t count,
+                                    symm_type_t type, symm_op_t op, int root,
                                     cudaStream_t stream);
 symm_status_t symm_allreduce_on_stream(symm_team_t team, void *dest, const void *src,
                                        size_t count, symm_type_t type, symm_op_t op,
@@ -95,7 +95,8 @@ symm_status_t symm_fcollect_on_stream(symm_team_t team, void *dest, const void *
 symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *src,
                                       size_t nbytes, cudaStream_t stream);
 
-/* ---------------------------------------------------------------- tile reduce and MoE on a stream */
+/* ---------------------------------------------------------------- tile reduce and MoE on a
+ * stream */
 /* (src/coll/cuda/tile_moe.cu; the device calls are in symm/impl/tile_moe__funcs.cuh.)
  * The CPU calls of symm.h run by a kernel of nblocks blocks on pool's duplicates
  * 0..nblocks-1 (block b, on its own duplicate, handles the chunks dealt to it: tiles
@@ -106,10 +107,11 @@ symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *
  * the same count, which they do when their GPUs are alike and equally shared; otherwise
  * pass it. An nblocks larger than the pool, or than the blocks that can be resident at
  * once on this PE's share of the GPU (blocks wait on their peers), is refused
- * (SYMM_ERR_INVALID_ARG) before anything is launched. Buffers are in the GPU symmetric heap except where said; every member passes the
- * same arguments. Argument errors are reported at once (and, where only this member can
- * see them, its kernel still takes part in the synchronisation so that peers do not wait
- * for ever); device-side errors through symm_cuda_check(). */
+ * (SYMM_ERR_INVALID_ARG) before anything is launched. Buffers are in the GPU symmetric heap
+ * except where said; every member passes the same arguments. Argument errors are reported at
+ * once (and, where only this member can see them, its kernel still takes part in the
+ * synchronisation so that peers do not wait for ever); device-side errors through
+ * symm_cuda_check(). */
 
 /* Tiles (symm_tile_t of symm.h): in (and out of the allreduce) symmetric and aligned to
  * the element size; a rooted out may be any memory of the root's GPU. Every type and op
@@ -119,8 +121,8 @@ symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *
  * vectors, every member reduces a share of that tile straight into the root's out, as
  * the allreduce shares its work; otherwise the root reads every member's tile itself. */
 symm_status_t symm_tile_reduce_on_stream(symm_pool_t pool, symm_tile_t out, symm_tile_t in,
-                                         symm_type_t type, symm_op_t op, int root,
-                                         int nblocks, cudaStream_t stream);
+                                         symm_type_t type, symm_op_t op, int root, int nblocks,
+                                         cudaStream_t stream);
 symm_status_t symm_tile_allreduce_on_stream(symm_pool_t pool, symm_tile_t out, symm_tile_t in,
                                             symm_type_t type, symm_op_t op, int nblocks,
                                             cudaStream_t stream);
@@ -161,8 +163,8 @@ symm_status_t symm_moe_combine_on_stream(symm_pool_t pool, void *out, size_t out
                                          const void *in, size_t in_capacity,
                                          const size_t *in_splits, const size_t *in_offsets,
                                          int ne, size_t row_bytes, size_t *out_splits,
-                                         size_t *out_offsets, size_t *out_rows,
-                                         void *workspace, int nblocks, cudaStream_t stream);
+                                         size_t *out_offsets, size_t *out_rows, void *workspace,
+                                         int nblocks, cudaStream_t stream);
 /* The block count nblocks = 0 would choose for a tile reduce of `bytes` bytes per member
  * (kind 0) or for the MoE calls (kind 1), for this PE and pool. */
 int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t bytes);

@@ -92,14 +92,14 @@ SYMM_DEV void symm_dev_put_warp(const symm_dev_team_t &t, void *dest, const void
                                 size_t nbytes, int pe);
 SYMM_DEV void symm_dev_get_warp(const symm_dev_team_t &t, void *dest, const void *src,
                                 size_t nbytes, int pe);
-SYMM_DEV void symm_dev_put(const symm_dev_team_t &t, void *dest, const void *src,
-                           size_t nbytes, int pe);
-SYMM_DEV void symm_dev_get(const symm_dev_team_t &t, void *dest, const void *src,
-                           size_t nbytes, int pe);
+SYMM_DEV void symm_dev_put(const symm_dev_team_t &t, void *dest, const void *src, size_t nbytes,
+                           int pe);
+SYMM_DEV void symm_dev_get(const symm_dev_team_t &t, void *dest, const void *src, size_t nbytes,
+                           int pe);
 /* Put, then (once the data is visible to pe) set or add signal to pe's *sig. */
-SYMM_DEV void symm_dev_put_signal_block(const symm_dev_team_t &t, void *dest,
-                                        const void *src, size_t nbytes, uint64_t *sig,
-                                        uint64_t signal, symm_sigop_t sigop, int pe);
+SYMM_DEV void symm_dev_put_signal_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                        size_t nbytes, uint64_t *sig, uint64_t signal,
+                                        symm_sigop_t sigop, int pe);
 SYMM_DEV void symm_dev_put_signal(const symm_dev_team_t &t, void *dest, const void *src,
                                   size_t nbytes, uint64_t *sig, uint64_t signal,
                                   symm_sigop_t sigop, int pe);
@@ -108,9 +108,8 @@ SYMM_DEV void symm_dev_signal(const symm_dev_team_t &t, uint64_t *sig, uint64_t 
                               symm_sigop_t sigop, int pe);
 /* One thread: waits until the local *sig compares true against value (acquire); returns
  * 0 and *value_out (may be NULL), or SYMM_ERR_TIMEOUT after the team's timeout. */
-SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig,
-                                        symm_cmp_t cmp, uint64_t value,
-                                        uint64_t *value_out);
+SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig, symm_cmp_t cmp,
+                                        uint64_t value, uint64_t *value_out);
 /* Completes this thread's earlier puts (system-scope fence). */
 SYMM_DEV void symm_dev_quiet(void);
 

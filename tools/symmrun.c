@@ -183,7 +183,8 @@ static int gpu_of_pe(const char *map, int r, int npes)
     }
     /* explicit list */
     int count = 1;
-    for (const char *p = map; *p; p++) count += *p == ',';
+    for (const char *p = map; *p; p++)
+        count += *p == ',';
     int want = r % count, k = 0;
     const char *p = map;
     for (;;) {
@@ -200,8 +201,10 @@ static bool parse_gpu_map(const char *s, int npes)
 {
     for (int r = 0; r < (npes > 0 ? npes : 1); r++)
         if (gpu_of_pe(s, r, npes > 0 ? npes : 1) < 0) {
-            fprintf(stderr, "symmrun: bad GPU map '%s' (expected rr:G, block:G or a list "
-                            "like 0,0,1,1)\n", s);
+            fprintf(stderr,
+                    "symmrun: bad GPU map '%s' (expected rr:G, block:G or a list "
+                    "like 0,0,1,1)\n",
+                    s);
             return false;
         }
     return true;
@@ -215,8 +218,10 @@ static bool parse_timeout(const char *s, double *out)
     /* The range of SYMM_TIMEOUT (core/config.h): a millisecond, the deadline's unit, up
      * to 10^7 s. Written so that NaN fails too. */
     if (errno != 0 || end == s || *end != '\0' || !(v >= 1e-3 && v <= 1e7)) {
-        fprintf(stderr, "symmrun: bad --timeout '%s' (expected seconds from 0.001 to "
-                        "10000000)\n", s);
+        fprintf(stderr,
+                "symmrun: bad --timeout '%s' (expected seconds from 0.001 to "
+                "10000000)\n",
+                s);
         return false;
     }
     *out = v;

@@ -9,21 +9,21 @@
 
 #include "symm_cuda.h"
 
-#define OK(x)                                                                              \
-    do {                                                                                   \
-        symm_status_t s_ = (x);                                                            \
-        if (s_) {                                                                          \
-            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, symm_last_error());      \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define OK(x)                                                                                  \
+    do {                                                                                       \
+        symm_status_t s_ = (x);                                                                \
+        if (s_) {                                                                              \
+            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, symm_last_error());          \
+            exit(1);                                                                           \
+        }                                                                                      \
     } while (0)
-#define CU(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, cudaGetErrorString(e_)); \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CU(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "[PE %d] %s: %s\n", symm_my_pe(), #x, cudaGetErrorString(e_));     \
+            exit(1);                                                                           \
+        }                                                                                      \
     } while (0)
 
 /* symm_init and symm_cuda_init; false where this machine has no GPU (PE 0 printed "SKIP: no

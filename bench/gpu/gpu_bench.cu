@@ -66,7 +66,8 @@ __global__ void k_barrier(symm_dev_pool_t pool, int iters, int *rc)
 {
     symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
     int r = 0;
-    for (int i = 0; i < iters && !r; i++) r = symm_dev_barrier_block(t);
+    for (int i = 0; i < iters && !r; i++)
+        r = symm_dev_barrier_block(t);
     if (threadIdx.x == 0 && r) atomicExch(rc, r);
 }
 
@@ -110,7 +111,8 @@ static void bench_barrier(int me)
         }
         OK(symm_cuda_check());
         if (me == 0)
-            printf("%7d %16.3f %12.3f\n", b, median(lat), *std::min_element(lat.begin(), lat.end()));
+            printf("%7d %16.3f %12.3f\n", b, median(lat),
+                   *std::min_element(lat.begin(), lat.end()));
         OK(symm_pool_destroy(pool));
     }
     int h = 0;
@@ -135,24 +137,29 @@ static void bench_coll(int me)
     CU(cudaEventCreate(&e0));
     CU(cudaEventCreate(&e1));
     if (me == 0)
-        printf("# symm_allreduce_on_stream float sum (one block below 64 KiB, else a grid), %d PEs\n"
-               "# size(B)  count  type  op  latency_us  algbw(GB/s)  busbw(GB/s)  d2d_copy_GB/s\n",
-               n);
+        printf(
+            "# symm_allreduce_on_stream float sum (one block below 64 KiB, else a grid), %d "
+            "PEs\n"
+            "# size(B)  count  type  op  latency_us  algbw(GB/s)  busbw(GB/s)  d2d_copy_GB/s\n",
+            n);
     for (size_t nb : sizes) {
         int iters = nb >= (1u << 20) ? 10 : 50;
-        OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT, SYMM_OP_SUM, s));
+        OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT, SYMM_OP_SUM,
+                                    s));
         CU(cudaStreamSynchronize(s));
         OK(symm_barrier_all());
         CU(cudaEventRecord(e0, s));
         for (int i = 0; i < iters; i++)
-            OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT, SYMM_OP_SUM, s));
+            OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT,
+                                        SYMM_OP_SUM, s));
         CU(cudaEventRecord(e1, s));
         CU(cudaEventSynchronize(e1));
         float ms;
         CU(cudaEventElapsedTime(&ms, e0, e1));
         double us = ms * 1000.0 / iters;
         CU(cudaEventRecord(e0, s));
-        for (int i = 0; i < iters; i++) CU(cudaMemcpyAsync(dst, src, nb, cudaMemcpyDeviceToDevice, s));
+        for (int i = 0; i < iters; i++)
+            CU(cudaMemcpyAsync(dst, src, nb, cudaMemcpyDeviceToDevice, s));
         CU(cudaEventRecord(e1, s));
         CU(cudaEventSynchronize(e1));
         float cms;

@@ -11,13 +11,13 @@
 #include <cstdlib>
 #include <vector>
 
-#define CU(x)                                                                              \
-    do {                                                                                   \
-        cudaError_t e_ = (x);                                                              \
-        if (e_ != cudaSuccess) {                                                           \
-            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                       \
-            exit(1);                                                                       \
-        }                                                                                  \
+#define CU(x)                                                                                  \
+    do {                                                                                       \
+        cudaError_t e_ = (x);                                                                  \
+        if (e_ != cudaSuccess) {                                                               \
+            fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_));                           \
+            exit(1);                                                                           \
+        }                                                                                      \
     } while (0)
 
 static double now_s(void)
@@ -29,10 +29,12 @@ static double now_s(void)
 __global__ void k_barrier(const nvshmem_team_t *teams, int iters)
 {
     nvshmem_team_t t = teams[blockIdx.x];
-    for (int i = 0; i < iters; i++) nvshmemx_barrier_block(t);
+    for (int i = 0; i < iters; i++)
+        nvshmemx_barrier_block(t);
 }
 
-static const size_t marks[] = {1, 4, 16, 64, 128, 256, 384, 512, 640, 768, 896, 1024, 2048, 4096};
+static const size_t marks[] = {1,   4,   16,  64,  128,  256,  384,
+                               512, 640, 768, 896, 1024, 2048, 4096};
 
 /* Splits until the team count reaches upto (or the limit); prints the cumulative cost at
  * the marks. Returns 0 when it stopped early. */
@@ -51,7 +53,8 @@ static int split_until(std::vector<nvshmem_team_t> &teams, size_t upto, double d
         teams.push_back(t);
         for (size_t m : marks)
             if (teams.size() == m) {
-                printf("%7zu %9.1f %12.2f\n", teams.size(), total * 1e3, total * 1e3 / teams.size());
+                printf("%7zu %9.1f %12.2f\n", teams.size(), total * 1e3,
+                       total * 1e3 / teams.size());
                 fflush(stdout);
             }
         if (now_s() > deadline) {
@@ -76,7 +79,8 @@ int main(int argc, char **argv)
     }
     printf("# NVSHMEM %d.%d.%d, 1 PE: nvshmem_team_split_strided repeated (cumulative)\n"
            "# teams  total_ms  per_split_ms\n",
-           NVSHMEM_VENDOR_MAJOR_VERSION, NVSHMEM_VENDOR_MINOR_VERSION, NVSHMEM_VENDOR_PATCH_VERSION);
+           NVSHMEM_VENDOR_MAJOR_VERSION, NVSHMEM_VENDOR_MINOR_VERSION,
+           NVSHMEM_VENDOR_PATCH_VERSION);
     std::vector<nvshmem_team_t> teams;
     double t0 = now_s(), total = 0;
     const char *why = "reached 4096";
@@ -93,7 +97,8 @@ int main(int argc, char **argv)
     CU(cudaEventCreate(&e0));
     CU(cudaEventCreate(&e1));
     printf("# NVSHMEM nvshmemx_barrier_block, each block its own team, 1 PE, %d iterations\n"
-           "# blocks  latency_us(median of 5)  min_us\n", iters);
+           "# blocks  latency_us(median of 5)  min_us\n",
+           iters);
     for (int b : blocks) {
         if ((size_t)b > teams.size()) break;
         k_barrier<<<b, 128>>>(dteams, 100);
@@ -118,7 +123,8 @@ int main(int argc, char **argv)
     printf("# stopped at %zu teams: %s (%.1f s of splitting)\n", teams.size(), why, total);
     fflush(stdout);
     double d0 = now_s();
-    for (nvshmem_team_t t : teams) nvshmem_team_destroy(t);
+    for (nvshmem_team_t t : teams)
+        nvshmem_team_destroy(t);
     printf("# destroyed %zu teams in %.1f ms\n", teams.size(), (now_s() - d0) * 1e3);
     nvshmem_finalize();
     return 0;

@@ -34,7 +34,9 @@ __global__ void k_hold(unsigned long long ns)
 {
     unsigned long long t0, t;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-    do asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); while (t - t0 < ns);
+    do
+        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    while (t - t0 < ns);
 }
 
 /* Nothing: the floor of a launch of the same grid. */
@@ -85,7 +87,8 @@ template <typename F> static double timed(F fn)
         k_hold<<<1, 1, 0, g_s>>>(hold);
         CU(cudaEventRecord(a, g_s));
         double h0 = now_s();
-        for (int i = 0; i < g_iters && !bad; i++) bad = fn() != SYMM_SUCCESS;
+        for (int i = 0; i < g_iters && !bad; i++)
+            bad = fn() != SYMM_SUCCESS;
         host = now_s() - h0;
         CU(cudaEventRecord(b, g_s));
         CU(cudaEventSynchronize(b));
@@ -116,8 +119,8 @@ static void row(const char *op, size_t bytes, int nb, double t, double tc)
 {
     if (g_me) return;
     if (t < 0) {
-        printf("| %-22s | %10zu | %6d | %9s | %8s | %8.1f | %6s | %7s |\n", op, bytes, nb, "n/a",
-               "n/a", bytes / tc * 1e-9, "n/a", "n/a");
+        printf("| %-22s | %10zu | %6d | %9s | %8s | %8.1f | %6s | %7s |\n", op, bytes, nb,
+               "n/a", "n/a", bytes / tc * 1e-9, "n/a", "n/a");
         return;
     }
     if (bytes == 0) /* a time only (the launch floor, or nothing to move) */
@@ -135,8 +138,8 @@ static void header(const char *title)
     printf("\n### %s (%d PEs)\n\n", title, g_n);
     printf("| %-22s | %10s | %6s | %9s | %8s | %8s | %6s | %7s |\n", "operation", "bytes/PE",
            "blocks", "time_us", "GB/s", "copyGB/s", "%copy", "host_us");
-    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------", "------------", "--------",
-           "-----------", "----------", "----------", "--------", "---------");
+    printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------", "------------",
+           "--------", "-----------", "----------", "----------", "--------", "---------");
 }
 
 int main(int argc, char **argv)
@@ -145,10 +148,14 @@ int main(int argc, char **argv)
     size_t ntok = 4096;
     int pblocks = 0; /* --prof: the dispatch's block count (0: automatic) */
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick")) quick = true;
-        else if (!strcmp(argv[i], "--prof")) prof = true;
-        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc) ntok = strtoull(argv[++i], nullptr, 10);
-        else if (!strcmp(argv[i], "--blocks") && i + 1 < argc) pblocks = atoi(argv[++i]);
+        if (!strcmp(argv[i], "--quick"))
+            quick = true;
+        else if (!strcmp(argv[i], "--prof"))
+            prof = true;
+        else if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
+            ntok = strtoull(argv[++i], nullptr, 10);
+        else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
+            pblocks = atoi(argv[++i]);
     }
     if (!bench_gpu_init()) return 0;
     g_me = symm_my_pe();
@@ -175,27 +182,37 @@ int main(int argc, char **argv)
         double tc = copy_time(B, A, bytes);
         int nb = symm_cuda_tile_moe_auto_blocks(g_pool, 0, bytes);
         row("tile_allreduce", bytes, nb, timed([&] {
-                return symm_tile_allreduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, 0, g_s);
-            }), tc);
+                return symm_tile_allreduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, 0,
+                                                     g_s);
+            }),
+            tc);
         row("tile_allreduce in place", bytes, nb, timed([&] {
-                return symm_tile_allreduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_SUM, 0, g_s);
-            }), tc);
+                return symm_tile_allreduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_SUM, 0,
+                                                     g_s);
+            }),
+            tc);
         row("tile_reduce (root 0)", bytes, nb, timed([&] {
-                return symm_tile_reduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, 0, 0, g_s);
-            }), tc);
+                return symm_tile_reduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, 0, 0,
+                                                  g_s);
+            }),
+            tc);
         symm_tile_t lo = {L, t.rows, cols, cols};
         row("tile_reduce (root 0, local out)", bytes, nb, timed([&] {
-                return symm_tile_reduce_on_stream(g_pool, lo, t, SYMM_FLOAT, SYMM_OP_SUM, 0, 0, g_s);
-            }), tc);
+                return symm_tile_reduce_on_stream(g_pool, lo, t, SYMM_FLOAT, SYMM_OP_SUM, 0, 0,
+                                                  g_s);
+            }),
+            tc);
     }
 
     /* ---- MoE: 4096 tokens of 7168 bytes per PE, 8 experts per PE, near-even splits */
     const int ne = 8;
     const size_t rb = 7168, tokens = quick ? 512 : ntok, N = (size_t)g_n * ne;
     std::vector<size_t> hs(N);
-    for (size_t k = 0; k < N; k++) hs[k] = tokens / N + (k < tokens % N ? 1 : 0);
+    for (size_t k = 0; k < N; k++)
+        hs[k] = tokens / N + (k < tokens % N ? 1 : 0);
     const size_t align = 16, cap = tokens + N * align + 64;
-    uint8_t *in = (uint8_t *)symm_gpu_malloc(cap * rb), *mid = (uint8_t *)symm_gpu_malloc(cap * rb);
+    uint8_t *in = (uint8_t *)symm_gpu_malloc(cap * rb),
+            *mid = (uint8_t *)symm_gpu_malloc(cap * rb);
     void *ws = symm_gpu_malloc(symm_cuda_a2a_workspace_bytes(g_n, ne));
     if (!in || !mid || !ws) OK(symm_last_status());
     uint8_t *back;
@@ -211,19 +228,20 @@ int main(int argc, char **argv)
     const size_t mb = tokens * rb;
     double tc = copy_time(back, in, mb);
     auto dispatch = [&](int nb) {
-        return symm_moe_dispatch_on_stream(g_pool, mid, cap, in, cap, d_sp, ne, rb, align, d_osp,
-                                           d_oof, nullptr, ws, nb, g_s);
+        return symm_moe_dispatch_on_stream(g_pool, mid, cap, in, cap, d_sp, ne, rb, align,
+                                           d_osp, d_oof, nullptr, ws, nb, g_s);
     };
     auto combine = [&](int nb) {
-        return symm_moe_combine_on_stream(g_pool, back, cap, mid, cap, d_osp, d_oof, ne, rb, d_bsp,
-                                          d_bof, nullptr, ws, nb, g_s);
+        return symm_moe_combine_on_stream(g_pool, back, cap, mid, cap, d_osp, d_oof, ne, rb,
+                                          d_bsp, d_bof, nullptr, ws, nb, g_s);
     };
     int nauto = symm_cuda_tile_moe_auto_blocks(g_pool, 1, mb);
     if (prof) { /* the dispatch alone: a short run, to profile with ncu */
         const int nb = pblocks ? pblocks : nauto;
         double tp = timed([&] { return dispatch(pblocks); });
-        if (!g_me) printf("PROF dispatch, %zu tokens, %d blocks: %.2f us per call\n", tokens,
-                          nb, tp * 1e6);
+        if (!g_me)
+            printf("PROF dispatch, %zu tokens, %d blocks: %.2f us per call\n", tokens, nb,
+                   tp * 1e6);
         OK(symm_finalize());
         return 0;
     }
@@ -231,13 +249,15 @@ int main(int argc, char **argv)
     row("empty kernel (floor)", 0, nauto, timed([&] {
             k_empty<<<nauto, 512, 0, g_s>>>();
             return cudaGetLastError() == cudaSuccess ? SYMM_SUCCESS : SYMM_ERR_CUDA;
-        }), tc);
+        }),
+        tc);
     row("dispatch", mb, nauto, timed([&] { return dispatch(0); }), tc);
     row("combine", mb, nauto, timed([&] { return combine(0); }), tc);
     row("dispatch + combine", 2 * mb, nauto, timed([&] {
             symm_status_t s = dispatch(0);
             return s ? s : combine(0);
-        }), tc * 2);
+        }),
+        tc * 2);
 
     /* ---- block scaling: 16 MiB tile allreduce and the dispatch above */
     static const int nbs[] = {1, 2, 4, 8, 16, 32, 64, 132, 264};
@@ -247,10 +267,13 @@ int main(int argc, char **argv)
     header("Block scaling (n/a: more blocks than can be resident on this PE's share)");
     for (int nb : nbs) {
         row("tile_allreduce", tb, nb, timed([&] {
-                return symm_tile_allreduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, nb, g_s);
-            }), tct);
+                return symm_tile_allreduce_on_stream(g_pool, o, t, SYMM_FLOAT, SYMM_OP_SUM, nb,
+                                                     g_s);
+            }),
+            tct);
     }
-    for (int nb : nbs) row("dispatch", mb, nb, timed([&] { return dispatch(nb); }), tc);
+    for (int nb : nbs)
+        row("dispatch", mb, nb, timed([&] { return dispatch(nb); }), tc);
 
     CU(cudaFree(back));
     CU(cudaFree(d_sp));

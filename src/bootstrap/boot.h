@@ -13,17 +13,17 @@
 /* The job control page, shared by symmrun and every PE (memfd made by symmrun). symmrun
  * writes a failure here before it stops the other PEs, so that their waits end with a
  * message naming the PE instead of a kill. */
-#define SYMM_CTRL_MAGIC 0x73796d6d63746c31ull /* "symmctl1" */
+#define SYMM_CTRL_MAGIC   0x73796d6d63746c31ull /* "symmctl1" */
 #define SYMM_CTRL_MSG_LEN 256
 
 typedef struct symm_ctrl {
     uint64_t magic;
     uint32_t npes;
-    uint32_t ctrl_size;          /* bytes of the whole page */
-    volatile uint32_t abort;     /* set by symmrun (or symm_abort) when the job fails */
-    volatile int32_t failed_pe;  /* first PE that failed, -1 if none */
-    volatile int32_t exit_code;  /* its exit status, or -1 */
-    volatile int32_t signal;     /* its signal, or 0 */
+    uint32_t ctrl_size;              /* bytes of the whole page */
+    volatile uint32_t abort;         /* set by symmrun (or symm_abort) when the job fails */
+    volatile int32_t failed_pe;      /* first PE that failed, -1 if none */
+    volatile int32_t exit_code;      /* its exit status, or -1 */
+    volatile int32_t signal;         /* its signal, or 0 */
     char message[SYMM_CTRL_MSG_LEN]; /* "PE 3 killed by signal 6 (Aborted)" */
     /* per PE: 0 running, 1 finalized/exited cleanly, 2 failed */
     volatile uint32_t pe_state[];

@@ -6,7 +6,7 @@
 #include <stdint.h>
 
 /* Environment symmrun gives each PE. */
-#define SYMM_BOOT_ENV_FD "SYMM_BOOT_FD"     /* fd number of the PE's socket */
+#define SYMM_BOOT_ENV_FD   "SYMM_BOOT_FD" /* fd number of the PE's socket */
 #define SYMM_BOOT_ENV_RANK "SYMM_RANK"
 #define SYMM_BOOT_ENV_NPES "SYMM_NPES"
 

@@ -18,7 +18,8 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
     uint64_t stackbuf[128];
     symm_coll_scratch_t s = {NULL, 0};
     if (!local)
-        local = symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, 2 * (size_t)n);
+        local =
+            symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, 2 * (size_t)n);
     symm_coll_set_args(&c, symm_coll_args(nbytes, symm_coll_off(src), symm_coll_off(dest), 0));
     symm_status_t st;
     if (symm_coll_settled(&c, local, dest, src, nbytes, &st)) goto out_leave;

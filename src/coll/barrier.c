@@ -22,4 +22,7 @@ symm_status_t symm_barrier(symm_team_t team)
     return st;
 }
 
-symm_status_t symm_barrier_all(void) { return symm_barrier(SYMM_TEAM_WORLD); }
+symm_status_t symm_barrier_all(void)
+{
+    return symm_barrier(SYMM_TEAM_WORLD);
+}

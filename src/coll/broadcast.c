@@ -14,9 +14,9 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
     symm_status_t local = symm_coll_check_root(fn, root, n);
     /* src is read on the root only, but through the address every member passes */
     if (!local)
-        local = symm_coll_check_io(fn, dest, nbytes, src, nbytes,
-                                   dest != src ? "dest and src overlap without being equal"
-                                               : NULL);
+        local =
+            symm_coll_check_io(fn, dest, nbytes, src, nbytes,
+                               dest != src ? "dest and src overlap without being equal" : NULL);
 
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};

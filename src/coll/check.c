@@ -8,10 +8,9 @@
 #include "core/log.h"
 #include "symm/impl/plan__tile.h"
 
-static symm_status_t fail(const symm_check_where_t *w, symm_status_t code, const char *fmt,
-                          ...) __attribute__((format(printf, 3, 4)));
-static symm_status_t fail(const symm_check_where_t *w, symm_status_t code, const char *fmt,
-                          ...)
+static symm_status_t fail(const symm_check_where_t *w, symm_status_t code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static symm_status_t fail(const symm_check_where_t *w, symm_status_t code, const char *fmt, ...)
 {
     char msg[400];
     va_list ap;
@@ -19,8 +18,7 @@ static symm_status_t fail(const symm_check_where_t *w, symm_status_t code, const
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     const char *team = w->team_name ? w->team_name(w->ctx) : NULL;
-    return symm_error_set(code, "%s%s%s: %s", w->fn, team ? " on " : "", team ? team : "",
-                          msg);
+    return symm_error_set(code, "%s%s%s: %s", w->fn, team ? " on " : "", team ? team : "", msg);
 }
 
 /* One tile, and the byte range it spans ([*lo, *hi), empty for an empty tile).
@@ -32,7 +30,8 @@ static symm_status_t one_tile(const symm_check_where_t *w, const char *what,
     *lo = *hi = 0;
     size_t bytes;
     switch (symm_plan_tile_span(t, es, w->align, &bytes)) {
-    case SYMM_PLAN_TILE_OK: break;
+    case SYMM_PLAN_TILE_OK:
+        break;
     case SYMM_PLAN_TILE_NULL:
         return fail(w, SYMM_ERR_INVALID_ARG, "%s tile (%zu x %zu) has a NULL base", what,
                     t->rows, t->cols);
@@ -45,8 +44,10 @@ static symm_status_t one_tile(const symm_check_where_t *w, const char *what,
                     "%s tile of %zu rows, ld %zu overflows the address space", what, t->rows,
                     t->ld);
     default:
-        return fail(w, SYMM_ERR_ALIGNMENT, "%s tile base %p is not aligned to its %zu-byte "
-                    "elements", what, t->base, es);
+        return fail(w, SYMM_ERR_ALIGNMENT,
+                    "%s tile base %p is not aligned to its %zu-byte "
+                    "elements",
+                    what, t->base, es);
     }
     if (symm_plan_tile_empty(t)) return SYMM_SUCCESS;
     if (need_symm && !w->in_heap(t->base, bytes))
@@ -60,13 +61,15 @@ static symm_status_t one_tile(const symm_check_where_t *w, const char *what,
 
 static symm_status_t type_op(const symm_check_where_t *w, symm_type_t type, symm_op_t op)
 {
-    if (!symm_type_size(type)) return fail(w, SYMM_ERR_INVALID_ARG, "invalid type %d", (int)type);
+    if (!symm_type_size(type))
+        return fail(w, SYMM_ERR_INVALID_ARG, "invalid type %d", (int)type);
     if ((int)op < 0 || op >= SYMM_OP_COUNT)
         return fail(w, SYMM_ERR_INVALID_ARG, "invalid op %d", (int)op);
     if (!symm_reduce_kernel(type, op))
         return fail(w, SYMM_ERR_INVALID_ARG,
                     "op %s is not defined on type %s (and, or and xor take integer types "
-                    "only)", symm_op_name(op), symm_type_name(type));
+                    "only)",
+                    symm_op_name(op), symm_type_name(type));
     return SYMM_SUCCESS;
 }
 
@@ -81,7 +84,8 @@ static symm_status_t allreduce_tiles(const symm_check_where_t *w, const symm_til
         return fail(w, SYMM_ERR_INVALID_ARG, "out tile is %zu x %zu but in is %zu x %zu",
                     out->rows, out->cols, in->rows, in->cols);
     if (symm_check_overlap(res->olo, res->ohi, ilo, ihi) && !symm_plan_tile_same(out, in))
-        return fail(w, SYMM_ERR_INVALID_ARG, "out tile overlaps in without being the same "
+        return fail(w, SYMM_ERR_INVALID_ARG,
+                    "out tile overlaps in without being the same "
                     "tile (in place needs the same base and ld)");
     res->bytes = in->rows * in->cols * es;
     return SYMM_SUCCESS;
@@ -95,8 +99,8 @@ static symm_status_t root_out(const symm_check_where_t *w, const symm_tile_t *ou
     const symm_tile_t *t = &in[mine];
     if (out->rows != t->rows || out->cols != t->cols)
         return fail(w, SYMM_ERR_INVALID_ARG,
-                    "out tile of root %d is %zu x %zu but its tile is %zu x %zu", me,
-                    out->rows, out->cols, t->rows, t->cols);
+                    "out tile of root %d is %zu x %zu but its tile is %zu x %zu", me, out->rows,
+                    out->cols, t->rows, t->cols);
     CHECK(one_tile(w, "out", out, es, 0, &res->olo, &res->ohi));
     for (int k = 0; k < nroots; k++) {
         uintptr_t ilo, ihi;
@@ -131,12 +135,14 @@ symm_status_t symm_check_tiles(const symm_check_where_t *w, int all, const symm_
     for (int k = 0; k < nroots; k++) {
         int r = roots[k];
         if (r < 0 || r >= n)
-            return fail(w, SYMM_ERR_PE_OUT_OF_RANGE, "root %d is not a member (team of %d)",
-                        r, n);
+            return fail(w, SYMM_ERR_PE_OUT_OF_RANGE, "root %d is not a member (team of %d)", r,
+                        n);
         for (int j = 0; j < k; j++)
             if (roots[j] == r)
-                return fail(w, SYMM_ERR_INVALID_ARG, "PE %d is root of tiles %d and %d (a PE "
-                            "may be root of one tile only)", r, j, k);
+                return fail(w, SYMM_ERR_INVALID_ARG,
+                            "PE %d is root of tiles %d and %d (a PE "
+                            "may be root of one tile only)",
+                            r, j, k);
         char what[32];
         snprintf(what, sizeof what, "in[%d]", k);
         uintptr_t ilo, ihi;
@@ -151,8 +157,8 @@ symm_status_t symm_check_tiles(const symm_check_where_t *w, int all, const symm_
     return st;
 }
 
-symm_status_t symm_check_a2a_shape(const symm_check_where_t *w, int n, int ne,
-                                   size_t row_bytes, size_t *nsplit)
+symm_status_t symm_check_a2a_shape(const symm_check_where_t *w, int n, int ne, size_t row_bytes,
+                                   size_t *nsplit)
 {
     if (ne < 1)
         return fail(w, SYMM_ERR_INVALID_ARG, "ne = %d experts per member (must be >= 1)", ne);
@@ -176,6 +182,7 @@ symm_status_t symm_check_a2a_out(const symm_check_where_t *w, const void *out,
     if (symm_check_overlap(ilo, ilo + in_bytes, olo, olo + *out_bytes))
         return fail(w, SYMM_ERR_INVALID_ARG,
                     "out [%p, +%zu) overlaps in [%p, +%zu): peers read in while out is "
-                    "written", out, *out_bytes, in, in_bytes);
+                    "written",
+                    out, *out_bytes, in, in_bytes);
     return SYMM_SUCCESS;
 }

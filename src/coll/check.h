@@ -31,11 +31,11 @@ typedef struct symm_check_where {
 
 /* What symm_check_tiles found of valid arguments. */
 typedef struct symm_tiles_checked {
-    int mine;          /* multi-root: the tile this PE is root of (-1: none) */
-    int local;         /* on failure: 1 if only this root could see it (its out), so the
-                          others cannot have failed alike */
+    int mine;           /* multi-root: the tile this PE is root of (-1: none) */
+    int local;          /* on failure: 1 if only this root could see it (its out), so the
+                           others cannot have failed alike */
     uintptr_t olo, ohi; /* the bytes of out, where out was checked (empty: none) */
-    size_t bytes;      /* the largest in tile, bytes */
+    size_t bytes;       /* the largest in tile, bytes */
 } symm_tiles_checked_t;
 
 /* Tile reduce arguments. all: an allreduce of in[0] into out (nroots, roots unused);
@@ -48,8 +48,8 @@ symm_status_t symm_check_tiles(const symm_check_where_t *w, int all, const symm_
 
 /* MoE/all-to-all-v shape: ne experts per member (>= 1), row_bytes (> 0), n x ne split
  * entries not too many; *nsplit = n x ne. */
-symm_status_t symm_check_a2a_shape(const symm_check_where_t *w, int n, int ne,
-                                   size_t row_bytes, size_t *nsplit);
+symm_status_t symm_check_a2a_shape(const symm_check_where_t *w, int n, int ne, size_t row_bytes,
+                                   size_t *nsplit);
 /* MoE/all-to-all-v out against in (in_bytes: the bytes of in that are read): out NULL
  * with a capacity, out_capacity x row_bytes overflowing, out overlapping in.
  * *out_bytes = out_capacity x row_bytes. */
@@ -57,8 +57,7 @@ symm_status_t symm_check_a2a_out(const symm_check_where_t *w, const void *out,
                                  size_t out_capacity, size_t row_bytes, const void *in,
                                  size_t in_bytes, size_t *out_bytes);
 
-static inline int symm_check_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo,
-                                     uintptr_t bhi)
+static inline int symm_check_overlap(uintptr_t alo, uintptr_t ahi, uintptr_t blo, uintptr_t bhi)
 {
     return alo < ahi && blo < bhi && alo < bhi && blo < ahi;
 }

@@ -13,19 +13,19 @@
  * MoE combine does): SSE2 streaming 8.3 GB/s, AVX-512 9.1, AVX-512 with the next-page
  * prefetch 10.6, AVX2 with it 9.8 (prefetching a whole page, or two pages ahead, is
  * slower). */
-#define NT_STEP 256
-#define NT_PAGE 4096
+#define NT_STEP  256
+#define NT_PAGE  4096
 #define NT_AHEAD 512
-#define NT_PREFETCH_NEXT_PAGE(s, end)                                                      \
-    do {                                                                                   \
-        if (((uintptr_t)(s) & (NT_PAGE - 1)) < NT_STEP && (s) + NT_PAGE + NT_AHEAD <= (end)) \
-            for (int k_ = 0; k_ < NT_AHEAD; k_ += 64)                                      \
-                _mm_prefetch((const char *)(s) + NT_PAGE + k_, _MM_HINT_T0);              \
+#define NT_PREFETCH_NEXT_PAGE(s, end)                                                          \
+    do {                                                                                       \
+        if (((uintptr_t)(s) & (NT_PAGE - 1)) < NT_STEP && (s) + NT_PAGE + NT_AHEAD <= (end))   \
+            for (int k_ = 0; k_ < NT_AHEAD; k_ += 64)                                          \
+                _mm_prefetch((const char *)(s) + NT_PAGE + k_, _MM_HINT_T0);                   \
     } while (0)
 
 /* Each copies n / NT_STEP whole steps. */
 __attribute__((target("avx512f"))) static void nt_steps_avx512(uint8_t *d, const uint8_t *s,
-                                                              size_t n)
+                                                               size_t n)
 {
     const uint8_t *end = s + n;
     for (; n >= NT_STEP; n -= NT_STEP, d += NT_STEP, s += NT_STEP) {

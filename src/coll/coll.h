@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "coll/check.h"
 #include "core/config.h"
 #include "core/log.h"
 #include "core/runtime.h"
-#include "coll/check.h"
 #include "team/team.h"
 
 /* Bytes one step of a large reduction works on: the partial result stays in L1 while
@@ -93,8 +93,8 @@ static inline symm_status_t symm_coll_scratch(const char *fn, symm_coll_scratch_
     s->heap = n > stacksize;
     s->p = s->heap ? malloc(n) : stackbuf;
     if (!s->p)
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %zu bytes of scratch",
-                              fn, n);
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %zu bytes of scratch", fn,
+                              n);
     return SYMM_SUCCESS;
 }
 
@@ -152,8 +152,14 @@ static inline const char *symm_coll_tname(symm_coll_tname_t *t)
     return t->buf;
 }
 
-static inline const char *symm_coll_tname_of(void *t) { return symm_coll_tname(t); }
-static inline int symm_coll_in_heap(const void *p, size_t n) { return symm_addr_accessible(p, n); }
+static inline const char *symm_coll_tname_of(void *t)
+{
+    return symm_coll_tname(t);
+}
+static inline int symm_coll_in_heap(const void *p, size_t n)
+{
+    return symm_addr_accessible(p, n);
+}
 
 /* The shared argument checks' view of a CPU call on a team (check.h). */
 static inline const symm_check_where_t *symm_coll_where(symm_check_where_t *w, const char *fn,

@@ -39,8 +39,9 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
      * block is read from j's dest, src being a different address on every member. */
     int inplace = nbytes && src == (const uint8_t *)dest + (size_t)me * nbytes;
     if (!local)
-        local = symm_coll_check_io(fn, dest, total, src, nbytes,
-                                   inplace ? NULL : "src overlaps dest other than as my own block");
+        local =
+            symm_coll_check_io(fn, dest, total, src, nbytes,
+                               inplace ? NULL : "src overlaps dest other than as my own block");
 
     uint64_t stackbuf[64];
     symm_coll_scratch_t s = {NULL, 0};

@@ -63,8 +63,14 @@ static const char *kind_fn(a2a_kind_t k, int worker_form)
     return names[k][worker_form];
 }
 
-static int mul_overflows(size_t a, size_t b, size_t *r) { return __builtin_mul_overflow(a, b, r); }
-static int add_overflows(size_t a, size_t b, size_t *r) { return __builtin_add_overflow(a, b, r); }
+static int mul_overflows(size_t a, size_t b, size_t *r)
+{
+    return __builtin_mul_overflow(a, b, r);
+}
+static int add_overflows(size_t a, size_t b, size_t *r)
+{
+    return __builtin_add_overflow(a, b, r);
+}
 
 /* Words before the table in a member's scratch: its out_capacity, and the segment
  * offset of its in (0 when it sends no rows: nobody reads it then). */
@@ -131,8 +137,8 @@ static symm_status_t a2a_prepare(const char *fn, const symm_coll_t *c, const a2a
                               "inside one symmetric object",
                               fn, symm_coll_tname(tn), a->in, in_bytes, end, a->row_bytes);
     size_t out_bytes;
-    CHECK(symm_check_a2a_out(symm_coll_where(&w, fn, tn), a->out, a->out_capacity, a->row_bytes, a->in,
-                             in_bytes, &out_bytes));
+    CHECK(symm_check_a2a_out(symm_coll_where(&w, fn, tn), a->out, a->out_capacity, a->row_bytes,
+                             a->in, in_bytes, &out_bytes));
     pub[A2A_HDR_CAP] = a->out_capacity;
     pub[A2A_HDR_IN] = in_bytes ? (uint64_t)((const uint8_t *)a->in - symm_g.seg[symm_g.me]) : 0;
     return SYMM_SUCCESS;
@@ -218,7 +224,7 @@ static symm_status_t overflow_error(const char *fn, symm_coll_tname_t *tn, const
 static symm_status_t peer_failed(const char *fn, symm_coll_tname_t *tn, const symm_coll_t *c,
                                  int s, uint64_t word)
 {
-    symm_status_t theirs = (symm_status_t) - (int)(uint32_t)word;
+    symm_status_t theirs = (symm_status_t)(-(int)(uint32_t)word);
     return symm_error_set(theirs,
                           "%s on %s: PE %d (world %d) passed bad arguments (%s); "
                           "nothing was written",
@@ -229,8 +235,8 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
                              const a2a_args_t *a, symm_status_t pre)
 {
     SYMM_REQUIRE_INIT();
-    uint64_t h = symm_tm_a2a_args_fp((uint64_t)a->kind, (uint64_t)(int64_t)a->ne,
-                                     a->row_bytes, a->major_align);
+    uint64_t h = symm_tm_a2a_args_fp((uint64_t)a->kind, (uint64_t)(int64_t)a->ne, a->row_bytes,
+                                     a->major_align);
     h = symm_tm_mix(h, ((uint64_t)(uint32_t)worker << 32) | (uint32_t)nworkers);
     symm_coll_t c;
     CHECK(symm_coll_enter(team, fn, h, &c));
@@ -257,7 +263,8 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     }
     if (pre)
         mine = pre;
-    else if ((mine = symm_check_a2a_shape(symm_coll_where(&w, fn, tn), n, ne, a->row_bytes, &nsplit)))
+    else if ((mine = symm_check_a2a_shape(symm_coll_where(&w, fn, tn), n, ne, a->row_bytes,
+                                          &nsplit)))
         ;
     else if (!(cnt = malloc(sizeof(size_t) * nsplit * 3)))
         mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for the layout", fn,
@@ -270,8 +277,7 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
 
     /* Exchange 1: the table's offset, or my failure. It also orders every member's
      * table and input before anyone reads them (the notify is a release). */
-    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? A2A_FAIL | (uint32_t)-mine : pub_off,
-                                  words),
+    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? A2A_FAIL | (uint32_t)-mine : pub_off, words),
                st, out_free);
     for (int s = 0; s < n; s++) {
         if (!(words[s] & A2A_FAIL)) continue;
@@ -328,7 +334,8 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
 
     /* ---- rows: my share of the moved rows, in output order */
     size_t moved = 0;
-    for (size_t k = 0; k < nsplit; k++) moved += cnt[k]; /* <= total: no overflow */
+    for (size_t k = 0; k < nsplit; k++)
+        moved += cnt[k]; /* <= total: no overflow */
     size_t lo, hi, pos = 0;
     symm_coll_band(moved, (size_t)nworkers, (size_t)worker, &lo, &hi);
     int outer = a->kind == A2A_DISPATCH ? ne : n, inner = a->kind == A2A_DISPATCH ? n : ne;
@@ -413,8 +420,7 @@ static symm_status_t a2a_worker_fn(symm_pool_t pool, int worker, int nworkers, v
     return a2a_run(fn, team, worker, nworkers, a, pre);
 }
 
-static symm_status_t a2a_worker(symm_pool_t pool, int worker, int nworkers,
-                                const a2a_args_t *a)
+static symm_status_t a2a_worker(symm_pool_t pool, int worker, int nworkers, const a2a_args_t *a)
 {
     return a2a_worker_fn(pool, worker, nworkers, (void *)a);
 }
@@ -427,28 +433,26 @@ static symm_status_t a2a_parallel(const char *fn, symm_pool_t pool, int nworkers
     return symm_coll_run_workers(fn, pool, nworkers, SIZE_MAX, a2a_worker_fn, (void *)a);
 }
 
-#define A2A_1D_ARGS                                                                 \
-    (a2a_args_t)                                                                         \
-    {                                                                                    \
-        .kind = A2A_1D, .out = out, .out_capacity = out_capacity, .in = in,             \
-        .in_splits = in_splits, .ne = 1, .row_bytes = row_bytes, .out_splits = out_splits, \
-        .out_offsets = out_offsets, .out_rows = out_rows                                 \
+#define A2A_1D_ARGS                                                                            \
+    (a2a_args_t)                                                                               \
+    {                                                                                          \
+        .kind = A2A_1D, .out = out, .out_capacity = out_capacity, .in = in,                    \
+        .in_splits = in_splits, .ne = 1, .row_bytes = row_bytes, .out_splits = out_splits,     \
+        .out_offsets = out_offsets, .out_rows = out_rows                                       \
     }
-#define A2A_DISPATCH_ARGS                                                                \
-    (a2a_args_t)                                                                         \
-    {                                                                                    \
-        .kind = A2A_DISPATCH, .out = out, .out_capacity = out_capacity, .in = in,       \
-        .in_splits = in_splits, .ne = ne, .row_bytes = row_bytes,                        \
-        .major_align = major_align, .out_splits = out_splits, .out_offsets = out_offsets, \
-        .out_rows = out_rows                                                             \
+#define A2A_DISPATCH_ARGS                                                                      \
+    (a2a_args_t)                                                                               \
+    {                                                                                          \
+        .kind = A2A_DISPATCH, .out = out, .out_capacity = out_capacity, .in = in,              \
+        .in_splits = in_splits, .ne = ne, .row_bytes = row_bytes, .major_align = major_align,  \
+        .out_splits = out_splits, .out_offsets = out_offsets, .out_rows = out_rows             \
     }
-#define A2A_COMBINE_ARGS                                                                 \
-    (a2a_args_t)                                                                         \
-    {                                                                                    \
-        .kind = A2A_COMBINE, .out = out, .out_capacity = out_capacity, .in = in,        \
-        .in_splits = in_splits, .in_offsets = in_offsets, .ne = ne,                      \
-        .row_bytes = row_bytes, .out_splits = out_splits, .out_offsets = out_offsets,    \
-        .out_rows = out_rows                                                             \
+#define A2A_COMBINE_ARGS                                                                       \
+    (a2a_args_t)                                                                               \
+    {                                                                                          \
+        .kind = A2A_COMBINE, .out = out, .out_capacity = out_capacity, .in = in,               \
+        .in_splits = in_splits, .in_offsets = in_offsets, .ne = ne, .row_bytes = row_bytes,    \
+        .out_splits = out_splits, .out_offsets = out_offsets, .out_rows = out_rows             \
     }
 
 symm_status_t symm_all_to_all_v(symm_team_t team, void *out, size_t out_capacity,
@@ -468,17 +472,17 @@ symm_status_t symm_moe_dispatch(symm_team_t team, void *out, size_t out_capacity
     return a2a_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
-symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity,
-                               const void *in, const size_t *in_splits,
-                               const size_t *in_offsets, int ne, size_t row_bytes,
-                               size_t *out_splits, size_t *out_offsets, size_t *out_rows)
+symm_status_t symm_moe_combine(symm_team_t team, void *out, size_t out_capacity, const void *in,
+                               const size_t *in_splits, const size_t *in_offsets, int ne,
+                               size_t row_bytes, size_t *out_splits, size_t *out_offsets,
+                               size_t *out_rows)
 {
     a2a_args_t a = A2A_COMBINE_ARGS;
     return a2a_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
-symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworkers,
-                                       void *out, size_t out_capacity, const void *in,
+symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworkers, void *out,
+                                       size_t out_capacity, const void *in,
                                        const size_t *in_splits, size_t row_bytes,
                                        size_t *out_splits, size_t *out_offsets,
                                        size_t *out_rows)
@@ -487,8 +491,8 @@ symm_status_t symm_all_to_all_v_worker(symm_pool_t pool, int worker, int nworker
     return a2a_worker(pool, worker, nworkers, &a);
 }
 
-symm_status_t symm_moe_dispatch_worker(symm_pool_t pool, int worker, int nworkers,
-                                       void *out, size_t out_capacity, const void *in,
+symm_status_t symm_moe_dispatch_worker(symm_pool_t pool, int worker, int nworkers, void *out,
+                                       size_t out_capacity, const void *in,
                                        const size_t *in_splits, int ne, size_t row_bytes,
                                        size_t major_align, size_t *out_splits,
                                        size_t *out_offsets, size_t *out_rows)
@@ -497,11 +501,11 @@ symm_status_t symm_moe_dispatch_worker(symm_pool_t pool, int worker, int nworker
     return a2a_worker(pool, worker, nworkers, &a);
 }
 
-symm_status_t symm_moe_combine_worker(symm_pool_t pool, int worker, int nworkers,
-                                      void *out, size_t out_capacity, const void *in,
-                                      const size_t *in_splits, const size_t *in_offsets,
-                                      int ne, size_t row_bytes, size_t *out_splits,
-                                      size_t *out_offsets, size_t *out_rows)
+symm_status_t symm_moe_combine_worker(symm_pool_t pool, int worker, int nworkers, void *out,
+                                      size_t out_capacity, const void *in,
+                                      const size_t *in_splits, const size_t *in_offsets, int ne,
+                                      size_t row_bytes, size_t *out_splits, size_t *out_offsets,
+                                      size_t *out_rows)
 {
     a2a_args_t a = A2A_COMBINE_ARGS;
     return a2a_worker(pool, worker, nworkers, &a);

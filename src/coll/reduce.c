@@ -171,12 +171,14 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
     if (!local)
         local = symm_coll_mul(fn, "team size x count x element size", (size_t)n, count, a.es,
                               &srcbytes);
-    if (!local) local = symm_coll_check_io(fn, dest, nbytes, src, srcbytes, "dest overlaps src");
+    if (!local)
+        local = symm_coll_check_io(fn, dest, nbytes, src, srcbytes, "dest overlaps src");
 
     uint64_t stackbuf[128];
     symm_coll_scratch_t s = {NULL, 0};
     if (!local)
-        local = symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, 2 * (size_t)n);
+        local =
+            symm_coll_word_scratch(fn, &s, stackbuf, sizeof stackbuf, nbytes, 2 * (size_t)n);
     symm_coll_set_args(&c, symm_mix64(symm_coll_args(count, type, op, symm_coll_off(src)) ^
                                       symm_coll_off(dest)));
     symm_status_t st;

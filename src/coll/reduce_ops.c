@@ -19,57 +19,55 @@
 
 /* ---- type classes, decided from the enum column of SYMM_FOREACH_TYPE */
 #define RED_IS_HALF(e) ((int)(e) == (int)SYMM_FP16 || (int)(e) == (int)SYMM_BF16)
-#define RED_IS_FLOAT(e)                                                                  \
+#define RED_IS_FLOAT(e)                                                                        \
     ((int)(e) == (int)SYMM_FLOAT || (int)(e) == (int)SYMM_DOUBLE || RED_IS_HALF(e))
 
 /* Inside a kernel: E_ is the type's enum, T_ its storage type, C_ the type it computes
  * in (float for fp16/bf16) and W_ the type arithmetic wraps in (uint64_t for integers,
  * so that signed sums and products never overflow; C_ for floating types). */
-#define RED_LOAD(v)                                                                      \
-    __builtin_choose_expr((int)E_ == (int)SYMM_FP16, symm_half_fp16_to_float(v),                         \
-                          __builtin_choose_expr((int)E_ == (int)SYMM_BF16, symm_half_bf16_to_float(v),   \
-                                                (C_)(v)))
-#define RED_STORE(v)                                                                     \
-    __builtin_choose_expr((int)E_ == (int)SYMM_FP16, symm_half_float_to_fp16(v),                         \
-                          __builtin_choose_expr((int)E_ == (int)SYMM_BF16, symm_half_float_to_bf16(v),   \
-                                                (T_)(v)))
+#define RED_LOAD(v)                                                                            \
+    __builtin_choose_expr(                                                                     \
+        (int)E_ == (int)SYMM_FP16, symm_half_fp16_to_float(v),                                 \
+        __builtin_choose_expr((int)E_ == (int)SYMM_BF16, symm_half_bf16_to_float(v), (C_)(v)))
+#define RED_STORE(v)                                                                           \
+    __builtin_choose_expr(                                                                     \
+        (int)E_ == (int)SYMM_FP16, symm_half_float_to_fp16(v),                                 \
+        __builtin_choose_expr((int)E_ == (int)SYMM_BF16, symm_half_float_to_bf16(v), (T_)(v)))
 
 /* One expression per op (the rule of plan__combine.h), on computing-type values u (from
  * a) and v (from b). The bitwise ones are instantiated for floating types too but never
  * reachable from symm_reduce_kernel, which refuses those pairs. */
-#define RED_EXPR_sum(u, v) ((C_)SYMM_PLAN_OP_SUM((W_)(u), (W_)(v)))
+#define RED_EXPR_sum(u, v)  ((C_)SYMM_PLAN_OP_SUM((W_)(u), (W_)(v)))
 #define RED_EXPR_prod(u, v) ((C_)SYMM_PLAN_OP_PROD((W_)(u), (W_)(v)))
-#define RED_EXPR_min(u, v) SYMM_PLAN_OP_MIN(u, v)
-#define RED_EXPR_max(u, v) SYMM_PLAN_OP_MAX(u, v)
-#define RED_EXPR_and(u, v) ((C_)SYMM_PLAN_OP_AND((uint64_t)(u), (uint64_t)(v)))
-#define RED_EXPR_or(u, v) ((C_)SYMM_PLAN_OP_OR((uint64_t)(u), (uint64_t)(v)))
-#define RED_EXPR_xor(u, v) ((C_)SYMM_PLAN_OP_XOR((uint64_t)(u), (uint64_t)(v)))
+#define RED_EXPR_min(u, v)  SYMM_PLAN_OP_MIN(u, v)
+#define RED_EXPR_max(u, v)  SYMM_PLAN_OP_MAX(u, v)
+#define RED_EXPR_and(u, v)  ((C_)SYMM_PLAN_OP_AND((uint64_t)(u), (uint64_t)(v)))
+#define RED_EXPR_or(u, v)   ((C_)SYMM_PLAN_OP_OR((uint64_t)(u), (uint64_t)(v)))
+#define RED_EXPR_xor(u, v)  ((C_)SYMM_PLAN_OP_XOR((uint64_t)(u), (uint64_t)(v)))
 
-#define RED_CASE_(E, opname)                                                             \
-    case E:                                                                              \
-        for (size_t i = 0; i < n; i++) {                                                 \
-            C_ u = RED_LOAD(x[i]), v = RED_LOAD(y[i]);                                   \
-            d[i] = RED_STORE(RED_EXPR_##opname(u, v));                                   \
-        }                                                                                \
+#define RED_CASE_(E, opname)                                                                   \
+    case E:                                                                                    \
+        for (size_t i = 0; i < n; i++) {                                                       \
+            C_ u = RED_LOAD(x[i]), v = RED_LOAD(y[i]);                                         \
+            d[i] = RED_STORE(RED_EXPR_##opname(u, v));                                         \
+        }                                                                                      \
         break;
 
 /* The one kernel body, instantiated per type. */
-#define RED_KERNEL_(e, name, ctype)                                                      \
-    static void red_##name(symm_op_t op, void *dst, const void *a, const void *b,       \
-                           size_t n)                                                     \
-    {                                                                                    \
-        enum { E_ = e };                                                                 \
-        typedef ctype T_;                                                                \
-        typedef __typeof__(__builtin_choose_expr(RED_IS_HALF(E_), 0.0f, (ctype)0)) C_;   \
-        typedef __typeof__(__builtin_choose_expr(RED_IS_FLOAT(E_), (C_)0,                \
-                                                 (uint64_t)0)) W_;                       \
-        T_ *d = dst;                                                                     \
-        const T_ *x = a, *y = b;                                                         \
-        switch (op) {                                                                    \
-            SYMM_FOREACH_OP(RED_CASE_)                                                   \
-        default:                                                                         \
-            break;                                                                       \
-        }                                                                                \
+#define RED_KERNEL_(e, name, ctype)                                                            \
+    static void red_##name(symm_op_t op, void *dst, const void *a, const void *b, size_t n)    \
+    {                                                                                          \
+        enum { E_ = e };                                                                       \
+        typedef ctype T_;                                                                      \
+        typedef __typeof__(__builtin_choose_expr(RED_IS_HALF(E_), 0.0f, (ctype)0)) C_;         \
+        typedef __typeof__(__builtin_choose_expr(RED_IS_FLOAT(E_), (C_)0, (uint64_t)0)) W_;    \
+        T_ *d = dst;                                                                           \
+        const T_ *x = a, *y = b;                                                               \
+        switch (op) {                                                                          \
+            SYMM_FOREACH_OP(RED_CASE_)                                                         \
+        default:                                                                               \
+            break;                                                                             \
+        }                                                                                      \
     }
 SYMM_FOREACH_TYPE(RED_KERNEL_)
 #undef RED_KERNEL_
@@ -128,33 +126,32 @@ __attribute__((target("avx2"))) static inline void red_bf16x8_store(uint16_t *p,
 
 /* One 8-lane kernel per 16-bit float type: the lanes widened to float by LOAD, combined,
  * narrowed by STORE; the tail by the scalar kernel TAIL. */
-#define RED_HALF8_LOOP_(LOAD, STORE, EXPR)                                               \
-    for (; i + 8 <= n; i += 8) {                                                         \
-        __m256 u = LOAD(x + i), v = LOAD(y + i);                                         \
-        STORE(d + i, EXPR);                                                              \
-    }                                                                                    \
+#define RED_HALF8_LOOP_(LOAD, STORE, EXPR)                                                     \
+    for (; i + 8 <= n; i += 8) {                                                               \
+        __m256 u = LOAD(x + i), v = LOAD(y + i);                                               \
+        STORE(d + i, EXPR);                                                                    \
+    }                                                                                          \
     break;
-#define RED_HALF8_FN_(NAME, TARGET, LOAD, STORE, TAIL)                                   \
-    __attribute__((target(TARGET))) static void NAME(symm_op_t op, void *dst,           \
-                                                     const void *a, const void *b,      \
-                                                     size_t n)                          \
-    {                                                                                    \
-        uint16_t *d = dst;                                                               \
-        const uint16_t *x = a, *y = b;                                                   \
-        size_t i = 0;                                                                    \
-        switch (op) {                                                                    \
-        case SYMM_OP_SUM:                                                                \
-            RED_HALF8_LOOP_(LOAD, STORE, _mm256_add_ps(u, v))                            \
-        case SYMM_OP_PROD:                                                               \
-            RED_HALF8_LOOP_(LOAD, STORE, _mm256_mul_ps(u, v))                            \
-        case SYMM_OP_MIN:                                                                \
-            RED_HALF8_LOOP_(LOAD, STORE, _mm256_min_ps(v, u))                            \
-        case SYMM_OP_MAX:                                                                \
-            RED_HALF8_LOOP_(LOAD, STORE, _mm256_max_ps(v, u))                            \
-        default:                                                                         \
-            break;                                                                       \
-        }                                                                                \
-        if (i < n) TAIL(op, d + i, x + i, y + i, n - i);                                 \
+#define RED_HALF8_FN_(NAME, TARGET, LOAD, STORE, TAIL)                                         \
+    __attribute__((target(TARGET))) static void NAME(symm_op_t op, void *dst, const void *a,   \
+                                                     const void *b, size_t n)                  \
+    {                                                                                          \
+        uint16_t *d = dst;                                                                     \
+        const uint16_t *x = a, *y = b;                                                         \
+        size_t i = 0;                                                                          \
+        switch (op) {                                                                          \
+        case SYMM_OP_SUM:                                                                      \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_add_ps(u, v))                                  \
+        case SYMM_OP_PROD:                                                                     \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_mul_ps(u, v))                                  \
+        case SYMM_OP_MIN:                                                                      \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_min_ps(v, u))                                  \
+        case SYMM_OP_MAX:                                                                      \
+            RED_HALF8_LOOP_(LOAD, STORE, _mm256_max_ps(v, u))                                  \
+        default:                                                                               \
+            break;                                                                             \
+        }                                                                                      \
+        if (i < n) TAIL(op, d + i, x + i, y + i, n - i);                                       \
     }
 RED_HALF8_FN_(red_fp16_f16c, "avx,f16c", red_fp16x8_load, red_fp16x8_store, red_fp16)
 RED_HALF8_FN_(red_bf16_avx2, "avx2", red_bf16x8_load, red_bf16x8_store, red_bf16)
@@ -186,8 +183,8 @@ static symm_reduce_fn_t red_pick(symm_type_t type)
             /* CPUID.1:ECX: OSXSAVE (27), AVX (28), F16C (29); CPUID.7:EBX: AVX2 (5); and
              * the OS must save the YMM registers */
             unsigned ea, eb, ec, ed;
-            int ymm = __get_cpuid(1, &ea, &eb, &ec, &ed) && (ec >> 27 & 3) == 3 &&
-                      red_ymm_enabled();
+            int ymm =
+                __get_cpuid(1, &ea, &eb, &ec, &ed) && (ec >> 27 & 3) == 3 && red_ymm_enabled();
             int f16c = ymm && (ec >> 29 & 1);
             int avx2 = ymm && __get_cpuid_count(7, 0, &ea, &eb, &ec, &ed) && (eb >> 5 & 1);
             h = 4 | f16c | avx2 << 1;

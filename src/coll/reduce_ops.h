@@ -37,7 +37,8 @@ static inline void symm_reduce_fold(symm_reduce_fn_t fn, symm_op_t op, void *dst
         return;
     }
     fn(op, dst, srcs[0], srcs[1], n);
-    for (int j = 2; j < k; j++) fn(op, dst, dst, srcs[j], n);
+    for (int j = 2; j < k; j++)
+        fn(op, dst, dst, srcs[j], n);
 }
 
 #endif

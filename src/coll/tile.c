@@ -45,7 +45,10 @@ typedef struct tile_args {
 #define TILE_OUT_BITS 63
 #define TILE_OUT_MASK (((uint64_t)1 << TILE_OUT_BITS) - 1)
 
-static int tile_empty(const symm_tile_t *t) { return symm_plan_tile_empty(t); }
+static int tile_empty(const symm_tile_t *t)
+{
+    return symm_plan_tile_empty(t);
+}
 
 static int same_tile(const symm_tile_t *a, const symm_tile_t *b)
 {
@@ -58,8 +61,9 @@ static symm_status_t tile_validate(const char *fn, symm_coll_tname_t *tn, const 
 {
     symm_check_where_t w;
     symm_tiles_checked_t res;
-    symm_status_t st = symm_check_tiles(symm_coll_where(&w, fn, tn), a->kind == TILE_ALL, &a->out, a->in, a->roots,
-                                        a->nroots, a->type, a->op, c->n, c->me, &res);
+    symm_status_t st =
+        symm_check_tiles(symm_coll_where(&w, fn, tn), a->kind == TILE_ALL, &a->out, a->in,
+                         a->roots, a->nroots, a->type, a->op, c->n, c->me, &res);
     *mine_k = res.mine;
     return st;
 }
@@ -79,7 +83,8 @@ static void tile_reduce_rows(int n, symm_reduce_fn_t kern, symm_op_t op, size_t 
             if (dst != base[0] + off) memcpy(dst, base[0] + off, rb);
         } else {
             kern(op, dst, base[0] + off, base[1] + off, cols);
-            for (int m = 2; m < n; m++) kern(op, dst, dst, base[m] + off, cols);
+            for (int m = 2; m < n; m++)
+                kern(op, dst, dst, base[m] + off, cols);
         }
         if (acc) memcpy(orow, acc, rb);
     }
@@ -90,7 +95,8 @@ static void tile_reduce_rows(int n, symm_reduce_fn_t kern, symm_op_t op, size_t 
 static uint64_t addr_hash(uint64_t h, const void *p)
 {
     uint64_t off = 1;
-    if (p && symm_in_heap(p, 0)) off = (uint64_t)((const uint8_t *)p - symm_heap_base(symm_g.me));
+    if (p && symm_in_heap(p, 0))
+        off = (uint64_t)((const uint8_t *)p - symm_heap_base(symm_g.me));
     return symm_hash64(h, off);
 }
 
@@ -110,7 +116,6 @@ static uint64_t tile_obj_hash(uint64_t h, const symm_tile_t *t)
     h = tile_shape_hash(h, t);
     return tile_empty(t) ? h : addr_hash(h, t->base);
 }
-
 
 /* The out field of the rooted forms' word: a fingerprint of a symmetric out tile (0 if
  * it is not one). When every member passes the same symmetric out, as PyTorch requires,
@@ -213,7 +218,8 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         for (int t = 0; t < a->nroots; t++) {
             const symm_tile_t *ti = &a->in[t];
             if (tile_empty(ti)) continue;
-            for (int m = 0; m < n; m++) base[m] = symm_coll_ptr(&c, ti->base, m);
+            for (int m = 0; m < n; m++)
+                base[m] = symm_coll_ptr(&c, ti->base, m);
             symm_tile_t ro = a->out;
             ro.base = symm_coll_ptr(&c, a->out.base, a->roots[t]);
             size_t lo, hi, mlo, mhi;
@@ -223,7 +229,8 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
                              same_tile(&a->out, ti) ? acc : NULL);
         }
     } else if (in && !tile_empty(in)) {
-        for (int m = 0; m < n; m++) base[m] = symm_coll_ptr(&c, in->base, m);
+        for (int m = 0; m < n; m++)
+            base[m] = symm_coll_ptr(&c, in->base, m);
         size_t lo, hi;
         symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
         if (a->kind == TILE_MULTI || direct) {
@@ -282,8 +289,7 @@ static size_t tile_work_bytes(symm_pool_t pool, const tile_args_t *a)
 {
     size_t esize = symm_type_size(a->type), total = 0, b;
     int n = symm_team_n_pes(symm_pool_team(pool, 0));
-    if (!esize || (a->kind == TILE_MULTI && (a->nroots < 0 || a->nroots > n)))
-        return SIZE_MAX;
+    if (!esize || (a->kind == TILE_MULTI && (a->nroots < 0 || a->nroots > n))) return SIZE_MAX;
     int ntiles = a->kind == TILE_MULTI ? a->nroots : 1;
     /* in may be NULL with no roots: 0 bytes, as for members that pass an array */
     if (ntiles && !a->in) return SIZE_MAX;
@@ -302,22 +308,22 @@ static symm_status_t tile_parallel(const char *fn, symm_pool_t pool, int nworker
                                  a);
 }
 
-#define TILE_ROOTED_ARGS                                                                 \
-    (tile_args_t)                                                                        \
-    {                                                                                    \
-        .kind = TILE_MULTI, .out = out, .in = &in, .roots = &root, .nroots = 1,          \
-        .type = type, .op = op                                                           \
+#define TILE_ROOTED_ARGS                                                                       \
+    (tile_args_t)                                                                              \
+    {                                                                                          \
+        .kind = TILE_MULTI, .out = out, .in = &in, .roots = &root, .nroots = 1, .type = type,  \
+        .op = op                                                                               \
     }
-#define TILE_ALL_ARGS                                                                    \
-    (tile_args_t)                                                                        \
-    {                                                                                    \
-        .kind = TILE_ALL, .out = out, .in = &in, .type = type, .op = op                  \
+#define TILE_ALL_ARGS                                                                          \
+    (tile_args_t)                                                                              \
+    {                                                                                          \
+        .kind = TILE_ALL, .out = out, .in = &in, .type = type, .op = op                        \
     }
-#define TILE_MULTI_ARGS                                                                  \
-    (tile_args_t)                                                                        \
-    {                                                                                    \
-        .kind = TILE_MULTI, .out = out, .in = in, .roots = roots, .nroots = nroots,      \
-        .type = type, .op = op                                                           \
+#define TILE_MULTI_ARGS                                                                        \
+    (tile_args_t)                                                                              \
+    {                                                                                          \
+        .kind = TILE_MULTI, .out = out, .in = in, .roots = roots, .nroots = nroots,            \
+        .type = type, .op = op                                                                 \
     }
 
 symm_status_t symm_tile_reduce(symm_team_t team, symm_tile_t out, symm_tile_t in,
@@ -334,16 +340,16 @@ symm_status_t symm_tile_allreduce(symm_team_t team, symm_tile_t out, symm_tile_t
     return tile_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
-symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out,
-                                     const symm_tile_t *in, const int *roots, int nroots,
-                                     symm_type_t type, symm_op_t op)
+symm_status_t symm_tile_reduce_multi(symm_team_t team, symm_tile_t out, const symm_tile_t *in,
+                                     const int *roots, int nroots, symm_type_t type,
+                                     symm_op_t op)
 {
     tile_args_t a = TILE_MULTI_ARGS;
     return tile_run(__func__, team, 0, 1, &a, SYMM_SUCCESS);
 }
 
-static symm_status_t tile_worker(const char *fn, symm_pool_t pool, int worker,
-                                 int nworkers, const tile_args_t *a)
+static symm_status_t tile_worker(const char *fn, symm_pool_t pool, int worker, int nworkers,
+                                 const tile_args_t *a)
 {
     symm_team_t team;
     symm_status_t pre = symm_coll_worker_team(fn, pool, worker, nworkers, &team);
@@ -391,10 +397,9 @@ symm_status_t symm_tile_allreduce_parallel(symm_pool_t pool, int nworkers, symm_
     return tile_parallel(__func__, pool, nworkers, &a, "symm_tile_allreduce_worker");
 }
 
-symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers,
-                                              symm_tile_t out, const symm_tile_t *in,
-                                              const int *roots, int nroots,
-                                              symm_type_t type, symm_op_t op)
+symm_status_t symm_tile_reduce_multi_parallel(symm_pool_t pool, int nworkers, symm_tile_t out,
+                                              const symm_tile_t *in, const int *roots,
+                                              int nroots, symm_type_t type, symm_op_t op)
 {
     tile_args_t a = TILE_MULTI_ARGS;
     return tile_parallel(__func__, pool, nworkers, &a, "symm_tile_reduce_multi_worker");

@@ -41,7 +41,10 @@ static void futex_wait(uint32_t *addr, uint32_t val)
     syscall(SYS_futex, addr, FUTEX_WAIT_PRIVATE, val, NULL, NULL, 0);
 }
 
-static void futex_wake(uint32_t *addr) { syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0); }
+static void futex_wake(uint32_t *addr)
+{
+    syscall(SYS_futex, addr, FUTEX_WAKE_PRIVATE, INT_MAX, NULL, NULL, 0);
+}
 
 /* Waits for *addr to differ from old: a short spin (the hand-over is usually quick),
  * then sleep in the kernel. */
@@ -51,7 +54,8 @@ static void wait_change(uint32_t *addr, uint32_t old)
         if (__atomic_load_n(addr, __ATOMIC_ACQUIRE) != old) return;
         symm_cpu_relax();
     }
-    while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) == old) futex_wait(addr, old);
+    while (__atomic_load_n(addr, __ATOMIC_ACQUIRE) == old)
+        futex_wait(addr, old);
 }
 
 static void job_run(worker_thread_t *w)
@@ -126,7 +130,8 @@ static void thread_give_back(worker_thread_t *w)
 }
 
 /* Keeps the first failure of the workers, with its message. */
-static void keep_first(symm_status_t *st, char *msg, size_t len, const worker_thread_t *w, int i)
+static void keep_first(symm_status_t *st, char *msg, size_t len, const worker_thread_t *w,
+                       int i)
 {
     if (!w->st || *st) return;
     *st = w->st;
@@ -178,8 +183,8 @@ symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int n
         if (!w || !done0) {
             free(w);
             free(done0);
-            return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %d workers",
-                                  fn_name, nworkers);
+            return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for %d workers", fn_name,
+                                  nworkers);
         }
     }
     for (int i = 1; i < nrun; i++) {
@@ -195,8 +200,8 @@ symm_status_t symm_coll_run_workers(const char *fn_name, symm_pool_t pool, int n
         __atomic_add_fetch(&w[i]->go, 1, __ATOMIC_RELEASE);
         futex_wake(&w[i]->go);
     }
-    worker_thread_t self = {.fn = fn, .arg = arg, .pool = pool, .worker = 0,
-                            .nworkers = nworkers};
+    worker_thread_t self = {
+        .fn = fn, .arg = arg, .pool = pool, .worker = 0, .nworkers = nworkers};
     gate_mine = nrun > 1 ? &gate : NULL;
     job_run(&self);
     gate_mine = NULL;

@@ -21,11 +21,28 @@ int symm_parse_size(const char *s, size_t *out)
     if (end == s || errno || !(v >= 0)) return -1; /* !(v >= 0) also rejects NaN */
     double mul = 1;
     switch (*end) {
-    case 'k': case 'K': mul = 1024.0; end++; break;
-    case 'm': case 'M': mul = 1024.0 * 1024; end++; break;
-    case 'g': case 'G': mul = 1024.0 * 1024 * 1024; end++; break;
-    case 't': case 'T': mul = 1024.0 * 1024 * 1024 * 1024; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        mul = 1024.0;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        mul = 1024.0 * 1024;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        mul = 1024.0 * 1024 * 1024;
+        end++;
+        break;
+    case 't':
+    case 'T':
+        mul = 1024.0 * 1024 * 1024 * 1024;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end == 'B' || *end == 'b') end++;
     if (*end != '\0') return -1;
@@ -36,7 +53,10 @@ int symm_parse_size(const char *s, size_t *out)
 }
 
 /* The parsers return 0, or -1 for text that is not a value of the kind at all. */
-static int parse_SIZE(const char *s, size_t *out) { return symm_parse_size(s, out); }
+static int parse_SIZE(const char *s, size_t *out)
+{
+    return symm_parse_size(s, out);
+}
 
 static int parse_DOUBLE(const char *s, double *out)
 {
@@ -127,21 +147,21 @@ static const char *env_or(const char *name, const char *def, int *is_default)
 /* take_SIZE, take_DOUBLE and take_INT: parse_<kind> into a value of type vt, bounds of
  * type bt, the result stored as type ot. The bounds test is written so that NaN fails
  * too. */
-#define SYMM_TAKE_NUMBER_(kind, vt, bt, ot, not_a)                                         \
-    static int take_##kind(const char *name, const char *def, bt lo, bt hi,                \
-                           const char *help, ot *out)                                      \
-    {                                                                                      \
-        int is_def;                                                                        \
-        const char *s = env_or(name, def, &is_def);                                        \
-        char range[160];                                                                   \
-        range_##kind(range, sizeof range, lo, hi);                                         \
-        vt v;                                                                              \
-        if (parse_##kind(s, &v) != 0)                                                      \
-            return take_fail(name, s, "is not " not_a, range, help, is_def);               \
-        if (!(v >= lo && v <= hi))                                                         \
-            return take_fail(name, s, "is out of range", range, help, is_def);             \
-        *out = (ot)v;                                                                      \
-        return 0;                                                                          \
+#define SYMM_TAKE_NUMBER_(kind, vt, bt, ot, not_a)                                             \
+    static int take_##kind(const char *name, const char *def, bt lo, bt hi, const char *help,  \
+                           ot *out)                                                            \
+    {                                                                                          \
+        int is_def;                                                                            \
+        const char *s = env_or(name, def, &is_def);                                            \
+        char range[160];                                                                       \
+        range_##kind(range, sizeof range, lo, hi);                                             \
+        vt v;                                                                                  \
+        if (parse_##kind(s, &v) != 0)                                                          \
+            return take_fail(name, s, "is not " not_a, range, help, is_def);                   \
+        if (!(v >= lo && v <= hi))                                                             \
+            return take_fail(name, s, "is out of range", range, help, is_def);                 \
+        *out = (ot)v;                                                                          \
+        return 0;                                                                              \
     }
 SYMM_TAKE_NUMBER_(SIZE, size_t, size_t, size_t, "a size in bytes")
 SYMM_TAKE_NUMBER_(DOUBLE, double, double, double, "a number")
@@ -169,7 +189,7 @@ int symm_config_load(void)
     /* Into a copy: a rejected environment leaves the configuration as it was. */
     symm_config_t c;
     memset(&c, 0, sizeof c);
-#define SYMM_CONFIG_LOAD_(NAME, kind, field, def, lo, hi, help)                          \
+#define SYMM_CONFIG_LOAD_(NAME, kind, field, def, lo, hi, help)                                \
     if (take_##kind("SYMM_" #NAME, def, lo, hi, help, &c.field) != 0) return -1;
     SYMM_FOREACH_ENV(SYMM_CONFIG_LOAD_)
 #undef SYMM_CONFIG_LOAD_
@@ -179,10 +199,10 @@ int symm_config_load(void)
 
 int symm_config_range(const char *name, char *buf, size_t len)
 {
-#define SYMM_CONFIG_RANGE_(NAME, kind, field, def, lo, hi, help)                         \
-    if (strcmp(name, #NAME) == 0 || strcmp(name, "SYMM_" #NAME) == 0) {                  \
-        range_##kind(buf, len, lo, hi);                                                  \
-        return 0;                                                                        \
+#define SYMM_CONFIG_RANGE_(NAME, kind, field, def, lo, hi, help)                               \
+    if (strcmp(name, #NAME) == 0 || strcmp(name, "SYMM_" #NAME) == 0) {                        \
+        range_##kind(buf, len, lo, hi);                                                        \
+        return 0;                                                                              \
     }
     SYMM_FOREACH_ENV(SYMM_CONFIG_RANGE_)
 #undef SYMM_CONFIG_RANGE_
@@ -197,14 +217,14 @@ void symm_config_print(int fd, int markdown)
     if (markdown)
         fprintf(f, "| Variable | Default | Valid values | Meaning |\n"
                    "| --- | --- | --- | --- |\n");
-#define SYMM_CONFIG_PRINT_(NAME, kind, field, def, lo, hi, help)                         \
-    range_##kind(range, sizeof range, lo, hi);                                           \
-    if (markdown)                                                                        \
-        fprintf(f, "| `SYMM_" #NAME "` | `%s` | %s | %s |\n", def, range, help);         \
-    else {                                                                               \
-        const char *v = getenv("SYMM_" #NAME);                                           \
-        fprintf(f, "  %-22s %-10s (default %s; valid: %s)\n      %s\n", "SYMM_" #NAME,   \
-                v ? v : def, def, range, help);                                          \
+#define SYMM_CONFIG_PRINT_(NAME, kind, field, def, lo, hi, help)                               \
+    range_##kind(range, sizeof range, lo, hi);                                                 \
+    if (markdown)                                                                              \
+        fprintf(f, "| `SYMM_" #NAME "` | `%s` | %s | %s |\n", def, range, help);               \
+    else {                                                                                     \
+        const char *v = getenv("SYMM_" #NAME);                                                 \
+        fprintf(f, "  %-22s %-10s (default %s; valid: %s)\n      %s\n", "SYMM_" #NAME,         \
+                v ? v : def, def, range, help);                                                \
     }
     SYMM_FOREACH_ENV(SYMM_CONFIG_PRINT_)
 #undef SYMM_CONFIG_PRINT_

@@ -13,56 +13,56 @@
  * TIMEOUT is multiplied into nanoseconds of a uint64_t (GPU waits), SLEEP_US must fit
  * nanosleep's tv_nsec, the sizes must be mappable in a 47-bit address space. */
 #define SYMM_CHOICES(...) ((const char *const[]){__VA_ARGS__, NULL})
-#define SYMM_ENV_TB ((size_t)1 << 40)
+#define SYMM_ENV_TB       ((size_t)1 << 40)
 
-#define SYMM_FOREACH_ENV(SYMM_ENV)                                                        \
-    SYMM_ENV(HEAP_SIZE, SIZE, heap_size, "1G", 1, 64 * SYMM_ENV_TB,                       \
-             "bytes of symmetric heap per PE for symm_malloc (K, M, G, T suffixes)")      \
-    SYMM_ENV(HEAP_PREFAULT, INT, heap_prefault, "0", 0, 1,                                \
-             "1: symm_malloc maps every new object's pages in all PEs' views at once")    \
-    SYMM_ENV(TEAM_HEAP_SIZE, SIZE, team_heap_size, "256M", 1, 64 * SYMM_ENV_TB,           \
-             "bytes per PE for the synchronisation state of teams and pools")             \
-    SYMM_ENV(TIMEOUT, DOUBLE, timeout, "120", 1e-3, 1e7,                                  \
-             "seconds any wait may last before it fails naming the PEs that never came")  \
-    SYMM_ENV(LOG, CHOICE, log, "warn",                                                    \
-             SYMM_CHOICES("none", "error", "warn", "info", "debug", "trace"), 0,          \
-             "log level: how much symm writes to stderr (each level adds to the one before)") \
-    SYMM_ENV(SPIN, INT, spin, "2000", 1, 1000000000,                                      \
-             "busy-poll iterations of a wait before it starts yielding the CPU")          \
-    SYMM_ENV(YIELD_US, INT, yield_us, "2000", 0, 1000000000,                              \
-             "microseconds a wait yields (sched_yield) before it sleeps between polls")   \
-    SYMM_ENV(SLEEP_US, INT, sleep_us, "50", 0, 999999,                                    \
-             "microseconds a long wait sleeps between polls (waits past 100 ms sleep at " \
-             "least 1 ms)")                                                               \
-    SYMM_ENV(BARRIER_FANIN, INT, barrier_flat_max, "16", 1, 1000000000,                   \
-             "largest team that uses the one-round all-to-all barrier (else dissemination)") \
-    SYMM_ENV(COLL_SMALL, SIZE, coll_small, "16K", 0, 64 * SYMM_ENV_TB,                    \
-             "bytes up to which collectives read peers' buffers directly in one step")    \
-    SYMM_ENV(NODE_CPUS, INT, node_cpus, "0", 0, 1 << 20,                                  \
-             "CPUs the node's PEs share, for the automatic worker count of the _parallel " \
-             "forms (0: the union of the PEs' CPU affinity masks at symm_init)")          \
-    SYMM_ENV(GPU, CHOICE, gpu, "auto", SYMM_CHOICES("auto", "on", "off"), 0,              \
-             "GPU transport: auto (use it where a GPU is present), on, off")              \
-    SYMM_ENV(GPU_HEAP_SIZE, SIZE, gpu_heap_size, "1G", 1, 64 * SYMM_ENV_TB,               \
-             "bytes of GPU symmetric heap per PE")                                        \
-    SYMM_ENV(GPU_DEVICE, INT, gpu_device, "-1", -1, 4095,                                 \
-             "GPU of this PE; -1 lets symmrun's SYMM_GPU_MAP decide (rank mod GPU count)") \
-    SYMM_ENV(GPU_COLL_BLOCKS, INT, gpu_coll_blocks, "0", 0, 65536,                        \
-             "blocks of a collective on a stream: 0 chooses (one below 64K, else one per " \
-             "64K up to this PE's share of the GPU), 1 always one, N a grid of up to N") \
-    SYMM_ENV(GPU_SYNC_SYS, INT, gpu_sync_sys, "0", 0, 1,                                  \
-             "1: device rounds always at system scope; 0: at GPU scope in pools whose "   \
-             "members all share this PE's GPU (MPS)")                                     \
-    SYMM_ENV(GPU_PDL, INT, gpu_pdl, "1", 0, 1,                                            \
-             "1: symm's stream kernels (tile, MoE) launch with programmatic dependent "   \
-             "launch, so each starts while the kernel before it on the stream drains; 0: " \
+#define SYMM_FOREACH_ENV(SYMM_ENV)                                                             \
+    SYMM_ENV(HEAP_SIZE, SIZE, heap_size, "1G", 1, 64 * SYMM_ENV_TB,                            \
+             "bytes of symmetric heap per PE for symm_malloc (K, M, G, T suffixes)")           \
+    SYMM_ENV(HEAP_PREFAULT, INT, heap_prefault, "0", 0, 1,                                     \
+             "1: symm_malloc maps every new object's pages in all PEs' views at once")         \
+    SYMM_ENV(TEAM_HEAP_SIZE, SIZE, team_heap_size, "256M", 1, 64 * SYMM_ENV_TB,                \
+             "bytes per PE for the synchronisation state of teams and pools")                  \
+    SYMM_ENV(TIMEOUT, DOUBLE, timeout, "120", 1e-3, 1e7,                                       \
+             "seconds any wait may last before it fails naming the PEs that never came")       \
+    SYMM_ENV(LOG, CHOICE, log, "warn",                                                         \
+             SYMM_CHOICES("none", "error", "warn", "info", "debug", "trace"), 0,               \
+             "log level: how much symm writes to stderr (each level adds to the one before)")  \
+    SYMM_ENV(SPIN, INT, spin, "2000", 1, 1000000000,                                           \
+             "busy-poll iterations of a wait before it starts yielding the CPU")               \
+    SYMM_ENV(YIELD_US, INT, yield_us, "2000", 0, 1000000000,                                   \
+             "microseconds a wait yields (sched_yield) before it sleeps between polls")        \
+    SYMM_ENV(SLEEP_US, INT, sleep_us, "50", 0, 999999,                                         \
+             "microseconds a long wait sleeps between polls (waits past 100 ms sleep at "      \
+             "least 1 ms)")                                                                    \
+    SYMM_ENV(BARRIER_FANIN, INT, barrier_flat_max, "16", 1, 1000000000,                        \
+             "largest team that uses the one-round all-to-all barrier (else dissemination)")   \
+    SYMM_ENV(COLL_SMALL, SIZE, coll_small, "16K", 0, 64 * SYMM_ENV_TB,                         \
+             "bytes up to which collectives read peers' buffers directly in one step")         \
+    SYMM_ENV(NODE_CPUS, INT, node_cpus, "0", 0, 1 << 20,                                       \
+             "CPUs the node's PEs share, for the automatic worker count of the _parallel "     \
+             "forms (0: the union of the PEs' CPU affinity masks at symm_init)")               \
+    SYMM_ENV(GPU, CHOICE, gpu, "auto", SYMM_CHOICES("auto", "on", "off"), 0,                   \
+             "GPU transport: auto (use it where a GPU is present), on, off")                   \
+    SYMM_ENV(GPU_HEAP_SIZE, SIZE, gpu_heap_size, "1G", 1, 64 * SYMM_ENV_TB,                    \
+             "bytes of GPU symmetric heap per PE")                                             \
+    SYMM_ENV(GPU_DEVICE, INT, gpu_device, "-1", -1, 4095,                                      \
+             "GPU of this PE; -1 lets symmrun's SYMM_GPU_MAP decide (rank mod GPU count)")     \
+    SYMM_ENV(GPU_COLL_BLOCKS, INT, gpu_coll_blocks, "0", 0, 65536,                             \
+             "blocks of a collective on a stream: 0 chooses (one below 64K, else one per "     \
+             "64K up to this PE's share of the GPU), 1 always one, N a grid of up to N")       \
+    SYMM_ENV(GPU_SYNC_SYS, INT, gpu_sync_sys, "0", 0, 1,                                       \
+             "1: device rounds always at system scope; 0: at GPU scope in pools whose "        \
+             "members all share this PE's GPU (MPS)")                                          \
+    SYMM_ENV(GPU_PDL, INT, gpu_pdl, "1", 0, 1,                                                 \
+             "1: symm's stream kernels (tile, MoE) launch with programmatic dependent "        \
+             "launch, so each starts while the kernel before it on the stream drains; 0: "     \
              "plain launches")
 
 typedef struct symm_config {
-#define SYMM_CONFIG_FIELD_SIZE(f) size_t f;
-#define SYMM_CONFIG_FIELD_DOUBLE(f) double f;
-#define SYMM_CONFIG_FIELD_INT(f) int f;
-#define SYMM_CONFIG_FIELD_CHOICE(f) const char *f; /* one of the names, as listed */
+#define SYMM_CONFIG_FIELD_SIZE(f)                                size_t f;
+#define SYMM_CONFIG_FIELD_DOUBLE(f)                              double f;
+#define SYMM_CONFIG_FIELD_INT(f)                                 int f;
+#define SYMM_CONFIG_FIELD_CHOICE(f)                              const char *f; /* one of the names, as listed */
 #define SYMM_CONFIG_FIELD_(NAME, kind, field, def, lo, hi, help) SYMM_CONFIG_FIELD_##kind(field)
     SYMM_FOREACH_ENV(SYMM_CONFIG_FIELD_)
 #undef SYMM_CONFIG_FIELD_

@@ -24,7 +24,8 @@ void symm_heap_prefault(uint64_t off, size_t size)
         if (madvise(lo, (size_t)(base + size - lo), MADV_POPULATE_WRITE) == 0) continue;
 #endif
         /* Older kernels: a read of each page maps it (shmem allocates on a read fault). */
-        for (uint8_t *q = lo; q < base + size; q += page) (void)*(volatile uint8_t *)q;
+        for (uint8_t *q = lo; q < base + size; q += page)
+            (void)*(volatile uint8_t *)q;
     }
 }
 
@@ -37,14 +38,18 @@ symm_status_t symm_heap_no_room(const char *fn, size_t size, size_t align)
     uint64_t largest = symm_arena_largest_free(a);
     uint64_t need = size <= a->size ? ((uint64_t)size + 63) & ~(uint64_t)63 : UINT64_MAX;
     if (align > 64 && need <= largest)
-        return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: no free block of the symmetric heap "
+        return symm_error_set(SYMM_ERR_ALIGNMENT,
+                              "%s: no free block of the symmetric heap "
                               "holds %zu bytes at alignment %zu (the largest free block, "
                               "%llu bytes, has no room for them past an aligned start; %zu "
-                              "of %zu bytes in use)", fn, size, align,
-                              (unsigned long long)largest, (size_t)a->used, symm_g.heap_size);
-    return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu bytes do not fit in the symmetric heap "
+                              "of %zu bytes in use)",
+                              fn, size, align, (unsigned long long)largest, (size_t)a->used,
+                              symm_g.heap_size);
+    return symm_error_set(SYMM_ERR_NO_MEMORY,
+                          "%s: %zu bytes do not fit in the symmetric heap "
                           "(%zu of %zu bytes in use, largest free block %llu; raise "
-                          "SYMM_HEAP_SIZE)", fn, size, (size_t)a->used, symm_g.heap_size,
+                          "SYMM_HEAP_SIZE)",
+                          fn, size, (size_t)a->used, symm_g.heap_size,
                           (unsigned long long)largest);
 }
 
@@ -59,34 +64,39 @@ int symm_addr_accessible(const void *addr, size_t size)
 /* ---------------------------------------------------------------- object bounds */
 _Thread_local symm_heap_last_t symm_heap_last;
 
-__attribute__((noinline, cold)) static symm_status_t heap_check_slow(const char *fn,
-                                                                    const char *arg,
-                                                                    const void *p, size_t n)
+__attribute__((noinline, cold)) static symm_status_t
+heap_check_slow(const char *fn, const char *arg, const void *p, size_t n)
 {
     uint8_t *heap = symm_heap_base(symm_g.me);
     if (!symm_in_heap(p, n)) { /* callers check this first, each with its own status */
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %s [%p, +%zu bytes) on PE %d is "
-                              "not inside the symmetric heap", fn, arg, p, n, symm_g.me);
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: %s [%p, +%zu bytes) on PE %d is "
+                              "not inside the symmetric heap",
+                              fn, arg, p, n, symm_g.me);
     }
     if (n == 0) return SYMM_SUCCESS; /* nothing is accessed: the heap is enough */
     uint64_t off = (uint64_t)((const uint8_t *)p - heap);
     uint64_t seq = __atomic_load_n(&symm_g.heap_arena.seq, __ATOMIC_ACQUIRE);
     symm_arena_obj_t o;
     if (!symm_arena_lookup(&symm_g.heap_arena, off, &o))
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %s %p on PE %d is in the symmetric "
-                              "heap but in no live object (freed, or never allocated)", fn,
-                              arg, p, symm_g.me);
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: %s %p on PE %d is in the symmetric "
+                              "heap but in no live object (freed, or never allocated)",
+                              fn, arg, p, symm_g.me);
     if (n > o.size - (off - o.off))
-        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %s [%p, +%zu bytes) on PE %d runs %llu "
-                              "bytes past the end of its object [%p, +%llu bytes)", fn, arg,
-                              p, n, symm_g.me,
-                              (unsigned long long)(n - (o.size - (off - o.off))),
-                              heap + o.off, (unsigned long long)o.size);
+        return symm_error_set(SYMM_ERR_OVERFLOW,
+                              "%s: %s [%p, +%zu bytes) on PE %d runs %llu "
+                              "bytes past the end of its object [%p, +%llu bytes)",
+                              fn, arg, p, n, symm_g.me,
+                              (unsigned long long)(n - (o.size - (off - o.off))), heap + o.off,
+                              (unsigned long long)o.size);
     /* seq was read before the lookup: if the index changed in between, the entries never
      * hit (a later seq is never this one), which is only a miss */
     symm_heap_last_t *c = &symm_heap_last;
-    if (c->seq == seq) c->e[1] = c->e[0];
-    else c->e[1].size = 0;
+    if (c->seq == seq)
+        c->e[1] = c->e[0];
+    else
+        c->e[1].size = 0;
     c->seq = seq;
     c->e[0].base = (uintptr_t)heap + o.off;
     c->e[0].size = o.size;

@@ -63,15 +63,21 @@ symm_status_t symm_error_set(symm_status_t status, const char *fmt, ...)
     return status;
 }
 
-symm_status_t symm_last_status(void) { return last_status; }
+symm_status_t symm_last_status(void)
+{
+    return last_status;
+}
 
-const char *symm_last_error(void) { return last_message; }
+const char *symm_last_error(void)
+{
+    return last_message;
+}
 
 const char *symm_strerror(symm_status_t status)
 {
     switch (status) {
-#define SYMM_STATUS_CASE_(name, value, msg)                                              \
-    case name:                                                                           \
+#define SYMM_STATUS_CASE_(name, value, msg)                                                    \
+    case name:                                                                                 \
         return msg;
         SYMM_FOREACH_STATUS(SYMM_STATUS_CASE_)
 #undef SYMM_STATUS_CASE_

@@ -26,28 +26,28 @@ symm_status_t symm_error_set(symm_status_t status, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 symm_log_level_t symm_log_parse_level(const char *s);
 
-#define symm_log(level, ...)                                                             \
-    do {                                                                                 \
-        if ((int)(level) <= symm_log_level) symm_log_write(level, __VA_ARGS__);          \
+#define symm_log(level, ...)                                                                   \
+    do {                                                                                       \
+        if ((int)(level) <= symm_log_level) symm_log_write(level, __VA_ARGS__);                \
     } while (0)
 #define SYMM_ERROR(...) symm_log(SYMM_LOG_ERROR, __VA_ARGS__)
-#define SYMM_WARN(...) symm_log(SYMM_LOG_WARN, __VA_ARGS__)
-#define SYMM_INFO(...) symm_log(SYMM_LOG_INFO, __VA_ARGS__)
+#define SYMM_WARN(...)  symm_log(SYMM_LOG_WARN, __VA_ARGS__)
+#define SYMM_INFO(...)  symm_log(SYMM_LOG_INFO, __VA_ARGS__)
 #define SYMM_DEBUG(...) symm_log(SYMM_LOG_DEBUG, __VA_ARGS__)
 
 /* Propagate a failed status. */
-#define CHECK(expr)                                                                      \
-    do {                                                                                 \
-        symm_status_t check_st_ = (expr);                                                \
-        if (check_st_ != SYMM_SUCCESS) return check_st_;                                 \
+#define CHECK(expr)                                                                            \
+    do {                                                                                       \
+        symm_status_t check_st_ = (expr);                                                      \
+        if (check_st_ != SYMM_SUCCESS) return check_st_;                                       \
     } while (0)
-#define CHECK_GOTO(expr, st, label)                                                      \
-    do {                                                                                 \
-        (st) = (expr);                                                                   \
-        if ((st) != SYMM_SUCCESS) goto label;                                            \
+#define CHECK_GOTO(expr, st, label)                                                            \
+    do {                                                                                       \
+        (st) = (expr);                                                                         \
+        if ((st) != SYMM_SUCCESS) goto label;                                                  \
     } while (0)
 
-#define SYMM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SYMM_LIKELY(x)   __builtin_expect(!!(x), 1)
 #define SYMM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 
 #endif

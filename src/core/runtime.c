@@ -25,7 +25,10 @@ symm_runtime_t symm_g = {.me = -1,
  * segment's memfd was made: they are still zero, and no peer has ever written them. */
 static uint64_t team_fresh_from;
 
-static size_t round_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
+static size_t round_up(size_t v, size_t a)
+{
+    return (v + a - 1) / a * a;
+}
 
 static symm_status_t map_ctrl(void)
 {
@@ -69,8 +72,10 @@ static void mbox_ctrl_release(void)
     free(symm_g.mbox_recvd);
     free(symm_g.mbox_discard);
     symm_g.mbox_sent = symm_g.mbox_recvd = symm_g.mbox_discard = NULL;
-    if (symm_g.ctrl_owned) free(symm_g.ctrl);
-    else if (symm_g.ctrl) munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
+    if (symm_g.ctrl_owned)
+        free(symm_g.ctrl);
+    else if (symm_g.ctrl)
+        munmap(symm_g.ctrl, symm_ctrl_size((uint32_t)symm_g.npes));
     symm_g.ctrl = NULL;
     symm_g.ctrl_owned = 0;
 }
@@ -120,8 +125,10 @@ static symm_status_t pe_info_write(int fd)
     info.node_cpus = (uint64_t)(symm_config.node_cpus > 0 ? symm_config.node_cpus : 0);
     info.barrier_fanin = (uint64_t)symm_config.barrier_flat_max;
     if (pwrite(fd, &info, sizeof info, (off_t)symm_g.info_off) != (ssize_t)sizeof info)
-        return symm_error_set(SYMM_ERR_SYSTEM, "writing this PE's information into its "
-                              "segment: %s", strerror(errno));
+        return symm_error_set(SYMM_ERR_SYSTEM,
+                              "writing this PE's information into its "
+                              "segment: %s",
+                              strerror(errno));
     return SYMM_SUCCESS;
 }
 
@@ -151,8 +158,8 @@ symm_status_t symm_core_init(void)
     symm_g.me = symm_g.boot.rank;
     symm_g.npes = symm_g.boot.npes;
     if (symm_g.npes > SYMM_MAX_PES) {
-        st = symm_error_set(SYMM_ERR_UNSUPPORTED, "%d PEs on one host; at most %d",
-                            symm_g.npes, SYMM_MAX_PES);
+        st = symm_error_set(SYMM_ERR_UNSUPPORTED, "%d PEs on one host; at most %d", symm_g.npes,
+                            SYMM_MAX_PES);
         goto out_close_boot;
     }
     CHECK_GOTO(map_ctrl(), st, out_close_boot);
@@ -203,9 +210,18 @@ void symm_core_finalize(symm_core_end_t how)
     symm_g.npes = 0;
 }
 
-int symm_initialized(void) { return symm_g.initialized; }
-int symm_my_pe(void) { return symm_g.initialized ? symm_g.me : -1; }
-int symm_n_pes(void) { return symm_g.initialized ? symm_g.npes : -1; }
+int symm_initialized(void)
+{
+    return symm_g.initialized;
+}
+int symm_my_pe(void)
+{
+    return symm_g.initialized ? symm_g.me : -1;
+}
+int symm_n_pes(void)
+{
+    return symm_g.initialized ? symm_g.npes : -1;
+}
 
 void symm_abort(int code, const char *why)
 {

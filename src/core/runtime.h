@@ -42,8 +42,8 @@ typedef struct symm_pe_info {
 
 typedef struct symm_runtime {
     int initialized;
-    int me;   /* -1 before init */
-    int npes; /* 0 before init */
+    int me;        /* -1 before init */
+    int npes;      /* 0 before init */
     uint8_t **seg; /* [npes] where each PE's segment is mapped here (the transport fills it) */
     size_t seg_size;
     size_t info_off; /* symm_pe_info_t in every PE's header */
@@ -78,14 +78,19 @@ extern symm_runtime_t symm_g;
 
 #define SYMM_REQUIRE_INIT() SYMM_REQUIRE_INIT_FOR(__func__)
 /* The same for an entry point named fn, checked by a helper it calls. */
-#define SYMM_REQUIRE_INIT_FOR(fn)                                                        \
-    do {                                                                                 \
-        if (SYMM_UNLIKELY(!symm_g.initialized))                                          \
-            return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "%s called before symm_init " \
-                                  "or after symm_finalize", (fn));                       \
+#define SYMM_REQUIRE_INIT_FOR(fn)                                                              \
+    do {                                                                                       \
+        if (SYMM_UNLIKELY(!symm_g.initialized))                                                \
+            return symm_error_set(SYMM_ERR_NOT_INITIALIZED,                                    \
+                                  "%s called before symm_init "                                \
+                                  "or after symm_finalize",                                    \
+                                  (fn));                                                       \
     } while (0)
 
-static inline uint8_t *symm_heap_base(int pe) { return symm_g.seg[pe] + symm_g.heap_off; }
+static inline uint8_t *symm_heap_base(int pe)
+{
+    return symm_g.seg[pe] + symm_g.heap_off;
+}
 
 /* 1 if [p, p+n) lies inside my symmetric heap, in objects or not: the coarse test. What
  * an access may touch is checked against the objects by symm_heap_check. */

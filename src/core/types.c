@@ -2,14 +2,14 @@
  * (round to nearest even). */
 #include <string.h>
 
-#include "symm/impl/half__common.h"
 #include "symm.h"
+#include "symm/impl/half__common.h"
 
 size_t symm_type_size(symm_type_t type)
 {
     switch (type) {
-#define SYMM_TYPE_SIZE_(e, name, ctype)                                                  \
-    case e:                                                                              \
+#define SYMM_TYPE_SIZE_(e, name, ctype)                                                        \
+    case e:                                                                                    \
         return sizeof(ctype);
         SYMM_FOREACH_TYPE(SYMM_TYPE_SIZE_)
 #undef SYMM_TYPE_SIZE_
@@ -21,8 +21,8 @@ size_t symm_type_size(symm_type_t type)
 const char *symm_type_name(symm_type_t type)
 {
     switch (type) {
-#define SYMM_TYPE_NAME_(e, name, ctype)                                                  \
-    case e:                                                                              \
+#define SYMM_TYPE_NAME_(e, name, ctype)                                                        \
+    case e:                                                                                    \
         return #name;
         SYMM_FOREACH_TYPE(SYMM_TYPE_NAME_)
 #undef SYMM_TYPE_NAME_
@@ -34,8 +34,8 @@ const char *symm_type_name(symm_type_t type)
 const char *symm_op_name(symm_op_t op)
 {
     switch (op) {
-#define SYMM_OP_NAME_(e, name)                                                           \
-    case e:                                                                              \
+#define SYMM_OP_NAME_(e, name)                                                                 \
+    case e:                                                                                    \
         return #name;
         SYMM_FOREACH_OP(SYMM_OP_NAME_)
 #undef SYMM_OP_NAME_
@@ -44,7 +44,19 @@ const char *symm_op_name(symm_op_t op)
     }
 }
 
-float symm_bf16_to_float(uint16_t b) { return symm_half_bf16_to_float(b); }
-uint16_t symm_float_to_bf16(float f) { return symm_half_float_to_bf16(f); }
-float symm_fp16_to_float(uint16_t h) { return symm_half_fp16_to_float(h); }
-uint16_t symm_float_to_fp16(float f) { return symm_half_float_to_fp16(f); }
+float symm_bf16_to_float(uint16_t b)
+{
+    return symm_half_bf16_to_float(b);
+}
+uint16_t symm_float_to_bf16(float f)
+{
+    return symm_half_float_to_bf16(f);
+}
+float symm_fp16_to_float(uint16_t h)
+{
+    return symm_half_fp16_to_float(h);
+}
+uint16_t symm_float_to_fp16(float f)
+{
+    return symm_half_float_to_fp16(f);
+}

@@ -17,7 +17,10 @@ typedef struct symm_wait {
     uint64_t last_ns; /* last clock read */
 } symm_wait_t;
 
-#define SYMM_WAIT_INIT {0, 0, 0}
+#define SYMM_WAIT_INIT                                                                         \
+    {                                                                                          \
+        0, 0, 0                                                                                \
+    }
 
 static inline void symm_cpu_relax(void)
 {
@@ -51,12 +54,12 @@ static inline double symm_wait_elapsed(const symm_wait_t *w)
 }
 
 /* Comparison used by wait_until, test and signal_wait_until. */
-#define SYMM_CMP_EVAL(cmp, a, b)                                                         \
-    ((cmp) == SYMM_CMP_EQ   ? (a) == (b)                                                 \
-     : (cmp) == SYMM_CMP_NE ? (a) != (b)                                                 \
-     : (cmp) == SYMM_CMP_GT ? (a) > (b)                                                  \
-     : (cmp) == SYMM_CMP_GE ? (a) >= (b)                                                 \
-     : (cmp) == SYMM_CMP_LT ? (a) < (b)                                                  \
+#define SYMM_CMP_EVAL(cmp, a, b)                                                               \
+    ((cmp) == SYMM_CMP_EQ   ? (a) == (b)                                                       \
+     : (cmp) == SYMM_CMP_NE ? (a) != (b)                                                       \
+     : (cmp) == SYMM_CMP_GT ? (a) > (b)                                                        \
+     : (cmp) == SYMM_CMP_GE ? (a) >= (b)                                                       \
+     : (cmp) == SYMM_CMP_LT ? (a) < (b)                                                        \
                             : (a) <= (b))
 
 #endif

@@ -34,13 +34,16 @@ static void *heap_alloc(const char *fn, size_t count, size_t size1, size_t align
                                fn, align);
         ok = 0;
     } else if (align > SYMM_HEAP_ALIGN_MAX) {
-        local = symm_error_set(SYMM_ERR_ALIGNMENT, "%s: alignment %zu is larger than the "
-                               "largest supported (%zu)", fn, align, SYMM_HEAP_ALIGN_MAX);
+        local = symm_error_set(SYMM_ERR_ALIGNMENT,
+                               "%s: alignment %zu is larger than the "
+                               "largest supported (%zu)",
+                               fn, align, SYMM_HEAP_ALIGN_MAX);
         ok = 0;
     }
     uint64_t off = 0;
     pthread_mutex_lock(&symm_g.heap_lock);
-    if (ok && size && symm_arena_alloc(&symm_g.heap_arena, size, align < 64 ? 64 : align, &off)) {
+    if (ok && size &&
+        symm_arena_alloc(&symm_g.heap_arena, size, align < 64 ? 64 : align, &off)) {
         local = symm_heap_no_room(fn, size, align);
         ok = 0;
     }
@@ -60,7 +63,10 @@ static void *heap_alloc(const char *fn, size_t count, size_t size1, size_t align
     return p;
 }
 
-void *symm_malloc(size_t size) { return heap_alloc(__func__, 1, size, 64, 0); }
+void *symm_malloc(size_t size)
+{
+    return heap_alloc(__func__, 1, size, 64, 0);
+}
 
 void *symm_align(size_t alignment, size_t size)
 {
@@ -89,8 +95,10 @@ symm_status_t symm_free(void *ptr)
     uint64_t off = 0, args = FREE_NULL_ARGS;
     symm_status_t local = SYMM_SUCCESS;
     if (ptr && !symm_in_heap(ptr, 0)) {
-        local = symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "symm_free(%p): not in the symmetric "
-                               "heap of PE %d", ptr, symm_g.me);
+        local = symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                               "symm_free(%p): not in the symmetric "
+                               "heap of PE %d",
+                               ptr, symm_g.me);
         ok = 0;
     } else if (ptr) {
         off = (uint64_t)((uint8_t *)ptr - symm_heap_base(symm_g.me));
@@ -99,14 +107,16 @@ symm_status_t symm_free(void *ptr)
     pthread_mutex_lock(&symm_g.heap_lock);
     symm_arena_obj_t o;
     if (ptr && ok && !symm_arena_lookup(&symm_g.heap_arena, off, &o)) {
-        local = symm_error_set(SYMM_ERR_DOUBLE_FREE, "symm_free(%p): not a live symmetric "
-                               "object on PE %d (freed twice, or never allocated)", ptr,
-                               symm_g.me);
+        local = symm_error_set(SYMM_ERR_DOUBLE_FREE,
+                               "symm_free(%p): not a live symmetric "
+                               "object on PE %d (freed twice, or never allocated)",
+                               ptr, symm_g.me);
         ok = 0;
     } else if (ptr && ok && o.off != off) {
-        local = symm_error_set(SYMM_ERR_DOUBLE_FREE, "symm_free(%p): %llu bytes into the "
-                               "object [%p, +%llu bytes) on PE %d, not its start", ptr,
-                               (unsigned long long)(off - o.off),
+        local = symm_error_set(SYMM_ERR_DOUBLE_FREE,
+                               "symm_free(%p): %llu bytes into the "
+                               "object [%p, +%llu bytes) on PE %d, not its start",
+                               ptr, (unsigned long long)(off - o.off),
                                symm_heap_base(symm_g.me) + o.off, (unsigned long long)o.size,
                                symm_g.me);
         ok = 0;
@@ -119,8 +129,10 @@ symm_status_t symm_free(void *ptr)
     if (!ok) return symm_error_set(local, "%s", why);
     if (st == SYMM_ERR_MISMATCH) {
         snprintf(why, sizeof why, "%s", symm_last_error());
-        return symm_error_set(st, "%s; this PE passed %p (every PE must free the same object, "
-                              "or every PE NULL); nothing was freed", why, ptr);
+        return symm_error_set(st,
+                              "%s; this PE passed %p (every PE must free the same object, "
+                              "or every PE NULL); nothing was freed",
+                              why, ptr);
     }
     return st;
 }

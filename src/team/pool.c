@@ -11,11 +11,17 @@
 /* What one member tells another: its block (or a failure), the creation's identity (the
  * member list's hash, the duplicate count and the kind) so that messages of different
  * creations never pair. */
-#define LIST_FAIL ((uint64_t)0xffff << 48) /* | the negated status */
+#define LIST_FAIL  ((uint64_t)0xffff << 48) /* | the negated status */
 #define LIST_WORDS 3
 
-static int list_failed(uint64_t w) { return (w & LIST_FAIL) == LIST_FAIL; }
-static uint64_t list_fail_word(symm_status_t st) { return LIST_FAIL | (uint8_t)-st; }
+static int list_failed(uint64_t w)
+{
+    return (w & LIST_FAIL) == LIST_FAIL;
+}
+static uint64_t list_fail_word(symm_status_t st)
+{
+    return LIST_FAIL | (uint8_t)-st;
+}
 
 /* Why this member's creation failed, recorded once (the first reason wins). */
 static symm_status_t list_fail(symm_status_t st, symm_status_t why, const char *fmt, int pe)
@@ -36,16 +42,22 @@ static symm_status_t list_take(int pe, int got, const uint64_t *r, const uint64_
                                uint64_t *off, symm_status_t st)
 {
     if (got == SYMM_MBOX_WITHDRAWN)
-        return list_fail(st, SYMM_ERR_TIMEOUT, "team creation: world PE %d gave up on this "
+        return list_fail(st, SYMM_ERR_TIMEOUT,
+                         "team creation: world PE %d gave up on this "
                          "creation (it timed out waiting) before this PE took part; nothing "
-                         "was created", pe);
+                         "was created",
+                         pe);
     if (list_failed(r[0]))
-        return list_fail(st, (symm_status_t) - (int)(r[0] & 0xff), "team creation failed on "
+        return list_fail(st, (symm_status_t)(-(int)(r[0] & 0xff)),
+                         "team creation failed on "
                          "world PE %d (its own arguments or memory); every member returns "
-                         "its status", pe);
+                         "its status",
+                         pe);
     if (r[1] != msg[1] || r[2] != msg[2])
-        return list_fail(st, SYMM_ERR_MISMATCH, "team creation: world PE %d passed another "
-                         "rank list, order or duplicate count", pe);
+        return list_fail(st, SYMM_ERR_MISMATCH,
+                         "team creation: world PE %d passed another "
+                         "rank list, order or duplicate count",
+                         pe);
     if (off) *off = r[0];
     return st;
 }
@@ -61,8 +73,10 @@ static symm_status_t list_round(const int *members, int n, int me, const uint64_
     int gone = 0; /* a member gave up: the others cannot see that for themselves */
     for (int k = 1; k < n; k++) {
         int j = (me + k) % n, got = symm_mbox_poll(members[j], r, LIST_WORDS);
-        if (got == SYMM_MBOX_NONE) pending[j] = 1;
-        else st = list_take(members[j], got, r, msg, offs ? &offs[j] : NULL, st);
+        if (got == SYMM_MBOX_NONE)
+            pending[j] = 1;
+        else
+            st = list_take(members[j], got, r, msg, offs ? &offs[j] : NULL, st);
         gone |= got == SYMM_MBOX_WITHDRAWN;
     }
     uint64_t out[LIST_WORDS] = {gone ? list_fail_word(SYMM_ERR_TIMEOUT) : msg[0], msg[1],
@@ -103,7 +117,8 @@ static symm_status_t list_round(const int *members, int n, int me, const uint64_
                                         members[j]);
         }
         if (!st && wst == SYMM_ERR_TIMEOUT)
-            st = symm_error_set(SYMM_ERR_TIMEOUT, "team creation: timed out after %.1f s "
+            st = symm_error_set(SYMM_ERR_TIMEOUT,
+                                "team creation: timed out after %.1f s "
                                 "(SYMM_TIMEOUT) waiting for world PE %s; nothing was created",
                                 symm_wait_elapsed(&w), list);
         else if (!st)
@@ -114,7 +129,8 @@ static symm_status_t list_round(const int *members, int n, int me, const uint64_
     /* A failure every member sees for itself (a failure or mismatch message) needs no
      * withdrawal; one that only this member saw (it gave up waiting) does. */
     if (st == SYMM_ERR_TIMEOUT || st == SYMM_ERR_PE_FAILED)
-        for (int k = 1; k < n; k++) symm_mbox_withdraw(members[(me + k) % n]);
+        for (int k = 1; k < n; k++)
+            symm_mbox_withdraw(members[(me + k) % n]);
     return st;
 }
 
@@ -161,8 +177,10 @@ static symm_status_t check_rank_list(const char *fn, const int *ranks, int n, in
     *usable = 0;
     if (!ranks) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: the rank list is NULL", fn);
     if (n < 1 || n > symm_g.npes)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: the rank list has %d entries; "
-                              "must be 1..%d", fn, n, symm_g.npes);
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: the rank list has %d entries; "
+                              "must be 1..%d",
+                              fn, n, symm_g.npes);
     char *seen = calloc((size_t)symm_g.npes, 1);
     if (!seen) return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
     symm_status_t st = SYMM_SUCCESS;
@@ -170,9 +188,10 @@ static symm_status_t check_rank_list(const char *fn, const int *ranks, int n, in
     for (int i = 0; i < n; i++) {
         if (ranks[i] < 0 || ranks[i] >= symm_g.npes) {
             if (!st)
-                st = symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: rank %d at position %d is "
-                                    "outside the world of %d PEs", fn, ranks[i], i,
-                                    symm_g.npes);
+                st = symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE,
+                                    "%s: rank %d at position %d is "
+                                    "outside the world of %d PEs",
+                                    fn, ranks[i], i, symm_g.npes);
         } else if (seen[ranks[i]]++) {
             if (!st)
                 st = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: rank %d appears twice", fn,
@@ -184,8 +203,10 @@ static symm_status_t check_rank_list(const char *fn, const int *ranks, int n, in
     free(seen);
     if (!member)
         return st ? st
-                  : symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not in the rank list; "
-                                   "only members call it", fn, symm_g.me);
+                  : symm_error_set(SYMM_ERR_NOT_MEMBER,
+                                   "%s: PE %d is not in the rank list; "
+                                   "only members call it",
+                                   fn, symm_g.me);
     *usable = 1;
     return st;
 }
@@ -203,7 +224,8 @@ static symm_status_t fail_rank_list(const int *ranks, int n, symm_status_t st)
             }
     if (valid && seen && m > 1) {
         uint64_t h = SYMM_HASH_INIT;
-        for (int i = 0; i < n; i++) h = symm_hash64(h, (uint64_t)ranks[i]);
+        for (int i = 0; i < n; i++)
+            h = symm_hash64(h, (uint64_t)ranks[i]);
         uint64_t msg[LIST_WORDS] = {list_fail_word(st), h, 0};
         char why[512];
         snprintf(why, sizeof why, "%s", symm_last_error());
@@ -235,8 +257,10 @@ static symm_status_t lookup_pool(const char *fn, symm_pool_t pool, symm_pool_obj
 {
     symm_pool_obj_t *p = symm_handle_resolve(pool);
     if (!p || !(pool & SYMM_H_POOL_BIT))
-        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool handle 0x%llx is invalid or "
-                              "was destroyed", fn, (unsigned long long)pool);
+        return symm_error_set(SYMM_ERR_TEAM_INVALID,
+                              "%s: pool handle 0x%llx is invalid or "
+                              "was destroyed",
+                              fn, (unsigned long long)pool);
     *out = p;
     return SYMM_SUCCESS;
 }
@@ -246,10 +270,11 @@ symm_status_t symm_pool_create(symm_team_t team, size_t n, symm_pool_t *out)
     const char *fn = __func__;
     SYMM_REQUIRE_INIT();
     symm_status_t local = SYMM_SUCCESS;
-    if (!out) local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", fn);
+    if (!out)
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", fn);
     else if (n == 0 || n > SYMM_H_DUP_MASK)
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %zu duplicates; must be 1..%u", fn,
-                               n, SYMM_H_DUP_MASK);
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %zu duplicates; must be 1..%u", fn, n,
+                               SYMM_H_DUP_MASK);
     symm_coll_t c;
     CHECK(symm_coll_enter(team, fn, (uint64_t)n, &c));
     symm_pool_obj_t *p = NULL;
@@ -300,8 +325,8 @@ symm_status_t symm_pool_grow(symm_pool_t pool, size_t n)
                               symm_g.me);
     symm_status_t local = SYMM_SUCCESS;
     if (n > SYMM_H_DUP_MASK)
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %zu duplicates; at most %u",
-                               __func__, n, SYMM_H_DUP_MASK);
+        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %zu duplicates; at most %u", __func__,
+                               n, SYMM_H_DUP_MASK);
     return symm_pool_obj_grow(p, n, local);
 }
 
@@ -347,9 +372,10 @@ symm_status_t symm_pool_obj_destroy(symm_pool_obj_t *p, const char *fn)
     for (size_t i = 0; i < size && !c.local; i++)
         if (atomic_load(&symm_pool_dup_at(p, i)->busy)) {
             char buf[96];
-            c.local = symm_error_set(SYMM_ERR_TEAM_BUSY, "%s: duplicate %zu of %s is in a "
-                                     "collective on this PE (world PE %d)", fn, i,
-                                     symm_team_describe(h, buf, sizeof buf), symm_g.me);
+            c.local = symm_error_set(SYMM_ERR_TEAM_BUSY,
+                                     "%s: duplicate %zu of %s is in a "
+                                     "collective on this PE (world PE %d)",
+                                     fn, i, symm_team_describe(h, buf, sizeof buf), symm_g.me);
         }
     st = symm_coll_sync(&c);
     int broken = c.dup->broken != 0;
@@ -372,8 +398,10 @@ symm_status_t symm_pool_destroy(symm_pool_t pool)
     symm_pool_obj_t *p = NULL;
     CHECK(lookup_pool(__func__, pool, &p));
     if (p->name)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: pool '%s' belongs to the registry; "
-                              "use symm_pool_release", __func__, p->name);
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: pool '%s' belongs to the registry; "
+                              "use symm_pool_release",
+                              __func__, p->name);
     return symm_pool_obj_destroy(p, __func__);
 }
 
@@ -385,7 +413,8 @@ symm_status_t symm_team_destroy(symm_team_t team)
     CHECK(symm_team_lookup(__func__, team, &p, &d));
     if (p->kind != SYMM_KIND_TEAM)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s cannot be destroyed%s", __func__,
-                              p->kind == SYMM_KIND_POOL ? "a pool duplicate" : "a predefined team",
+                              p->kind == SYMM_KIND_POOL ? "a pool duplicate"
+                                                        : "a predefined team",
                               p->kind == SYMM_KIND_POOL ? " alone (destroy its pool)" : "");
     return symm_pool_obj_destroy(p, __func__);
 }

@@ -17,7 +17,8 @@ static pthread_mutex_t reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static reg_entry_t **find(const char *name)
 {
     reg_entry_t **e = &registry;
-    while (*e && strcmp((*e)->pool->name, name) != 0) e = &(*e)->next;
+    while (*e && strcmp((*e)->pool->name, name) != 0)
+        e = &(*e)->next;
     return e;
 }
 
@@ -32,18 +33,21 @@ symm_status_t symm_pool_get(const char *name, const int *world_ranks, int nranks
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s('%s'): %d ranks; must be 1..%d",
                               __func__, name, nranks, symm_g.npes);
     if (n == 0 || n > SYMM_H_DUP_MASK)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s('%s'): %zu duplicates", __func__,
-                              name, n);
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s('%s'): %zu duplicates", __func__, name,
+                              n);
     symm_status_t st = SYMM_SUCCESS;
     pthread_mutex_lock(&reg_lock);
     reg_entry_t **e = find(name);
     if (*e) {
         symm_pool_obj_t *p = (*e)->pool;
         int same = p->n == nranks;
-        for (int i = 0; same && i < nranks; i++) same = p->world[i] == world_ranks[i];
+        for (int i = 0; same && i < nranks; i++)
+            same = p->world[i] == world_ranks[i];
         if (!same)
-            st = symm_error_set(SYMM_ERR_NAME_CONFLICT, "%s: '%s' already names a pool of "
-                                "other ranks (%d PEs)", __func__, name, p->n);
+            st = symm_error_set(SYMM_ERR_NAME_CONFLICT,
+                                "%s: '%s' already names a pool of "
+                                "other ranks (%d PEs)",
+                                __func__, name, p->n);
         else if (n > atomic_load(&p->size))
             st = symm_pool_obj_grow(p, n, SYMM_SUCCESS);
         if (!st) *out = symm_team_handle(p, 0, 1);
@@ -74,8 +78,10 @@ symm_status_t symm_pool_get(const char *name, const int *world_ranks, int nranks
     reg_entry_t *ne = calloc(1, sizeof *ne);
     char *nm = strdup(name);
     symm_pool_obj_t *p = NULL;
-    if (!ne || !nm) st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", __func__);
-    else st = symm_team_create_list(world_ranks, nranks, SYMM_KIND_POOL, n, &p);
+    if (!ne || !nm)
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", __func__);
+    else
+        st = symm_team_create_list(world_ranks, nranks, SYMM_KIND_POOL, n, &p);
     if (st) {
         free(ne);
         free(nm);

@@ -18,21 +18,30 @@
  * no origin), the origin's team number in bits 32..55 and the negated status in bits
  * 0..7. Of two error words the one with the smaller low 60 bits wins: the lowest-numbered
  * failing member, and any member's own failure before a mismatch. */
-#define CHK_MARK ((uint64_t)7 << 61)
-#define CHK_BROKEN ((uint64_t)1 << 60)
-#define CHK_MISMATCH ((uint64_t)1 << 59)
-#define CHK_ORDER (((uint64_t)1 << 60) - 1)
+#define CHK_MARK       ((uint64_t)7 << 61)
+#define CHK_BROKEN     ((uint64_t)1 << 60)
+#define CHK_MISMATCH   ((uint64_t)1 << 59)
+#define CHK_ORDER      (((uint64_t)1 << 60) - 1)
 #define CHK_ORIGIN_MAX 0xffffff
 
-static inline int chk_is_err(uint64_t w) { return (w & CHK_MARK) == CHK_MARK; }
+static inline int chk_is_err(uint64_t w)
+{
+    return (w & CHK_MARK) == CHK_MARK;
+}
 
 static inline uint64_t chk_error(int origin, symm_status_t st)
 {
     return CHK_MARK | (uint64_t)(origin & CHK_ORIGIN_MAX) << 32 | (uint64_t)(uint8_t)-st;
 }
 
-static inline int chk_origin(uint64_t w) { return (int)((w >> 32) & CHK_ORIGIN_MAX); }
-static inline symm_status_t chk_status(uint64_t w) { return (symm_status_t)-(int)(w & 0xff); }
+static inline int chk_origin(uint64_t w)
+{
+    return (int)((w >> 32) & CHK_ORIGIN_MAX);
+}
+static inline symm_status_t chk_status(uint64_t w)
+{
+    return (symm_status_t)(-(int)(w & 0xff));
+}
 
 /* The verdict of two members' words: equal fingerprints stay, different ones become a
  * mismatch, an error beats any fingerprint, the smaller error wins. Commutative,
@@ -74,7 +83,8 @@ static uint64_t what_hash(const char *what)
     static _Thread_local SYMM_TLS_FAST uint64_t last_h;
     if (SYMM_LIKELY(what == last)) return last_h;
     uint64_t h = SYMM_HASH_INIT;
-    for (const char *p = what; *p; p++) h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
+    for (const char *p = what; *p; p++)
+        h = (h ^ (unsigned char)*p) * 0x100000001b3ull;
     last = what;
     last_h = h;
     return h;
@@ -111,11 +121,14 @@ static inline symm_status_t coll_claim(symm_pool_obj_t *pool, symm_dup_t *dup, s
     if (SYMM_UNLIKELY(pool->remote)) {
         char buf[96];
         int j = 0;
-        while (j < pool->n && pool->reach[j]) j++;
-        return symm_error_set(SYMM_ERR_UNSUPPORTED, "%s on %s: member %d (PE %d) is not "
+        while (j < pool->n && pool->reach[j])
+            j++;
+        return symm_error_set(SYMM_ERR_UNSUPPORTED,
+                              "%s on %s: member %d (PE %d) is not "
                               "reachable by load/store from PE %d; collectives over remote "
-                              "members are not supported yet", what,
-                              team_name(team, buf, sizeof buf), j, pool->world[j], symm_g.me);
+                              "members are not supported yet",
+                              what, team_name(team, buf, sizeof buf), j, pool->world[j],
+                              symm_g.me);
     }
     /* The claim is the only atomic on the way in: one uncontended exchange on a line
      * that no other duplicate shares. */
@@ -129,8 +142,7 @@ static inline symm_status_t coll_claim(symm_pool_obj_t *pool, symm_dup_t *dup, s
             "%s on %s: the team is already in a collective (%s) on another thread of this "
             "PE; collectives on one team may not run concurrently: give each concurrent "
             "worker its own duplicate (symm_pool_create, then symm_pool_team(pool, i))",
-            what, team_name(team, buf, sizeof buf),
-            held ? held : "?");
+            what, team_name(team, buf, sizeof buf), held ? held : "?");
     }
     atomic_store_explicit(&dup->busy_what, what, memory_order_relaxed);
     c->pool = pool;
@@ -173,10 +185,12 @@ symm_status_t symm_coll_begin(symm_team_t team, const char *what, symm_coll_t *c
     return st;
 }
 
-void symm_coll_set_args(symm_coll_t *c, uint64_t args) { c->fp = make_fp(c->what, args); }
+void symm_coll_set_args(symm_coll_t *c, uint64_t args)
+{
+    c->fp = make_fp(c->what, args);
+}
 
-symm_status_t symm_coll_enter(symm_team_t team, const char *what, uint64_t args,
-                              symm_coll_t *c)
+symm_status_t symm_coll_enter(symm_team_t team, const char *what, uint64_t args, symm_coll_t *c)
 {
     SYMM_REQUIRE_INIT();
     symm_pool_obj_t *pool;
@@ -224,7 +238,8 @@ static int arrived(const symm_coll_t *c, int j, uint64_t ep)
 {
     int to = (j + 1) % c->n;
     const symm_chunk_t *ch = c->dup->chunk;
-    const symm_sync_slot_t *s = (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
+    const symm_sync_slot_t *s =
+        (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
     return __atomic_load_n(&s->flag, __ATOMIC_ACQUIRE) >= ep;
 }
 
@@ -235,8 +250,8 @@ static const char *missing(const symm_coll_t *c, uint64_t ep, char *list, size_t
     list[0] = '\0';
     for (int pe = 0; pe < c->n && len < size - 32; pe++) {
         if (pe == c->me || arrived(c, pe, ep)) continue;
-        len += (size_t)snprintf(list + len, size - len, "%s%d (world %d)", len ? ", " : "",
-                                pe, c->world[pe]);
+        len += (size_t)snprintf(list + len, size - len, "%s%d (world %d)", len ? ", " : "", pe,
+                                c->world[pe]);
     }
     return list;
 }
@@ -254,8 +269,7 @@ static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_
     return symm_error_set(SYMM_ERR_TIMEOUT,
                           "%s on %s: timed out after %.1f s (SYMM_TIMEOUT) waiting for "
                           "PE %s; the team is now unusable on every member",
-                          c->what, team_name(c->team, buf, sizeof buf),
-                          symm_wait_elapsed(w),
+                          c->what, team_name(c->team, buf, sizeof buf), symm_wait_elapsed(w),
                           list[0] ? list : "(all arrived as it gave up)");
 }
 
@@ -264,7 +278,8 @@ static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_
  * naming the members still missing from episode ep. */
 static symm_status_t met_broken(const symm_coll_t *c, int pe, uint64_t ep, uint64_t w)
 {
-    symm_status_t why = chk_is_err(w) && (w & CHK_BROKEN) ? chk_status(w) : SYMM_ERR_TEAM_BROKEN;
+    symm_status_t why =
+        chk_is_err(w) && (w & CHK_BROKEN) ? chk_status(w) : SYMM_ERR_TEAM_BROKEN;
     int origin = chk_is_err(w) && (w & CHK_BROKEN) ? chk_origin(w) : pe;
     if (origin >= c->n) origin = pe;
     dup_break(c, why, origin);
@@ -345,7 +360,8 @@ static uint64_t member_word(const symm_coll_t *c, int j, uint64_t ep)
     if (j == c->me) return my_word(c);
     int to = (j + 1) % c->n;
     const symm_chunk_t *ch = c->dup->chunk;
-    const symm_sync_slot_t *s = (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
+    const symm_sync_slot_t *s =
+        (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
     return s->check[ep & 1];
 }
 
@@ -415,8 +431,10 @@ void symm_coll_gate_open(symm_coll_gate_t *g, symm_status_t st)
 
 void symm_coll_set_gate(symm_coll_t *c, symm_coll_gate_t *g)
 {
-    if (g && c->n == 1) symm_coll_gate_open(g, SYMM_SUCCESS);
-    else c->gate = g;
+    if (g && c->n == 1)
+        symm_coll_gate_open(g, SYMM_SUCCESS);
+    else
+        c->gate = g;
 }
 
 symm_status_t symm_coll_gate_wait(symm_coll_gate_t *g)
@@ -433,7 +451,8 @@ static symm_status_t sync_flat(symm_coll_t *c)
 {
     int n = c->n, me = c->me;
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
-    for (int k = 1; k < n; k++) symm_coll_notify(c, (me + k) % n, ep, 0, word);
+    for (int k = 1; k < n; k++)
+        symm_coll_notify(c, (me + k) % n, ep, 0, word);
     CHECK(wait_all(c, ep, &acc));
     return verdict(c, ep, acc);
 }

@@ -20,7 +20,7 @@
 #define SLOT_TABLE_MIN 1024
 /* Serials run 0 .. SERIAL_END - 1, then again from 2 (WORLD and NODE never go); the
  * last one, SERIAL_END, is SYMM_H_INTERNAL's and never given out. */
-#define SERIAL_END (((uint64_t)1 << SYMM_H_SERIAL_BITS) - 1)
+#define SERIAL_END          (((uint64_t)1 << SYMM_H_SERIAL_BITS) - 1)
 #define SERIAL_FIRST_REUSED 2
 
 typedef struct slot_table {
@@ -51,8 +51,10 @@ static symm_status_t slot_table_grow(slot_table_t *t)
 {
     slot_table_t *g = slot_table_new(2 * (t->mask + 1));
     if (!g)
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "team slot table for %llu live teams "
-                              "and pools", (unsigned long long)slots_live + 1);
+        return symm_error_set(SYMM_ERR_NO_MEMORY,
+                              "team slot table for %llu live teams "
+                              "and pools",
+                              (unsigned long long)slots_live + 1);
     for (uint64_t i = 0; i <= t->mask; i++) {
         symm_pool_obj_t *p = atomic_load_explicit(&t->slot[i], memory_order_relaxed);
         if (p) atomic_init(&g->slot[p->slot & g->mask], p);
@@ -151,8 +153,10 @@ symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t
                                   : "");
     symm_dup_t *d = symm_pool_dup_at(p, (size_t)(team & SYMM_H_DUP_MASK));
     if (SYMM_UNLIKELY(!d))
-        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: team handle 0x%llx names a "
-                              "duplicate beyond its pool", fn, (unsigned long long)team);
+        return symm_error_set(SYMM_ERR_TEAM_INVALID,
+                              "%s: team handle 0x%llx names a "
+                              "duplicate beyond its pool",
+                              fn, (unsigned long long)team);
     *pool_out = p;
     *dup_out = d;
     return SYMM_SUCCESS;
@@ -214,7 +218,8 @@ void symm_pool_obj_free(symm_pool_obj_t *p)
         symm_chunk_free(ch);
         ch = next;
     }
-    for (size_t i = 0; i < p->nretired; i++) free(p->retired[i]);
+    for (size_t i = 0; i < p->nretired; i++)
+        free(p->retired[i]);
     free(p->retired);
     free(atomic_load(&p->table));
     free(p->world);
@@ -225,7 +230,8 @@ void symm_pool_obj_free(symm_pool_obj_t *p)
 }
 
 /* A pool object for the given members (world ranks, in team order), without state. */
-symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n, symm_pool_obj_t **out)
+symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n,
+                                symm_pool_obj_t **out)
 {
     symm_pool_obj_t *p = calloc(1, sizeof *p);
     if (!p) return symm_error_set(SYMM_ERR_NO_MEMORY, "team object");
@@ -239,7 +245,8 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n, symm_
         symm_pool_obj_free(p);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "team of %d members", n);
     }
-    for (int i = 0; i < symm_g.npes; i++) p->index_of[i] = -1;
+    for (int i = 0; i < symm_g.npes; i++)
+        p->index_of[i] = -1;
     uint64_t h = SYMM_HASH_INIT;
     for (int i = 0; i < n; i++) {
         p->world[i] = world[i];
@@ -257,7 +264,7 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n, symm_
 
 /* Allocates my blocks for count duplicates (plus the control one if with_ctl). */
 symm_status_t symm_chunk_alloc(symm_pool_obj_t *p, size_t first, size_t count,
-                                 symm_chunk_t **out)
+                               symm_chunk_t **out)
 {
     symm_chunk_t *ch = calloc(1, sizeof *ch);
     if (!ch) return symm_error_set(SYMM_ERR_NO_MEMORY, "pool chunk");
@@ -296,7 +303,7 @@ symm_status_t symm_chunk_alloc(symm_pool_obj_t *p, size_t first, size_t count,
 /* Records the members' offsets of a chunk and adds its duplicates to the table. The
  * first duplicate of the first chunk of a pool is its control duplicate. */
 symm_status_t symm_chunk_attach(symm_pool_obj_t *p, symm_chunk_t *ch, const uint64_t *offs,
-                                  int has_ctl)
+                                int has_ctl)
 {
     for (int j = 0; j < p->n; j++)
         ch->member_base[j] = symm_team_region_ptr(p->world[j], offs[j]);
@@ -343,7 +350,8 @@ static symm_status_t make_predefined(symm_kind_t kind, int registered, symm_pool
 {
     int *all = malloc((size_t)symm_g.npes * sizeof(int));
     if (!all) return symm_error_set(SYMM_ERR_NO_MEMORY, "world team");
-    for (int i = 0; i < symm_g.npes; i++) all[i] = i;
+    for (int i = 0; i < symm_g.npes; i++)
+        all[i] = i;
     symm_pool_obj_t *p;
     symm_status_t st = symm_pool_obj_new(kind, all, symm_g.npes, &p);
     free(all);
@@ -361,7 +369,8 @@ static symm_status_t make_predefined(symm_kind_t kind, int registered, symm_pool
         symm_pool_obj_free(p);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "world team");
     }
-    for (int i = 0; i < symm_g.npes; i++) offs[i] = ch->my_off;
+    for (int i = 0; i < symm_g.npes; i++)
+        offs[i] = ch->my_off;
     st = symm_chunk_attach(p, ch, offs, 1);
     free(offs);
     if (st) {
@@ -408,8 +417,8 @@ symm_status_t symm_team_internal_enter(const char *what, uint64_t args, symm_col
     SYMM_REQUIRE_INIT();
     if (SYMM_UNLIKELY(!internal_obj))
         return symm_error_set(SYMM_ERR_NOT_INITIALIZED, "%s: no internal team", what);
-    return symm_coll_enter_dup(internal_obj, symm_pool_dup_at(internal_obj, 0),
-                               SYMM_H_INTERNAL, what, args, c);
+    return symm_coll_enter_dup(internal_obj, symm_pool_dup_at(internal_obj, 0), SYMM_H_INTERNAL,
+                               what, args, c);
 }
 
 symm_status_t symm_team_internal_barrier(void)
@@ -433,12 +442,14 @@ static symm_status_t pool_obj_busy(const char *fn, symm_pool_obj_t *p)
         if (!d || !atomic_load(&d->busy)) continue;
         const char *what = atomic_load_explicit(&d->busy_what, memory_order_relaxed);
         char buf[96];
-        symm_team_t h = p == internal_obj ? SYMM_H_INTERNAL
-                                          : symm_team_handle(p, (uint32_t)(i < size ? i : 0), 0);
+        symm_team_t h = p == internal_obj
+                            ? SYMM_H_INTERNAL
+                            : symm_team_handle(p, (uint32_t)(i < size ? i : 0), 0);
         return symm_error_set(SYMM_ERR_TEAM_BUSY,
                               "%s: another thread of this PE is inside %s on %s; finalize "
                               "only once every call has returned (nothing was changed)",
-                              fn, what ? what : "a call", symm_team_describe(h, buf, sizeof buf));
+                              fn, what ? what : "a call",
+                              symm_team_describe(h, buf, sizeof buf));
     }
     return SYMM_SUCCESS;
 }
@@ -458,8 +469,10 @@ symm_status_t symm_team_layer_busy(const char *fn)
     if (!st && pthread_mutex_trylock(&symm_g.create_lock) == 0) {
         pthread_mutex_unlock(&symm_g.create_lock);
     } else if (!st) {
-        st = symm_error_set(SYMM_ERR_TEAM_BUSY, "%s: another thread of this PE is creating a "
-                            "team; finalize only once every call has returned", fn);
+        st = symm_error_set(SYMM_ERR_TEAM_BUSY,
+                            "%s: another thread of this PE is creating a "
+                            "team; finalize only once every call has returned",
+                            fn);
     }
     return st;
 }
@@ -488,8 +501,7 @@ void symm_team_layer_finalize(void)
 }
 
 /* ---------------------------------------------------------------- creation */
-symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
-                         symm_status_t local_fail)
+symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok, symm_status_t local_fail)
 {
     symm_coll_t c;
     CHECK(symm_team_internal_enter(fn, args, &c));
@@ -499,9 +511,11 @@ symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
     if (st == SYMM_ERR_COLL_MISMATCH) {
         char why[512];
         snprintf(why, sizeof why, "%s", symm_last_error());
-        st = symm_error_set(SYMM_ERR_MISMATCH, "%s: PEs made different calls (symmetric "
+        st = symm_error_set(SYMM_ERR_MISMATCH,
+                            "%s: PEs made different calls (symmetric "
                             "allocation needs the same calls with the same arguments, in the "
-                            "same order, on every PE): %s", fn, why);
+                            "same order, on every PE): %s",
+                            fn, why);
     }
     return st;
 }
@@ -510,15 +524,16 @@ symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
  * collective c of a parent team (every parent member calls; non-members of the new team
  * allocate nothing and get *out = NULL). One exchange episode: O(1) rounds. A local
  * failure travels in the exchange, so every parent member returns the same status. */
-symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
-                                   symm_kind_t kind, size_t ndups, symm_pool_obj_t **out)
+symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n, symm_kind_t kind,
+                                   size_t ndups, symm_pool_obj_t **out)
 {
     symm_status_t st = SYMM_SUCCESS;
     symm_pool_obj_t *p = NULL;
     symm_chunk_t *ch = NULL;
     uint64_t mine = 0;
     int member = 0;
-    for (int i = 0; i < n; i++) member |= members[i] == symm_g.me;
+    for (int i = 0; i < n; i++)
+        member |= members[i] == symm_g.me;
     if (member) {
         st = symm_pool_obj_new(kind, members, n, &p);
         if (!st) st = symm_chunk_alloc(p, 0, ndups + 1, &ch);
@@ -543,7 +558,8 @@ symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
             st = symm_error_set(SYMM_ERR_NO_MEMORY, "team creation");
             goto out_free;
         }
-        for (int i = 0; i < n; i++) offs[i] = recv[c->pool->index_of[members[i]]];
+        for (int i = 0; i < n; i++)
+            offs[i] = recv[c->pool->index_of[members[i]]];
         st = symm_chunk_attach(p, ch, offs, 1);
         free(offs);
         if (st) goto out_free;
@@ -589,12 +605,14 @@ static symm_status_t check_strided(const char *fn, int pn, int start, int stride
     if (size < 1 || size > pn || start < 0 || start >= pn || (stride == 0 && size > 1))
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: start %d, stride %d, size %d do not fit a parent of %d "
-                              "PEs", fn, start, stride, size, pn);
+                              "PEs",
+                              fn, start, stride, size, pn);
     long last = (long)start + (long)stride * (size - 1);
     if (last < 0 || last >= pn)
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: start %d, stride %d, size %d reach parent PE %ld, outside "
-                              "0..%d", fn, start, stride, size, last, pn - 1);
+                              "0..%d",
+                              fn, start, stride, size, last, pn - 1);
     return SYMM_SUCCESS;
 }
 
@@ -612,7 +630,8 @@ symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride,
     if (!local) local = check_strided(fn, pp->n, start, stride, size);
     int *members = local ? NULL : malloc((size_t)size * sizeof(int));
     if (!local && !members) local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
-    for (int k = 0; !local && k < size; k++) members[k] = pp->world[start + k * stride];
+    for (int k = 0; !local && k < size; k++)
+        members[k] = pp->world[start + k * stride];
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_dup(
         pp, pd, parent, fn,
@@ -622,8 +641,10 @@ symm_status_t symm_team_split_strided(symm_team_t parent, int start, int stride,
         return st;
     }
     symm_pool_obj_t *p = NULL;
-    if (local) st = symm_coll_fail(&c, local);
-    else st = symm_team_create_via(&c, members, size, SYMM_KIND_TEAM, 1, &p);
+    if (local)
+        st = symm_coll_fail(&c, local);
+    else
+        st = symm_team_create_via(&c, members, size, SYMM_KIND_TEAM, 1, &p);
     symm_coll_leave(&c);
     free(members);
     if (st) return st;
@@ -643,8 +664,8 @@ symm_status_t symm_team_split_2d(symm_team_t parent, int xrange, symm_team_t *xa
     symm_status_t local = check_out(fn, xaxis);
     if (!local) local = check_out(fn, yaxis);
     if (!local && xrange < 1)
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: xrange %d must be positive", fn,
-                               xrange);
+        local =
+            symm_error_set(SYMM_ERR_INVALID_ARG, "%s: xrange %d must be positive", fn, xrange);
     int xr = xrange < 1 ? 1 : xrange > pn ? pn : xrange; /* OpenSHMEM: beyond is the team */
     int row = pp->me / xr, col = pp->me % xr;
     int nrows = (pn + xr - 1) / xr;
@@ -652,8 +673,10 @@ symm_status_t symm_team_split_2d(symm_team_t parent, int xrange, symm_team_t *xa
     int yn = (col < pn - (nrows - 1) * xr) ? nrows : nrows - 1;
     int *xm = malloc((size_t)xn * sizeof(int)), *ym = malloc((size_t)yn * sizeof(int));
     if (!local && (!xm || !ym)) local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
-    for (int k = 0; xm && k < xn; k++) xm[k] = pp->world[row * xr + k];
-    for (int k = 0; ym && k < yn; k++) ym[k] = pp->world[k * xr + col];
+    for (int k = 0; xm && k < xn; k++)
+        xm[k] = pp->world[row * xr + k];
+    for (int k = 0; ym && k < yn; k++)
+        ym[k] = pp->world[k * xr + col];
     symm_coll_t c;
     symm_status_t st = symm_coll_enter_dup(pp, pd, parent, fn, (uint64_t)xr, &c);
     symm_pool_obj_t *px = NULL, *py = NULL;

@@ -50,15 +50,15 @@ struct symm_pool_obj;
 struct symm_chunk;
 
 typedef struct symm_dup {
-    atomic_uint busy;       /* a worker of this PE is inside a collective on it */
-    uint32_t index;         /* duplicate number; UINT32_MAX for the pool's control */
-    uint64_t episode;       /* episodes begun */
+    atomic_uint busy; /* a worker of this PE is inside a collective on it */
+    uint32_t index;   /* duplicate number; UINT32_MAX for the pool's control */
+    uint64_t episode; /* episodes begun */
     struct symm_pool_obj *pool;
     struct symm_chunk *chunk;
-    uint64_t block;         /* offset of this dup's block from the chunk's base */
-    symm_sync_slot_t *mine; /* my block (local address) */
+    uint64_t block;                  /* offset of this dup's block from the chunk's base */
+    symm_sync_slot_t *mine;          /* my block (local address) */
     _Atomic(const char *) busy_what; /* collective holding it, for the BUSY message */
-    int32_t broken;        /* 0, or the status that broke it (timeout, failed PE) */
+    int32_t broken;                  /* 0, or the status that broke it (timeout, failed PE) */
     int32_t broken_origin; /* the member that gave up first, as far as this PE knows */
 } __attribute__((aligned(64))) symm_dup_t;
 
@@ -72,7 +72,13 @@ typedef struct symm_chunk {
     struct symm_chunk *next;
 } symm_chunk_t;
 
-typedef enum { SYMM_KIND_WORLD, SYMM_KIND_NODE, SYMM_KIND_INTERNAL, SYMM_KIND_TEAM, SYMM_KIND_POOL } symm_kind_t;
+typedef enum {
+    SYMM_KIND_WORLD,
+    SYMM_KIND_NODE,
+    SYMM_KIND_INTERNAL,
+    SYMM_KIND_TEAM,
+    SYMM_KIND_POOL
+} symm_kind_t;
 
 typedef struct symm_pool_obj {
     uint64_t slot; /* serial number: names it in handles and messages (see handles below) */
@@ -95,8 +101,8 @@ typedef struct symm_pool_obj {
     void **retired; /* old tables, freed with the pool */
     size_t nretired;
     int keep_region; /* freed without agreement: its blocks stay out of the region */
-    char *name; /* registry name, or NULL */
-    void *gpu;  /* GPU state (team/cuda/cuda_pool.h), or NULL */
+    char *name;      /* registry name, or NULL */
+    void *gpu;       /* GPU state (team/cuda/cuda_pool.h), or NULL */
 } symm_pool_obj_t;
 
 /* ---- handles
@@ -108,11 +114,11 @@ typedef struct symm_pool_obj {
  * comes back only when the 38-bit counter wraps: a destroyed object's handle can name
  * another object only after more than 2^37 (1.4e11) creations on that PE, days of nothing
  * but creating and destroying. WORLD is serial 0, NODE serial 1. */
-#define SYMM_H_DUP_BITS 24
-#define SYMM_H_DUP_MASK 0xffffffu /* the most duplicates a pool may have */
-#define SYMM_H_POOL_BIT ((int64_t)1 << SYMM_H_DUP_BITS)
+#define SYMM_H_DUP_BITS     24
+#define SYMM_H_DUP_MASK     0xffffffu /* the most duplicates a pool may have */
+#define SYMM_H_POOL_BIT     ((int64_t)1 << SYMM_H_DUP_BITS)
 #define SYMM_H_SERIAL_SHIFT (SYMM_H_DUP_BITS + 1)
-#define SYMM_H_SERIAL_BITS (63 - SYMM_H_SERIAL_SHIFT)
+#define SYMM_H_SERIAL_BITS  (63 - SYMM_H_SERIAL_SHIFT)
 /* Never a valid handle: its serial (the last) is never given out. Collectives on the
  * internal team carry it as their team, so messages and user calls never resolve it. */
 #define SYMM_H_INTERNAL INT64_MAX
@@ -202,8 +208,7 @@ symm_status_t symm_coll_fail(symm_coll_t *c, symm_status_t st);
  * arguments (symmetric allocation): every PE passed the same args (a hash) and succeeded
  * locally (local_ok), or every PE returns an error: the status local_fail of the
  * lowest-numbered PE that failed (naming it), or SYMM_ERR_MISMATCH. */
-symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok,
-                         symm_status_t local_fail);
+symm_status_t symm_agree(const char *fn, uint64_t args, int local_ok, symm_status_t local_fail);
 
 /* Pointer to member pe's copy of a symmetric address. */
 static inline void *symm_coll_ptr(const symm_coll_t *c, const void *addr, int pe)
@@ -219,7 +224,10 @@ static inline symm_sync_slot_t *symm_coll_peer_slot(const symm_coll_t *c, int pe
 }
 
 /* Starts an episode and returns its number. */
-static inline uint64_t symm_coll_episode(symm_coll_t *c) { return ++c->dup->episode; }
+static inline uint64_t symm_coll_episode(symm_coll_t *c)
+{
+    return ++c->dup->episode;
+}
 
 /* Signals member pe in episode ep, with a data word and a check word. */
 static inline void symm_coll_notify(const symm_coll_t *c, int pe, uint64_t ep, uint64_t data,
@@ -307,11 +315,11 @@ void symm_chunk_free(symm_chunk_t *ch);
 /* Creates a pool of ndups duplicates (plus control) over members through an exchange on
  * the parent collective c; every parent member calls, each with the member list of its
  * own new team (or a list without it: *out = NULL). O(1) rounds. */
-symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n,
-                                   symm_kind_t kind, size_t ndups, symm_pool_obj_t **out);
+symm_status_t symm_team_create_via(symm_coll_t *c, const int *members, int n, symm_kind_t kind,
+                                   size_t ndups, symm_pool_obj_t **out);
 /* Same over the members only, through the world mailboxes (rank-list teams). */
-symm_status_t symm_team_create_list(const int *members, int n, symm_kind_t kind,
-                                    size_t ndups, symm_pool_obj_t **out);
+symm_status_t symm_team_create_list(const int *members, int n, symm_kind_t kind, size_t ndups,
+                                    symm_pool_obj_t **out);
 /* Grows p to target duplicates via its control duplicate (collective; local: this
  * member's own failure, told to the others). */
 symm_status_t symm_pool_obj_grow(symm_pool_obj_t *p, size_t target, symm_status_t local);

@@ -11,8 +11,10 @@ static int nextra;
 symm_status_t symm_transport_register(const symm_transport_ops_t *t)
 {
     if (nextra == SYMM_TRANSPORT_MAX)
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "transport %s: %d transports registered "
-                              "already", t->name, nextra);
+        return symm_error_set(SYMM_ERR_NO_MEMORY,
+                              "transport %s: %d transports registered "
+                              "already",
+                              t->name, nextra);
     extra[nextra++] = t;
     return SYMM_SUCCESS;
 }
@@ -43,9 +45,15 @@ void symm_transport_finalize(void)
     current = NULL;
 }
 
-const char *symm_transport_name(void) { return current ? current->name : "none"; }
+const char *symm_transport_name(void)
+{
+    return current ? current->name : "none";
+}
 
-const symm_transport_ops_t *symm_transport(void) { return current; }
+const symm_transport_ops_t *symm_transport(void)
+{
+    return current;
+}
 
 int symm_transport_reachable(int pe)
 {

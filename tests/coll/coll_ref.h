@@ -28,8 +28,10 @@ static inline void ref_op1(symm_type_t t, symm_op_t op, uint8_t *a, const uint8_
         if (t == SYMM_DOUBLE) {
             memcpy(&x, a, 8);
             memcpy(&y, b, 8);
-            r = op == SYMM_OP_SUM ? x + y : op == SYMM_OP_PROD ? x * y
-                : op == SYMM_OP_MIN ? (y < x ? y : x) : (y > x ? y : x);
+            r = op == SYMM_OP_SUM    ? x + y
+                : op == SYMM_OP_PROD ? x * y
+                : op == SYMM_OP_MIN  ? (y < x ? y : x)
+                                     : (y > x ? y : x);
             memcpy(a, &r, 8);
             return;
         }
@@ -44,8 +46,10 @@ static inline void ref_op1(symm_type_t t, symm_op_t op, uint8_t *a, const uint8_
             fx = t == SYMM_FP16 ? symm_fp16_to_float(hx) : symm_bf16_to_float(hx);
             fy = t == SYMM_FP16 ? symm_fp16_to_float(hy) : symm_bf16_to_float(hy);
         }
-        fr = op == SYMM_OP_SUM ? fx + fy : op == SYMM_OP_PROD ? fx * fy
-             : op == SYMM_OP_MIN ? (fy < fx ? fy : fx) : (fy > fx ? fy : fx);
+        fr = op == SYMM_OP_SUM    ? fx + fy
+             : op == SYMM_OP_PROD ? fx * fy
+             : op == SYMM_OP_MIN  ? (fy < fx ? fy : fx)
+                                  : (fy > fx ? fy : fx);
         if (t == SYMM_FLOAT) {
             memcpy(a, &fr, 4);
         } else {
@@ -64,13 +68,27 @@ static inline void ref_op1(symm_type_t t, symm_op_t op, uint8_t *a, const uint8_
         sy = (int64_t)(uy << (64 - bits)) >> (64 - bits);
     }
     switch (op) {
-    case SYMM_OP_SUM: ur = ux + uy; break;
-    case SYMM_OP_PROD: ur = ux * uy; break;
-    case SYMM_OP_MIN: ur = is_signed(t) ? (sy < sx ? uy : ux) : (uy < ux ? uy : ux); break;
-    case SYMM_OP_MAX: ur = is_signed(t) ? (sy > sx ? uy : ux) : (uy > ux ? uy : ux); break;
-    case SYMM_OP_AND: ur = ux & uy; break;
-    case SYMM_OP_OR: ur = ux | uy; break;
-    default: ur = ux ^ uy; break;
+    case SYMM_OP_SUM:
+        ur = ux + uy;
+        break;
+    case SYMM_OP_PROD:
+        ur = ux * uy;
+        break;
+    case SYMM_OP_MIN:
+        ur = is_signed(t) ? (sy < sx ? uy : ux) : (uy < ux ? uy : ux);
+        break;
+    case SYMM_OP_MAX:
+        ur = is_signed(t) ? (sy > sx ? uy : ux) : (uy > ux ? uy : ux);
+        break;
+    case SYMM_OP_AND:
+        ur = ux & uy;
+        break;
+    case SYMM_OP_OR:
+        ur = ux | uy;
+        break;
+    default:
+        ur = ux ^ uy;
+        break;
     }
     memcpy(a, &ur, es);
 }

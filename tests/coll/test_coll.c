@@ -13,13 +13,13 @@
  * included: symm folds members in team order with one rounding per step (documented in
  * coll/reduce_ops.h), and the reference folds in the same order with the same rounding
  * (fp16/bf16 through symm_float_to_fp16/bf16), so any difference is a bug. */
+#include "coll/coll_ref.h"
 #include "common/test_util.h"
 #include "core/config.h"
-#include "coll/coll_ref.h"
 
 extern int symm_coll_a2av_off_bits; /* src/coll/alltoall.c */
 
-#define GUARD 192            /* bytes after every expected result that must stay untouched */
+#define GUARD     192        /* bytes after every expected result that must stay untouched */
 #define BUF_BYTES (6u << 20) /* each of the two symmetric buffers */
 
 static int W, NW;                /* my world rank, world size */
@@ -29,7 +29,7 @@ static uint64_t seed, case_id;
 static long ncalls;
 static int quick; /* smaller matrix (SYMM_TEST_QUICK=1, e.g. under valgrind) */
 
-static const char *cname;  /* current case, for messages */
+static const char *cname; /* current case, for messages */
 static char cdesc[256];
 
 typedef struct {
@@ -76,8 +76,8 @@ static void gen(void *buf, size_t count, symm_type_t t, int w)
 
 /* out[0..count) = fold over members (team order) of element block `block` of their
  * sources, which hold `per` elements each. */
-static void ref_reduce(symm_team_t team, symm_type_t t, symm_op_t op, size_t count,
-                       size_t per, size_t block, uint8_t *out)
+static void ref_reduce(symm_team_t team, symm_type_t t, symm_op_t op, size_t count, size_t per,
+                       size_t block, uint8_t *out)
 {
     int n = symm_team_n_pes(team);
     size_t es = symm_type_size(t);
@@ -88,7 +88,8 @@ static void ref_reduce(symm_team_t team, symm_type_t t, symm_op_t op, size_t cou
             memcpy(out, blk, count * es);
             continue;
         }
-        for (size_t i = 0; i < count; i++) ref_op1(t, op, out + i * es, blk + i * es);
+        for (size_t i = 0; i < count; i++)
+            ref_op1(t, op, out + i * es, blk + i * es);
     }
 }
 
@@ -119,15 +120,18 @@ static size_t half_once_differs(symm_team_t team, symm_type_t t, size_t count,
 }
 
 /* ------------------------------------------------------------ checking */
-static void fill_dest(size_t n) { test_fill_pattern(D, n + GUARD, 0xdead0000u + case_id); }
+static void fill_dest(size_t n)
+{
+    test_fill_pattern(D, n + GUARD, 0xdead0000u + case_id);
+}
 
 /* D[0..n) == want, and the guard after it (or all of D when want is NULL) untouched. */
 static void check_dest(const void *want, size_t n)
 {
     if (want && n && memcmp(D, want, n)) {
         size_t i = test_find_mismatch(D, want, n);
-        TEST_FAIL("%s %s: result byte %zu of %zu: got 0x%02x, expected 0x%02x", cname, cdesc,
-                  i, n, D[i], ((const uint8_t *)want)[i]);
+        TEST_FAIL("%s %s: result byte %zu of %zu: got 0x%02x, expected 0x%02x", cname, cdesc, i,
+                  n, D[i], ((const uint8_t *)want)[i]);
     }
     size_t from = want ? n : 0, len = want ? GUARD : n + GUARD;
     for (size_t i = from; i < from + len; i++)
@@ -150,17 +154,18 @@ static void next_case(const char *name, const team_t *tm, const char *fmt, ...)
     va_end(ap);
 }
 
-#define CALL(expr)                                                                       \
-    do {                                                                                 \
-        symm_status_t st_ = (expr);                                                      \
-        ncalls++;                                                                        \
-        if (st_ != SYMM_SUCCESS)                                                         \
-            TEST_FAIL("%s %s: %s returned %s; %s", cname, cdesc, #expr, symm_strerror(st_), \
-                      symm_last_error());                                                \
+#define CALL(expr)                                                                             \
+    do {                                                                                       \
+        symm_status_t st_ = (expr);                                                            \
+        ncalls++;                                                                              \
+        if (st_ != SYMM_SUCCESS)                                                               \
+            TEST_FAIL("%s %s: %s returned %s; %s", cname, cdesc, #expr, symm_strerror(st_),    \
+                      symm_last_error());                                                      \
     } while (0)
 
 /* ------------------------------------------------------------ the collectives */
-static void t_allreduce(const team_t *tm, symm_type_t t, symm_op_t op, size_t count, int inplace)
+static void t_allreduce(const team_t *tm, symm_type_t t, symm_op_t op, size_t count,
+                        int inplace)
 {
     next_case("allreduce", tm, "%s %s count %zu%s", symm_type_name(t), symm_op_name(op), count,
               inplace ? " in place" : "");
@@ -315,7 +320,8 @@ static void t_alltoallv(const team_t *tm, size_t base, size_t es, int spread)
     int me = symm_team_my_pe(tm->t), n = symm_team_n_pes(tm->t);
     if (me < 0) return;
     size_t sc[64], sd[64], rc[64], rd[64], xd[64];
-    for (int j = 0; j < n; j++) sc[j] = a2av_count(base, me, j);
+    for (int j = 0; j < n; j++)
+        sc[j] = a2av_count(base, me, j);
     size_t span = a2av_displs(base, me, n, spread, sd);
     gen(S, span * es, SYMM_UINT8, W);
     size_t total = 0;
@@ -413,12 +419,12 @@ static void run_matrix(team_t *teams, int nteams, int pass)
 }
 
 /* ------------------------------------------------------------ bad inputs */
-#define BAD(expr, want)                                                                  \
-    do {                                                                                 \
-        test_fill_pattern(D, 4096, 0xbad);                                               \
-        CHECK_STATUS(expr, want);                                                        \
-        CHECK_TRUE(test_find_pattern_mismatch(D, 4096, 0xbad) == (size_t)-1,             \
-                   "%s changed dest", #expr);                                            \
+#define BAD(expr, want)                                                                        \
+    do {                                                                                       \
+        test_fill_pattern(D, 4096, 0xbad);                                                     \
+        CHECK_STATUS(expr, want);                                                              \
+        CHECK_TRUE(test_find_pattern_mismatch(D, 4096, 0xbad) == (size_t)-1,                   \
+                   "%s changed dest", #expr);                                                  \
     } while (0)
 
 static void bad_inputs(void)
@@ -450,7 +456,8 @@ static void bad_inputs(void)
     BAD(symm_alltoallv(w, D, 64, priv, cnt, NULL, 1, NULL, NULL), SYMM_ERR_NOT_SYMMETRIC);
     BAD(symm_alltoallv(w, D, 64, S, big, NULL, 1, NULL, NULL), SYMM_ERR_NOT_SYMMETRIC);
     /* a buffer running past the end of the heap */
-    BAD(symm_allreduce(w, D, S, SIZE_MAX / 16, SYMM_INT64, SYMM_OP_SUM), SYMM_ERR_NOT_SYMMETRIC);
+    BAD(symm_allreduce(w, D, S, SIZE_MAX / 16, SYMM_INT64, SYMM_OP_SUM),
+        SYMM_ERR_NOT_SYMMETRIC);
     /* roots */
     BAD(symm_reduce(w, D, S, 4, SYMM_INT32, SYMM_OP_SUM, -1), SYMM_ERR_PE_OUT_OF_RANGE);
     BAD(symm_reduce(w, D, S, 4, SYMM_INT32, SYMM_OP_SUM, NW), SYMM_ERR_PE_OUT_OF_RANGE);
@@ -472,9 +479,11 @@ static void bad_inputs(void)
     BAD(symm_allreduce(w, D, S, SIZE_MAX / 2, SYMM_INT32, SYMM_OP_SUM), SYMM_ERR_OVERFLOW);
     BAD(symm_reduce_scatter(w, D, S, SIZE_MAX / 4, SYMM_INT8, SYMM_OP_SUM),
         NW > 4 ? SYMM_ERR_OVERFLOW : SYMM_ERR_NOT_SYMMETRIC);
-    BAD(symm_fcollect(w, D, S, SIZE_MAX / 2), NW > 2 ? SYMM_ERR_OVERFLOW : SYMM_ERR_NOT_SYMMETRIC);
+    BAD(symm_fcollect(w, D, S, SIZE_MAX / 2),
+        NW > 2 ? SYMM_ERR_OVERFLOW : SYMM_ERR_NOT_SYMMETRIC);
     size_t huge[64];
-    for (int j = 0; j < 64; j++) huge[j] = SIZE_MAX / 2;
+    for (int j = 0; j < 64; j++)
+        huge[j] = SIZE_MAX / 2;
     BAD(symm_alltoallv(w, D, 64, S, huge, NULL, 4, NULL, NULL), SYMM_ERR_OVERFLOW);
     /* overlap */
     BAD(symm_allreduce(w, D, D + 4, 4, SYMM_INT32, SYMM_OP_SUM), SYMM_ERR_INVALID_ARG);
@@ -501,19 +510,25 @@ static void a2av_capacity(const team_t *tm)
     int me = symm_team_my_pe(tm->t), n = symm_team_n_pes(tm->t);
     if (me < 0) return;
     size_t sc[64], rc[64], rd[64];
-    for (int j = 0; j < n; j++) sc[j] = 5 + (size_t)j;
+    for (int j = 0; j < n; j++)
+        sc[j] = 5 + (size_t)j;
     gen(S, 1024, SYMM_UINT8, W);
     size_t incoming = (5 + (size_t)me) * (size_t)n;
     fill_dest(incoming * 4);
-    for (int j = 0; j < n; j++) rc[j] = rd[j] = 777;
+    for (int j = 0; j < n; j++)
+        rc[j] = rd[j] = 777;
     symm_status_t st = symm_alltoallv(tm->t, D, incoming - (me == 0), S, sc, NULL, 4, rc, rd);
     CHECK_STATUS(st, SYMM_ERR_OVERFLOW);
-    if (me == 0) check_dest(NULL, incoming * 4);
-    else CHECK_TRUE(strstr(symm_last_error(), "PE 0 ") != NULL, "names no member: %s",
-                    symm_last_error());
-    for (int j = 0; j < n; j++) CHECK_TRUE(rc[j] == 777 && rd[j] == 777, "outputs written");
+    if (me == 0)
+        check_dest(NULL, incoming * 4);
+    else
+        CHECK_TRUE(strstr(symm_last_error(), "PE 0 ") != NULL, "names no member: %s",
+                   symm_last_error());
+    for (int j = 0; j < n; j++)
+        CHECK_TRUE(rc[j] == 777 && rd[j] == 777, "outputs written");
     CHECK_OK(symm_alltoallv(tm->t, D, incoming, S, sc, NULL, 4, rc, rd));
-    for (int j = 0; j < n; j++) CHECK_EQ_U64(rc[j], 5 + (size_t)me);
+    for (int j = 0; j < n; j++)
+        CHECK_EQ_U64(rc[j], 5 + (size_t)me);
 }
 
 /* Members that pass different counts fail with SYMM_ERR_COLL_MISMATCH (on a team of its
@@ -558,7 +573,8 @@ int main(int argc, char **argv)
     NW = symm_n_pes();
     seed = test_seed();
     quick = (int)test_env_long("SYMM_TEST_QUICK", 0);
-    for (int i = 1; i < argc; i++) quick |= !strcmp(argv[i], "quick");
+    for (int i = 1; i < argc; i++)
+        quick |= !strcmp(argv[i], "quick");
     S = symm_malloc(BUF_BYTES);
     D = symm_malloc(BUF_BYTES);
     ref = malloc(BUF_BYTES);
@@ -588,7 +604,8 @@ int main(int argc, char **argv)
         perm[k] = x;
     }
     int in = 0;
-    for (int i = 0; i < np; i++) in |= perm[i] == W;
+    for (int i = 0; i < np; i++)
+        in |= perm[i] == W;
     if (in) CHECK_OK(symm_team_create(perm, np, &shuf));
     teams[nt++] = (team_t){shuf, "shuffled list"};
     CHECK_OK(symm_team_create(&W, 1, &one));
@@ -609,7 +626,8 @@ int main(int argc, char **argv)
     double t1 = test_now();
 
     bad_inputs();
-    for (int i = 0; i < nt; i++) a2av_capacity(&teams[i]);
+    for (int i = 0; i < nt; i++)
+        a2av_capacity(&teams[i]);
     mismatch();
     CHECK_OK(symm_barrier_all());
     if (W == 0)

@@ -10,8 +10,8 @@
 #include "common/test_util.h"
 #include "team/team.h"
 
-#define T 4
-#define K 4
+#define T    4
+#define K    4
 #define MAXB (256u << 10)
 
 static int W, NW, iters;
@@ -77,7 +77,8 @@ static void *worker(void *arg)
             size_t b = sz / (size_t)n;
             gen(s, b, tag, W);
             CHECK_OK(symm_fcollect(team, d, s, b));
-            for (int j = 0; j < n; j++) gen(ref + (size_t)j * b, b, tag, symm_team_world_pe(team, j));
+            for (int j = 0; j < n; j++)
+                gen(ref + (size_t)j * b, b, tag, symm_team_world_pe(team, j));
             len = b * (size_t)n;
             break;
         }
@@ -133,14 +134,16 @@ static void busy_test(void)
     }
     int ranks[2] = {0, 1};
     if (W < 2) CHECK_OK(symm_team_create(ranks, 2, &pair));
-    for (int i = 0; i < 5; i++) ((int32_t *)S[0])[i] = (int32_t)(W * 100 + i);
+    for (int i = 0; i < 5; i++)
+        ((int32_t *)S[0])[i] = (int32_t)(W * 100 + i);
     if (W == 0) {
         pthread_t th;
         pthread_create(&th, NULL, busy_holder, NULL);
         symm_pool_obj_t *p;
         symm_dup_t *dup;
         CHECK_OK(symm_team_lookup("test", pair, &p, &dup));
-        while (!atomic_load(&dup->busy)) usleep(100); /* the holder is inside */
+        while (!atomic_load(&dup->busy))
+            usleep(100); /* the holder is inside */
         CHECK_TRUE(!atomic_load(&a_done), "the allreduce finished without PE 1");
         CHECK_STATUS(symm_allreduce(pair, D[1], S[1], 5, SYMM_INT32, SYMM_OP_SUM),
                      SYMM_ERR_TEAM_BUSY);

@@ -7,9 +7,9 @@
  * must be NaN (the SIMD conversions may keep another payload). */
 #include <math.h>
 
-#include "common/test_util.h"
 #include "coll/coll_ref.h"
 #include "coll/reduce_ops.h"
+#include "common/test_util.h"
 
 #define MAXN 1000
 
@@ -19,11 +19,20 @@ static int is_nan_bits(symm_type_t t, const uint8_t *p)
     float f;
     double d;
     switch (t) {
-    case SYMM_FP16: memcpy(&h, p, 2); return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
-    case SYMM_BF16: memcpy(&h, p, 2); return (h & 0x7f80) == 0x7f80 && (h & 0x7f);
-    case SYMM_FLOAT: memcpy(&f, p, 4); return isnan(f);
-    case SYMM_DOUBLE: memcpy(&d, p, 8); return isnan(d);
-    default: return 0;
+    case SYMM_FP16:
+        memcpy(&h, p, 2);
+        return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+    case SYMM_BF16:
+        memcpy(&h, p, 2);
+        return (h & 0x7f80) == 0x7f80 && (h & 0x7f);
+    case SYMM_FLOAT:
+        memcpy(&f, p, 4);
+        return isnan(f);
+    case SYMM_DOUBLE:
+        memcpy(&d, p, 8);
+        return isnan(d);
+    default:
+        return 0;
     }
 }
 
@@ -59,7 +68,8 @@ int main(void)
                                 b[i] = (uint8_t)(0x3c ^ (b[i] & 0x81));
                             }
                     memcpy(want, a, len * es);
-                    for (size_t i = 0; i < len; i++) ref_op1(t, op, want + i * es, b + i * es);
+                    for (size_t i = 0; i < len; i++)
+                        ref_op1(t, op, want + i * es, b + i * es);
                     memset(got, 0xcd, sizeof got);
                     if (mode == 0) {
                         k(op, got, a, b, len);
@@ -79,11 +89,12 @@ int main(void)
                         memcpy(&wa, w, es);
                         memcpy(&av, a + i * es, es);
                         memcpy(&bv, b + i * es, es);
-                        TEST_FAIL("%s %s n %zu mode %d element %zu: op(0x%llx, 0x%llx) = 0x%llx, "
-                                  "expected 0x%llx",
-                                  symm_type_name(t), symm_op_name(op), len, mode, i,
-                                  (unsigned long long)av, (unsigned long long)bv,
-                                  (unsigned long long)ga, (unsigned long long)wa);
+                        TEST_FAIL(
+                            "%s %s n %zu mode %d element %zu: op(0x%llx, 0x%llx) = 0x%llx, "
+                            "expected 0x%llx",
+                            symm_type_name(t), symm_op_name(op), len, mode, i,
+                            (unsigned long long)av, (unsigned long long)bv,
+                            (unsigned long long)ga, (unsigned long long)wa);
                     }
                     CHECK_ALL_BYTES(got + len * es, 0xcd, 64, "%s %s n %zu: past the end",
                                     symm_type_name(t), symm_op_name(op), len);

@@ -18,7 +18,10 @@
 #include "symm.h"
 
 /* ---------------------------------------------------------------- failure reporting */
-static inline int test_pe_(void) { return symm_initialized() ? symm_my_pe() : -1; }
+static inline int test_pe_(void)
+{
+    return symm_initialized() ? symm_my_pe() : -1;
+}
 
 /* Prints the failure (with symm_last_error() if last_error) and exits 1. */
 static inline void test_failv_(const char *file, int line, int last_error, const char *fmt,
@@ -29,8 +32,8 @@ static inline void test_failv_(const char *file, int line, int last_error, const
     char msg[1024];
     vsnprintf(msg, sizeof msg, fmt, ap);
     if (last_error)
-        fprintf(stderr, "FAIL %s:%d [PE %d]: %s (last error: %s)\n", file, line, test_pe_(), msg,
-                symm_last_error());
+        fprintf(stderr, "FAIL %s:%d [PE %d]: %s (last error: %s)\n", file, line, test_pe_(),
+                msg, symm_last_error());
     else
         fprintf(stderr, "FAIL %s:%d [PE %d]: %s\n", file, line, test_pe_(), msg);
     fflush(stderr);
@@ -59,58 +62,57 @@ static inline void test_fail_last_(const char *file, int line, const char *fmt, 
 }
 
 /* expr must return SYMM_SUCCESS. */
-#define CHECK_OK(expr)                                                                   \
-    do {                                                                                 \
-        symm_status_t cst_ = (expr);                                                     \
-        if (cst_ != SYMM_SUCCESS)                                                        \
-            TEST_FAIL("%s returned %d (%s); last error: %s", #expr, (int)cst_,           \
-                      symm_strerror(cst_), symm_last_error());                           \
+#define CHECK_OK(expr)                                                                         \
+    do {                                                                                       \
+        symm_status_t cst_ = (expr);                                                           \
+        if (cst_ != SYMM_SUCCESS)                                                              \
+            TEST_FAIL("%s returned %d (%s); last error: %s", #expr, (int)cst_,                 \
+                      symm_strerror(cst_), symm_last_error());                                 \
     } while (0)
 
 /* expr must return exactly the status want. */
-#define CHECK_STATUS(expr, want)                                                         \
-    do {                                                                                 \
-        symm_status_t cst_ = (expr), cwant_ = (want);                                    \
-        if (cst_ != cwant_)                                                              \
-            TEST_FAIL("%s returned %d (%s), expected %d (%s); last error: %s", #expr,    \
-                      (int)cst_, symm_strerror(cst_), (int)cwant_, symm_strerror(cwant_), \
-                      symm_last_error());                                                \
+#define CHECK_STATUS(expr, want)                                                               \
+    do {                                                                                       \
+        symm_status_t cst_ = (expr), cwant_ = (want);                                          \
+        if (cst_ != cwant_)                                                                    \
+            TEST_FAIL("%s returned %d (%s), expected %d (%s); last error: %s", #expr,          \
+                      (int)cst_, symm_strerror(cst_), (int)cwant_, symm_strerror(cwant_),      \
+                      symm_last_error());                                                      \
     } while (0)
 
-#define CHECK_TRUE(cond, ...)                                                            \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            char cmsg_[768];                                                             \
-            /* truncating a long message is fine: using the result says so to gcc */     \
-            if (snprintf(cmsg_, sizeof cmsg_, __VA_ARGS__) < 0) cmsg_[0] = '\0';          \
-            TEST_FAIL("%s is false: %s (last error: %s)", #cond, cmsg_, symm_last_error()); \
-        }                                                                                \
+#define CHECK_TRUE(cond, ...)                                                                  \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            char cmsg_[768];                                                                   \
+            /* truncating a long message is fine: using the result says so to gcc */           \
+            if (snprintf(cmsg_, sizeof cmsg_, __VA_ARGS__) < 0) cmsg_[0] = '\0';               \
+            TEST_FAIL("%s is false: %s (last error: %s)", #cond, cmsg_, symm_last_error());    \
+        }                                                                                      \
     } while (0)
 
-#define CHECK_EQ_I64(a, b)                                                               \
-    do {                                                                                 \
-        long long ca_ = (long long)(a), cb_ = (long long)(b);                            \
-        if (ca_ != cb_)                                                                  \
-            TEST_FAIL("%s == %lld, expected %s == %lld", #a, ca_, #b, cb_);              \
+#define CHECK_EQ_I64(a, b)                                                                     \
+    do {                                                                                       \
+        long long ca_ = (long long)(a), cb_ = (long long)(b);                                  \
+        if (ca_ != cb_) TEST_FAIL("%s == %lld, expected %s == %lld", #a, ca_, #b, cb_);        \
     } while (0)
 
-#define CHECK_EQ_U64(a, b)                                                               \
-    do {                                                                                 \
-        unsigned long long ca_ = (unsigned long long)(a), cb_ = (unsigned long long)(b); \
-        if (ca_ != cb_)                                                                  \
-            TEST_FAIL("%s == %llu (0x%llx), expected %s == %llu (0x%llx)", #a, ca_, ca_, \
-                      #b, cb_, cb_);                                                     \
+#define CHECK_EQ_U64(a, b)                                                                     \
+    do {                                                                                       \
+        unsigned long long ca_ = (unsigned long long)(a), cb_ = (unsigned long long)(b);       \
+        if (ca_ != cb_)                                                                        \
+            TEST_FAIL("%s == %llu (0x%llx), expected %s == %llu (0x%llx)", #a, ca_, ca_, #b,   \
+                      cb_, cb_);                                                               \
     } while (0)
 
 /* A NULL-returning call must have failed with status want. */
-#define CHECK_NULL_STATUS(expr, want)                                                    \
-    do {                                                                                 \
-        void *cp_ = (void *)(expr);                                                      \
-        if (cp_ != NULL) TEST_FAIL("%s returned %p, expected NULL", #expr, cp_);         \
-        if (symm_last_status() != (want))                                                \
-            TEST_FAIL("%s: last status %d (%s), expected %d (%s); last error: %s", #expr, \
-                      (int)symm_last_status(), symm_strerror(symm_last_status()),        \
-                      (int)(want), symm_strerror(want), symm_last_error());              \
+#define CHECK_NULL_STATUS(expr, want)                                                          \
+    do {                                                                                       \
+        void *cp_ = (void *)(expr);                                                            \
+        if (cp_ != NULL) TEST_FAIL("%s returned %p, expected NULL", #expr, cp_);               \
+        if (symm_last_status() != (want))                                                      \
+            TEST_FAIL("%s: last status %d (%s), expected %d (%s); last error: %s", #expr,      \
+                      (int)symm_last_status(), symm_strerror(symm_last_status()), (int)(want), \
+                      symm_strerror(want), symm_last_error());                                 \
     } while (0)
 
 /* ---------------------------------------------------------------- RNG (xorshift64*) */
@@ -139,7 +141,10 @@ static inline uint64_t test_rng_next(test_rng_t *r)
 }
 
 /* Uniform in [0, n) (n > 0; the bias is negligible for test purposes). */
-static inline uint64_t test_rng_below(test_rng_t *r, uint64_t n) { return test_rng_next(r) % n; }
+static inline uint64_t test_rng_below(test_rng_t *r, uint64_t n)
+{
+    return test_rng_next(r) % n;
+}
 
 /* A 64-bit hash of two words: data that any PE can recompute for any (PE, index). */
 static inline uint64_t test_mix(uint64_t a, uint64_t b)
@@ -174,7 +179,8 @@ static inline uint8_t test_pattern_byte(uint64_t tag, size_t i)
 static inline void test_fill_pattern(void *buf, size_t n, uint64_t tag)
 {
     uint8_t *b = (uint8_t *)buf;
-    for (size_t i = 0; i < n; i++) b[i] = test_pattern_byte(tag, i);
+    for (size_t i = 0; i < n; i++)
+        b[i] = test_pattern_byte(tag, i);
 }
 
 /* Index of the first byte that differs from the pattern, or (size_t)-1. */
@@ -200,7 +206,10 @@ static inline void test_fill_random(test_rng_t *r, void *buf, size_t n)
     }
 }
 
-static inline void test_fill_byte(void *buf, size_t n, uint8_t v) { memset(buf, v, n); }
+static inline void test_fill_byte(void *buf, size_t n, uint8_t v)
+{
+    memset(buf, v, n);
+}
 
 /* Index of the first differing byte, or (size_t)-1. */
 static inline size_t test_find_mismatch(const void *a, const void *b, size_t n)
@@ -220,29 +229,28 @@ static inline size_t test_find_not_byte(const void *a, size_t n, uint8_t v)
     return (size_t)-1;
 }
 
-#define CHECK_BYTES(got, want, n, ...)                                                   \
-    do {                                                                                 \
-        size_t cbn_ = (n);                                                               \
-        size_t cbi_ = test_find_mismatch((got), (want), cbn_);                           \
-        if (cbi_ != (size_t)-1) {                                                        \
-            char cbm_[512];                                                              \
-            snprintf(cbm_, sizeof cbm_, __VA_ARGS__);                                    \
-            TEST_FAIL("%s: byte %zu of %zu differs: got 0x%02x, expected 0x%02x", cbm_,  \
-                      cbi_, cbn_, ((const uint8_t *)(got))[cbi_],                        \
-                      ((const uint8_t *)(want))[cbi_]);                                  \
-        }                                                                                \
+#define CHECK_BYTES(got, want, n, ...)                                                         \
+    do {                                                                                       \
+        size_t cbn_ = (n);                                                                     \
+        size_t cbi_ = test_find_mismatch((got), (want), cbn_);                                 \
+        if (cbi_ != (size_t)-1) {                                                              \
+            char cbm_[512];                                                                    \
+            snprintf(cbm_, sizeof cbm_, __VA_ARGS__);                                          \
+            TEST_FAIL("%s: byte %zu of %zu differs: got 0x%02x, expected 0x%02x", cbm_, cbi_,  \
+                      cbn_, ((const uint8_t *)(got))[cbi_], ((const uint8_t *)(want))[cbi_]);  \
+        }                                                                                      \
     } while (0)
 
-#define CHECK_ALL_BYTES(got, v, n, ...)                                                  \
-    do {                                                                                 \
-        size_t cbn_ = (n);                                                               \
-        size_t cbi_ = test_find_not_byte((got), cbn_, (uint8_t)(v));                     \
-        if (cbi_ != (size_t)-1) {                                                        \
-            char cbm_[512];                                                              \
-            snprintf(cbm_, sizeof cbm_, __VA_ARGS__);                                    \
-            TEST_FAIL("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", cbm_, cbi_,      \
-                      cbn_, ((const uint8_t *)(got))[cbi_], (unsigned)(uint8_t)(v));     \
-        }                                                                                \
+#define CHECK_ALL_BYTES(got, v, n, ...)                                                        \
+    do {                                                                                       \
+        size_t cbn_ = (n);                                                                     \
+        size_t cbi_ = test_find_not_byte((got), cbn_, (uint8_t)(v));                           \
+        if (cbi_ != (size_t)-1) {                                                              \
+            char cbm_[512];                                                                    \
+            snprintf(cbm_, sizeof cbm_, __VA_ARGS__);                                          \
+            TEST_FAIL("%s: byte %zu of %zu is 0x%02x, expected 0x%02x", cbm_, cbi_, cbn_,      \
+                      ((const uint8_t *)(got))[cbi_], (unsigned)(uint8_t)(v));                 \
+        }                                                                                      \
     } while (0)
 
 /* ---------------------------------------------------------------- misc */
@@ -293,27 +301,27 @@ static inline size_t test_rss_bytes(void)
 /* Runs fn on nw threads (at most 8), each on its own copy of proto, a struct of type
  * type with fields worker (set to 0..nw-1), nworkers (set to nw) and st, which must hold
  * SYMM_SUCCESS once the thread is done. */
-#define TEST_RUN_WORKERS(type, proto, nw, fn)                                            \
-    do {                                                                                 \
-        pthread_t th_[8];                                                                \
-        type jobs_[8];                                                                   \
-        int nw_ = (nw);                                                                  \
-        CHECK_TRUE(nw_ >= 1 && nw_ <= 8, "%d workers", nw_);                             \
-        for (int w_ = 0; w_ < nw_; w_++) {                                               \
-            jobs_[w_] = (proto);                                                         \
-            jobs_[w_].worker = w_;                                                       \
-            jobs_[w_].nworkers = nw_;                                                    \
-            CHECK_TRUE(pthread_create(&th_[w_], NULL, (fn), &jobs_[w_]) == 0,            \
-                       "pthread_create");                                                \
-        }                                                                                \
-        for (int w_ = 0; w_ < nw_; w_++) {                                               \
-            pthread_join(th_[w_], NULL);                                                 \
-            CHECK_TRUE(jobs_[w_].st == SYMM_SUCCESS, "worker %d of %d: %s", w_, nw_,     \
-                       symm_strerror(jobs_[w_].st));                                     \
-        }                                                                                \
+#define TEST_RUN_WORKERS(type, proto, nw, fn)                                                  \
+    do {                                                                                       \
+        pthread_t th_[8];                                                                      \
+        type jobs_[8];                                                                         \
+        int nw_ = (nw);                                                                        \
+        CHECK_TRUE(nw_ >= 1 && nw_ <= 8, "%d workers", nw_);                                   \
+        for (int w_ = 0; w_ < nw_; w_++) {                                                     \
+            jobs_[w_] = (proto);                                                               \
+            jobs_[w_].worker = w_;                                                             \
+            jobs_[w_].nworkers = nw_;                                                          \
+            CHECK_TRUE(pthread_create(&th_[w_], NULL, (fn), &jobs_[w_]) == 0,                  \
+                       "pthread_create");                                                      \
+        }                                                                                      \
+        for (int w_ = 0; w_ < nw_; w_++) {                                                     \
+            pthread_join(th_[w_], NULL);                                                       \
+            CHECK_TRUE(jobs_[w_].st == SYMM_SUCCESS, "worker %d of %d: %s", w_, nw_,           \
+                       symm_strerror(jobs_[w_].st));                                           \
+        }                                                                                      \
     } while (0)
 
-#define TEST_INIT() CHECK_OK(symm_init())
+#define TEST_INIT()     CHECK_OK(symm_init())
 #define TEST_FINALIZE() CHECK_OK(symm_finalize())
 
 #endif

@@ -19,11 +19,11 @@
 /* The GPU tests report failures as the CPU tests do (common/test_util.h): GT_OK and
  * GT_TRUE are CHECK_OK and CHECK_TRUE; GT_FAIL is TEST_FAIL with the last error. */
 #define GT_FAIL(...) test_fail_last_(__FILE__, __LINE__, __VA_ARGS__)
-#define GT_OK(expr) CHECK_OK(expr)
-#define GT_CUDA(expr)                                                                     \
-    do {                                                                                  \
-        cudaError_t e_ = (expr);                                                          \
-        if (e_ != cudaSuccess) GT_FAIL("%s: %s", #expr, cudaGetErrorString(e_));          \
+#define GT_OK(expr)  CHECK_OK(expr)
+#define GT_CUDA(expr)                                                                          \
+    do {                                                                                       \
+        cudaError_t e_ = (expr);                                                               \
+        if (e_ != cudaSuccess) GT_FAIL("%s: %s", #expr, cudaGetErrorString(e_));               \
     } while (0)
 #define GT_TRUE(cond, ...) CHECK_TRUE(cond, __VA_ARGS__)
 

@@ -39,14 +39,20 @@ template <typename S, symm_type_t TY> struct tr_flt : tr_base<S, S, TY> {
     static constexpr bool integer = false;
 };
 struct tr_fp16 : tr_base<uint16_t, float, SYMM_FP16> {
-    static uint16_t gen(uint64_t s, int pe, size_t i) { return symm_float_to_fp16((float)gt_unit(s, pe, i)); }
+    static uint16_t gen(uint64_t s, int pe, size_t i)
+    {
+        return symm_float_to_fp16((float)gt_unit(s, pe, i));
+    }
     static float in(uint16_t v) { return symm_fp16_to_float(v); }
     static uint16_t out(float v) { return symm_float_to_fp16(v); }
     static float step(float v) { return in(out(v)); } /* rounded after every combine */
     static constexpr bool integer = false;
 };
 struct tr_bf16 : tr_base<uint16_t, float, SYMM_BF16> {
-    static uint16_t gen(uint64_t s, int pe, size_t i) { return symm_float_to_bf16((float)gt_unit(s, pe, i)); }
+    static uint16_t gen(uint64_t s, int pe, size_t i)
+    {
+        return symm_float_to_bf16((float)gt_unit(s, pe, i));
+    }
     static float in(uint16_t v) { return symm_bf16_to_float(v); }
     static uint16_t out(float v) { return symm_float_to_bf16(v); }
     static float step(float v) { return in(out(v)); }
@@ -59,12 +65,18 @@ template <typename A> static A ref_op(A a, A b, symm_op_t op)
     if constexpr (std::is_integral<A>::value) {
         typedef typename std::make_unsigned<A>::type U;
         switch (op) {
-        case SYMM_OP_SUM: return (A)(U)((U)a + (U)b);
-        case SYMM_OP_PROD: return (A)(U)((U)a * (U)b);
-        case SYMM_OP_AND: return (A)(a & b);
-        case SYMM_OP_OR: return (A)(a | b);
-        case SYMM_OP_XOR: return (A)(a ^ b);
-        default: break;
+        case SYMM_OP_SUM:
+            return (A)(U)((U)a + (U)b);
+        case SYMM_OP_PROD:
+            return (A)(U)((U)a * (U)b);
+        case SYMM_OP_AND:
+            return (A)(a & b);
+        case SYMM_OP_OR:
+            return (A)(a | b);
+        case SYMM_OP_XOR:
+            return (A)(a ^ b);
+        default:
+            break;
         }
     } else {
         if (op == SYMM_OP_SUM) return a + b;
@@ -94,7 +106,8 @@ static void check_reduce(symm_team_t team, const char *tname, void *src, void *d
     int n = symm_team_n_pes(team), me = symm_team_my_pe(team);
     uint64_t seed = ++g_seed;
     std::vector<S> in(count), out(count), ref(count);
-    for (size_t i = 0; i < count; i++) in[i] = TR::gen(seed, me, i);
+    for (size_t i = 0; i < count; i++)
+        in[i] = TR::gen(seed, me, i);
     upload(src, in.data(), count * sizeof(S));
     const uint16_t canary = 0x5a5a;
     if (!inplace) GT_CUDA(cudaMemset(dst, canary & 0xff, count * sizeof(S)));
@@ -110,15 +123,17 @@ static void check_reduce(symm_team_t team, const char *tname, void *src, void *d
     if (root >= 0 && me != root) return; /* dest of non-roots is not written */
     for (size_t i = 0; i < count; i++) {
         A a = TR::in(TR::gen(seed, 0, i));
-        for (int j = 1; j < n; j++) a = TR::step(ref_op<A>(a, TR::in(TR::gen(seed, j, i)), op));
+        for (int j = 1; j < n; j++)
+            a = TR::step(ref_op<A>(a, TR::in(TR::gen(seed, j, i)), op));
         S r = TR::out(a);
         if (memcmp(&r, &out[i], sizeof(S)) != 0) {
             unsigned long long got = 0, want = 0;
             memcpy(&got, &out[i], sizeof(S));
             memcpy(&want, &r, sizeof(S));
-            GT_FAIL("%s %s %s count %zu root %d%s on %d PEs: element %zu is 0x%llx, want 0x%llx",
-                    tname, root < 0 ? "allreduce" : "reduce", symm_op_name(op), count, root,
-                    inplace ? " in place" : "", n, i, got, want);
+            GT_FAIL(
+                "%s %s %s count %zu root %d%s on %d PEs: element %zu is 0x%llx, want 0x%llx",
+                tname, root < 0 ? "allreduce" : "reduce", symm_op_name(op), count, root,
+                inplace ? " in place" : "", n, i, got, want);
         }
     }
 }
@@ -148,7 +163,8 @@ static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)
         std::vector<uint8_t> h(nb * (size_t)n), o(nb * (size_t)n);
         /* broadcast from each of two roots */
         for (int root : {0, n - 1}) {
-            for (size_t i = 0; i < nb; i++) h[i] = (uint8_t)gt_bits(seed + root, me, i);
+            for (size_t i = 0; i < nb; i++)
+                h[i] = (uint8_t)gt_bits(seed + root, me, i);
             upload(src, h.data(), nb);
             GT_OK(symm_broadcast_on_stream(team, dst, src, nb, root, g_stream));
             GT_CUDA(cudaStreamSynchronize(g_stream));
@@ -159,7 +175,8 @@ static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)
                     GT_FAIL("broadcast %zu bytes root %d: byte %zu", nb, root, i);
         }
         /* fcollect */
-        for (size_t i = 0; i < nb; i++) h[i] = (uint8_t)gt_bits(seed, me, i);
+        for (size_t i = 0; i < nb; i++)
+            h[i] = (uint8_t)gt_bits(seed, me, i);
         upload(src, h.data(), nb);
         GT_OK(symm_fcollect_on_stream(team, dst, src, nb, g_stream));
         GT_CUDA(cudaStreamSynchronize(g_stream));
@@ -170,7 +187,8 @@ static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)
                 if (o[(size_t)j * nb + i] != (uint8_t)gt_bits(seed, j, i))
                     GT_FAIL("fcollect %zu bytes: block %d byte %zu", nb, j, i);
         /* alltoall: block j of PE p holds bits(seed, p, j*nb + i) */
-        for (size_t i = 0; i < nb * (size_t)n; i++) h[i] = (uint8_t)gt_bits(seed + 7, me, i);
+        for (size_t i = 0; i < nb * (size_t)n; i++)
+            h[i] = (uint8_t)gt_bits(seed + 7, me, i);
         upload(src, h.data(), nb * (size_t)n);
         GT_OK(symm_alltoall_on_stream(team, dst, src, nb, g_stream));
         GT_CUDA(cudaStreamSynchronize(g_stream));
@@ -181,7 +199,8 @@ static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)
                 if (o[(size_t)j * nb + i] != (uint8_t)gt_bits(seed + 7, j, (size_t)me * nb + i))
                     GT_FAIL("alltoall %zu bytes: block %d byte %zu", nb, j, i);
     }
-    for (int i = 0; i < 10; i++) GT_OK(symm_barrier_on_stream(team, g_stream));
+    for (int i = 0; i < 10; i++)
+        GT_OK(symm_barrier_on_stream(team, g_stream));
     GT_CUDA(cudaStreamSynchronize(g_stream));
     GT_OK(symm_cuda_check());
 }
@@ -203,7 +222,8 @@ static void check_team(symm_team_t team, const char *what, void *src, void *dst)
         check_type<tr_int<uint32_t, SYMM_UINT32>>(team, "uint32", src, dst);
         check_type<tr_flt<double, SYMM_DOUBLE>>(team, "double", src, dst);
     }
-    if (g_me == 0) printf("ok: stream collectives on %s (%d PEs)\n", what, symm_team_n_pes(team));
+    if (g_me == 0)
+        printf("ok: stream collectives on %s (%d PEs)\n", what, symm_team_n_pes(team));
 }
 
 /* ---------------------------------------------------------------- many blocks */
@@ -221,8 +241,8 @@ __global__ void k_many(symm_dev_pool_t pool, many_args a)
     symm_dev_team_t t = symm_dev_pool_team(pool, b);
     const int n = symm_dev_team_n_pes(t), me = symm_dev_team_my_pe(t);
     int rc = 0, r;
-#define STEP(x)                                                                            \
-    r = (x);                                                                               \
+#define STEP(x)                                                                                \
+    r = (x);                                                                                   \
     if (r && !rc) rc = r;
     STEP(symm_dev_allreduce_block(t, a.ar_dst + (size_t)b * a.M, a.ar_src + (size_t)b * a.M,
                                   (size_t)a.M, SYMM_OP_SUM));
@@ -283,19 +303,23 @@ static void check_many_blocks(symm_pool_t pool, int blocks)
     a.sig = (uint64_t *)symm_gpu_malloc((size_t)blocks * 8);
     a.rc = (int *)symm_gpu_malloc((size_t)blocks * 4);
     GT_TRUE(a.ar_src && a.ar_dst && a.fc_src && a.fc_dst && a.a2a_src && a.a2a_dst && a.bc &&
-            a.ring && a.ring_src && a.sig && a.rc, "symm_gpu_malloc");
+                a.ring && a.ring_src && a.sig && a.rc,
+            "symm_gpu_malloc");
     a.M = M;
     a.K = K;
     a.iters = iters;
     uint64_t seed = ++g_seed;
     std::vector<float> hf(fM);
-    for (size_t i = 0; i < fM; i++) hf[i] = (float)gt_unit(seed, me, i);
+    for (size_t i = 0; i < fM; i++)
+        hf[i] = (float)gt_unit(seed, me, i);
     std::vector<int> hi(iK * n);
-    for (size_t i = 0; i < iK; i++) hi[i] = (int)gt_bits(seed, me, i);
+    for (size_t i = 0; i < iK; i++)
+        hi[i] = (int)gt_bits(seed, me, i);
     upload(a.ar_src, hf.data(), fM * 4);
     upload(a.fc_src, hi.data(), iK * 4);
     upload(a.bc, hi.data(), iK * 4);
-    for (size_t i = 0; i < iK * n; i++) hi[i] = (int)gt_bits(seed + 1, me, i);
+    for (size_t i = 0; i < iK * n; i++)
+        hi[i] = (int)gt_bits(seed + 1, me, i);
     upload(a.a2a_src, hi.data(), iK * n * 4);
     GT_CUDA(cudaMemset(a.sig, 0, (size_t)blocks * 8));
     GT_CUDA(cudaMemset(a.rc, 0xff, (size_t)blocks * 4));
@@ -307,12 +331,14 @@ static void check_many_blocks(symm_pool_t pool, int blocks)
     GT_OK(symm_cuda_check());
     std::vector<int> rc(blocks);
     GT_CUDA(cudaMemcpy(rc.data(), a.rc, (size_t)blocks * 4, cudaMemcpyDeviceToHost));
-    for (int b = 0; b < blocks; b++) GT_TRUE(rc[b] == 0, "block %d returned %d", b, rc[b]);
+    for (int b = 0; b < blocks; b++)
+        GT_TRUE(rc[b] == 0, "block %d returned %d", b, rc[b]);
     /* allreduce */
     GT_CUDA(cudaMemcpy(hf.data(), a.ar_dst, fM * 4, cudaMemcpyDeviceToHost));
     for (size_t i = 0; i < fM; i++) {
         float s = (float)gt_unit(seed, 0, i);
-        for (int j = 1; j < n; j++) s = s + (float)gt_unit(seed, j, i);
+        for (int j = 1; j < n; j++)
+            s = s + (float)gt_unit(seed, j, i);
         if (memcmp(&s, &hf[i], 4)) GT_FAIL("many-block allreduce: element %zu", i);
     }
     /* fcollect: block b's dest is [member j: K ints of j's slice b] */
@@ -344,10 +370,12 @@ static void check_many_blocks(symm_pool_t pool, int blocks)
             GT_TRUE(ring[(size_t)b * iters + it] ==
                         (((uint64_t)prev << 32) | ((uint64_t)b << 16) | (uint64_t)it),
                     "put_signal ring: block %d round %d", b, it);
-    void *bufs[] = {a.ar_src, a.ar_dst, a.fc_src, a.fc_dst, a.a2a_src, a.a2a_dst,
-                    a.bc, a.ring, a.ring_src, a.sig, a.rc};
-    for (void *p : bufs) GT_OK(symm_gpu_free(p));
-    if (me == 0) printf("ok: %d blocks, each on its own duplicate, every device collective\n", blocks);
+    void *bufs[] = {a.ar_src, a.ar_dst, a.fc_src,   a.fc_dst, a.a2a_src, a.a2a_dst,
+                    a.bc,     a.ring,   a.ring_src, a.sig,    a.rc};
+    for (void *p : bufs)
+        GT_OK(symm_gpu_free(p));
+    if (me == 0)
+        printf("ok: %d blocks, each on its own duplicate, every device collective\n", blocks);
 }
 
 /* ---------------------------------------------------------------- busy detection */
@@ -428,7 +456,8 @@ static void check_heap(void)
     uint32_t *buf = (uint32_t *)symm_gpu_malloc(nb);
     GT_TRUE(buf != NULL, "symm_gpu_malloc");
     std::vector<uint32_t> h(nb / 4);
-    for (size_t i = 0; i < h.size(); i++) h[i] = (uint32_t)gt_bits(99, g_me, i);
+    for (size_t i = 0; i < h.size(); i++)
+        h[i] = (uint32_t)gt_bits(99, g_me, i);
     upload(buf, h.data(), nb);
     GT_CUDA(cudaDeviceSynchronize());
     GT_OK(symm_barrier_all());
@@ -460,16 +489,19 @@ static void check_lifecycle(void)
     check_many_blocks(pool, 40); /* symm_cuda_pool_device extends the GPU state */
     GT_OK(symm_pool_destroy(pool));
     std::vector<int> ranks(g_n);
-    for (int j = 0; j < g_n; j++) ranks[j] = g_n - 1 - j;
+    for (int j = 0; j < g_n; j++)
+        ranks[j] = g_n - 1 - j;
     GT_OK(symm_pool_get("gpu-test", ranks.data(), g_n, 8, &pool));
     check_many_blocks(pool, 8);
     GT_OK(symm_pool_get("gpu-test", ranks.data(), g_n, 100, &pool));
     check_many_blocks(pool, 100);
     GT_OK(symm_pool_release("gpu-test"));
     GT_OK(symm_cuda_get_info(&i1));
-    GT_TRUE(i1.team_used == i0.team_used, "GPU team memory %zu after destroy/release, %zu before",
-            i1.team_used, i0.team_used);
-    if (g_me == 0) printf("ok: growth, registry; GPU team memory back to %zu bytes\n", i1.team_used);
+    GT_TRUE(i1.team_used == i0.team_used,
+            "GPU team memory %zu after destroy/release, %zu before", i1.team_used,
+            i0.team_used);
+    if (g_me == 0)
+        printf("ok: growth, registry; GPU team memory back to %zu bytes\n", i1.team_used);
 }
 
 int main(int argc, char **argv)
@@ -488,7 +520,8 @@ int main(int argc, char **argv)
     GT_OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 4, &pool));
     check_team(symm_pool_team(pool, 3), "pool dup 3", src, dst);
     std::vector<int> rev(g_n);
-    for (int j = 0; j < g_n; j++) rev[j] = g_n - 1 - j;
+    for (int j = 0; j < g_n; j++)
+        rev[j] = g_n - 1 - j;
     symm_team_t rteam;
     GT_OK(symm_team_create(rev.data(), g_n, &rteam));
     if (!g_quick) check_team(rteam, "a team in reverse order", src, dst);

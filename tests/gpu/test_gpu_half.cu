@@ -32,24 +32,30 @@ static uint16_t gen(symm_type_t ty, uint64_t seed, int pe, size_t i)
 static float op_f(symm_op_t op, float u, float v)
 {
     switch (op) {
-    case SYMM_OP_SUM: return u + v;
-    case SYMM_OP_PROD: return u * v;
-    case SYMM_OP_MIN: return v < u ? v : u;
-    default: return v > u ? v : u;
+    case SYMM_OP_SUM:
+        return u + v;
+    case SYMM_OP_PROD:
+        return u * v;
+    case SYMM_OP_MIN:
+        return v < u ? v : u;
+    default:
+        return v > u ? v : u;
     }
 }
 /* The rule: ((m0 op m1) op m2) ..., rounded to the half type after every combine. */
 static uint16_t ref_step(symm_type_t ty, symm_op_t op, uint64_t seed, size_t i)
 {
     uint16_t a = gen(ty, seed, 0, i);
-    for (int j = 1; j < g_n; j++) a = f2h(ty, op_f(op, h2f(ty, a), h2f(ty, gen(ty, seed, j, i))));
+    for (int j = 1; j < g_n; j++)
+        a = f2h(ty, op_f(op, h2f(ty, a), h2f(ty, gen(ty, seed, j, i))));
     return a;
 }
 /* What the rule is not: a float accumulator rounded once. */
 static uint16_t ref_once(symm_type_t ty, symm_op_t op, uint64_t seed, size_t i)
 {
     float a = h2f(ty, gen(ty, seed, 0, i));
-    for (int j = 1; j < g_n; j++) a = op_f(op, a, h2f(ty, gen(ty, seed, j, i)));
+    for (int j = 1; j < g_n; j++)
+        a = op_f(op, a, h2f(ty, gen(ty, seed, j, i)));
     return f2h(ty, a);
 }
 
@@ -59,9 +65,10 @@ static void compare(const char *what, symm_type_t ty, symm_op_t op, size_t count
     for (size_t i = 0; i < count; i++) {
         uint16_t want = ref_step(ty, op, seed, i);
         if (cpu[i] != want || gpu[i] != want)
-            GT_FAIL("%s %s %s count %zu on %d PEs: element %zu CPU 0x%04x GPU 0x%04x, rule 0x%04x",
-                    symm_type_name(ty), what, symm_op_name(op), count, g_n, i, cpu[i], gpu[i],
-                    want);
+            GT_FAIL(
+                "%s %s %s count %zu on %d PEs: element %zu CPU 0x%04x GPU 0x%04x, rule 0x%04x",
+                symm_type_name(ty), what, symm_op_name(op), count, g_n, i, cpu[i], gpu[i],
+                want);
     }
 }
 
@@ -83,7 +90,8 @@ static void check_flat(symm_type_t ty, symm_op_t op, size_t count, int root, uin
 {
     uint64_t seed = ++g_seed;
     std::vector<uint16_t> in(count), cpu(count), gpu(count);
-    for (size_t i = 0; i < count; i++) in[i] = gen(ty, seed, g_me, i);
+    for (size_t i = 0; i < count; i++)
+        in[i] = gen(ty, seed, g_me, i);
     memcpy(hsrc, in.data(), count * 2);
     upload(gsrc, in.data(), count * 2);
     if (root < 0) {
@@ -91,7 +99,8 @@ static void check_flat(symm_type_t ty, symm_op_t op, size_t count, int root, uin
         GT_OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, gdst, gsrc, count, ty, op, g_stream));
     } else {
         GT_OK(symm_reduce(SYMM_TEAM_WORLD, hdst, hsrc, count, ty, op, root));
-        GT_OK(symm_reduce_on_stream(SYMM_TEAM_WORLD, gdst, gsrc, count, ty, op, root, g_stream));
+        GT_OK(
+            symm_reduce_on_stream(SYMM_TEAM_WORLD, gdst, gsrc, count, ty, op, root, g_stream));
     }
     memcpy(cpu.data(), hdst, count * 2);
     download(gpu.data(), gdst, count * 2);
@@ -102,13 +111,15 @@ static void check_flat(symm_type_t ty, symm_op_t op, size_t count, int root, uin
 /* tile allreduce of a rows x cols tile, on both paths (ld = cols with cols a multiple of
  * 8: the 16-byte chunked path; otherwise the scalar one). */
 static void check_tile(symm_pool_t pool, symm_type_t ty, symm_op_t op, size_t rows, size_t cols,
-                       size_t ld, uint16_t *hsrc, uint16_t *hdst, uint16_t *gsrc, uint16_t *gdst)
+                       size_t ld, uint16_t *hsrc, uint16_t *hdst, uint16_t *gsrc,
+                       uint16_t *gdst)
 {
     uint64_t seed = ++g_seed;
     const size_t total = rows * ld;
     std::vector<uint16_t> in(total), cpu(total), gpu(total), rc(rows * cols), rg(rows * cols);
     for (size_t r = 0; r < rows; r++)
-        for (size_t c = 0; c < cols; c++) in[r * ld + c] = gen(ty, seed, g_me, r * cols + c);
+        for (size_t c = 0; c < cols; c++)
+            in[r * ld + c] = gen(ty, seed, g_me, r * cols + c);
     memcpy(hsrc, in.data(), total * 2);
     upload(gsrc, in.data(), total * 2);
     symm_tile_t hi = {hsrc, rows, cols, ld}, ho = {hdst, rows, cols, ld};

@@ -17,8 +17,8 @@
 
 #include "gpu_test.h"
 #include "moe_ref.h"
-#include "symm_device.cuh"
 #include "symm/impl/tile_moe__funcs.cuh"
+#include "symm_device.cuh"
 
 static int g_me, g_n;
 static cudaStream_t g_stream;
@@ -31,10 +31,10 @@ static const uint8_t kGarbage = 0xEE, kOutFill = 0x5C, kBackFill = 0x11;
 /* ---------------------------------------------------------------- the model */
 /* The rows each member sends and their bytes: moe_ref.h, with a mute and a deaf member. */
 struct moe_case : moe_ref_case {
-    bool alt;       /* odd members' in is another object at another offset */
-    bool one_d;     /* 1-D all-to-all-v instead of the dispatch (ne 1, align 0) */
-    int form;       /* 0: stream forms; 1: block-scoped calls in a user's kernel */
-    int nb;         /* blocks (stream form: 0 = automatic) */
+    bool alt;   /* odd members' in is another object at another offset */
+    bool one_d; /* 1-D all-to-all-v instead of the dispatch (ne 1, align 0) */
+    int form;   /* 0: stream forms; 1: block-scoped calls in a user's kernel */
+    int nb;     /* blocks (stream form: 0 = automatic) */
 };
 
 /* ---------------------------------------------------------------- the calls */
@@ -67,10 +67,9 @@ __global__ void k_user_a2a(symm_dev_pool_t pool, call_args a)
                                         a.out_splits, a.out_offsets, a.out_rows, a.ws,
                                         blockIdx.x, gridDim.x);
     else
-        r = symm_dev_moe_combine_block(t, a.out, a.out_capacity, a.in, a.in_capacity,
-                                       a.in_splits, a.in_offsets, a.ne, a.row_bytes,
-                                       a.out_splits, a.out_offsets, a.out_rows, a.ws,
-                                       blockIdx.x, gridDim.x);
+        r = symm_dev_moe_combine_block(
+            t, a.out, a.out_capacity, a.in, a.in_capacity, a.in_splits, a.in_offsets, a.ne,
+            a.row_bytes, a.out_splits, a.out_offsets, a.out_rows, a.ws, blockIdx.x, gridDim.x);
     if (threadIdx.x == 0 && r) atomicExch(a.rc, r);
 }
 
@@ -91,10 +90,9 @@ static symm_status_t run_call(int form, int nb, call_args a, symm_status_t *dev)
                                              a.out_splits, a.out_offsets, a.out_rows, a.ws, nb,
                                              g_stream);
         else
-            st = symm_moe_combine_on_stream(g_pool, a.out, a.out_capacity, a.in, a.in_capacity,
-                                            a.in_splits, a.in_offsets, a.ne, a.row_bytes,
-                                            a.out_splits, a.out_offsets, a.out_rows, a.ws, nb,
-                                            g_stream);
+            st = symm_moe_combine_on_stream(
+                g_pool, a.out, a.out_capacity, a.in, a.in_capacity, a.in_splits, a.in_offsets,
+                a.ne, a.row_bytes, a.out_splits, a.out_offsets, a.out_rows, a.ws, nb, g_stream);
         GT_CUDA(cudaStreamSynchronize(g_stream));
         *dev = symm_cuda_check();
         return st;
@@ -176,7 +174,8 @@ static void run_case(const moe_case &c)
     a.ws = ws;
     symm_status_t dev;
     GT_OK(run_call(c.form, nb, a, &dev));
-    GT_TRUE(dev == SYMM_SUCCESS, "%s: device status %d (%s)", what, (int)dev, symm_last_error());
+    GT_TRUE(dev == SYMM_SUCCESS, "%s: device status %d (%s)", what, (int)dev,
+            symm_last_error());
 
     std::vector<uint8_t> hmid(out_cap * rb);
     GT_CUDA(gt_memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
@@ -215,8 +214,8 @@ static void run_case(const moe_case &c)
             symm_last_error());
     std::vector<uint8_t> hback(in_cap * rb);
     GT_CUDA(gt_memcpy_sync(hback.data(), back, hback.size(), cudaMemcpyDeviceToHost));
-    moe_check_combine(what, rb, hsp, gt_d2h(d_bsp, N), gt_d2h(d_bof, N), gt_d2h(d_rows + 1, 1)[0],
-                      hin, hback, kBackFill);
+    moe_check_combine(what, rb, hsp, gt_d2h(d_bsp, N), gt_d2h(d_bof, N),
+                      gt_d2h(d_rows + 1, 1)[0], hin, hback, kBackFill);
 
     GT_OK(symm_barrier_all());
     GT_CUDA(cudaFree(d));
@@ -282,9 +281,11 @@ static void test_null_in_sending(void)
     GT_TRUE(in && out && ws, "symm_gpu_malloc for the NULL-in case");
     size_t *d;
     GT_CUDA(cudaMalloc(&d, (4 * N + 1) * sizeof(size_t)));
-    size_t *d_sp = d, *d_off = d + N, *d_osp = d + 2 * N, *d_oof = d + 3 * N, *d_rows = d + 4 * N;
+    size_t *d_sp = d, *d_off = d + N, *d_osp = d + 2 * N, *d_oof = d + 3 * N,
+           *d_rows = d + 4 * N;
     std::vector<uint8_t> hin(in_cap * rb);
-    for (size_t i = 0; i < hin.size(); i++) hin[i] = (uint8_t)gt_bits(515, me, i);
+    for (size_t i = 0; i < hin.size(); i++)
+        hin[i] = (uint8_t)gt_bits(515, me, i);
     GT_CUDA(gt_memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
     /* random splits of at most 8 rows; the bad member surely sends (entry 0); combine
      * offsets 0, 2, 4, ..: inside in */
@@ -325,7 +326,8 @@ static void test_null_in_sending(void)
             GT_OK(run_call(form, form ? 3 : 0, a, &dev));
             GT_TRUE(dev == SYMM_ERR_INVALID_ARG,
                     "%s (%s form), PE %d sends from a NULL in: status %d (%s), want "
-                    "INVALID_ARG", kinds[kind], form ? "block-scoped" : "stream", bad, (int)dev,
+                    "INVALID_ARG",
+                    kinds[kind], form ? "block-scoped" : "stream", bad, (int)dev,
                     symm_last_error());
             std::vector<uint8_t> ho(out_cap * rb);
             GT_CUDA(gt_memcpy_sync(ho.data(), out, ho.size(), cudaMemcpyDeviceToHost));
@@ -335,7 +337,8 @@ static void test_null_in_sending(void)
             for (size_t i = 0; i < 2 * N; i++)
                 GT_TRUE(hs[i] == 0x5a5a5a5a5a5a5a5aull,
                         "failed %s wrote out_splits / out_offsets entry %zu", kinds[kind], i);
-            GT_TRUE(hs[2 * N] == 0x3333333333333333ull, "failed %s wrote out_rows", kinds[kind]);
+            GT_TRUE(hs[2 * N] == 0x3333333333333333ull, "failed %s wrote out_rows",
+                    kinds[kind]);
             count++;
         }
     GT_OK(symm_barrier_all());

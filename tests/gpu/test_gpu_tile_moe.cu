@@ -22,8 +22,8 @@
 
 #include "gpu_test.h"
 #include "moe_ref.h"
-#include "symm_device.cuh"
 #include "symm/impl/tile_moe__funcs.cuh"
+#include "symm_device.cuh"
 
 extern "C" {
 #include "coll/reduce_ops.h"
@@ -42,9 +42,9 @@ struct shape {
 /* Shapes 9 and 12 start 16-byte aligned (in offset si % 3 == 0) with rows of whole 16-byte
  * vectors for every type: with out offset 0 they take the kernels' flat vector path, with
  * out offset 1 (the other half of the ops) the general one. */
-static const shape kShapes[] = {{0, 4, 4},     {3, 0, 1},      {1, 1, 1},   {3, 7, 9},
-                                {17, 33, 40},  {5, 301, 307},  {2, 9000, 9001}, {40, 5, 5},
-                                {1, 64, 64},   {33, 1024, 1040}, {3, 48, 48}, {2, 16, 16},
+static const shape kShapes[] = {{0, 4, 4},     {3, 0, 1},        {1, 1, 1},       {3, 7, 9},
+                                {17, 33, 40},  {5, 301, 307},    {2, 9000, 9001}, {40, 5, 5},
+                                {1, 64, 64},   {33, 1024, 1040}, {3, 48, 48},     {2, 16, 16},
                                 {257, 96, 112}};
 static const int kNShapes = sizeof kShapes / sizeof kShapes[0];
 
@@ -56,10 +56,14 @@ static size_t span_elems(const shape &s)
 template <int TY> static typename symm_tm::ty<TY>::T gen(uint64_t seed, int pe, size_t i)
 {
     typedef typename symm_tm::ty<TY>::T T;
-    if constexpr (TY == SYMM_FP16) return symm_float_to_fp16((float)gt_unit(seed, pe, i));
-    else if constexpr (TY == SYMM_BF16) return symm_float_to_bf16((float)gt_unit(seed, pe, i));
-    else if constexpr (symm_tm::ty<TY>::integer) return (T)gt_bits(seed, pe, i);
-    else return (T)gt_unit(seed, pe, i);
+    if constexpr (TY == SYMM_FP16)
+        return symm_float_to_fp16((float)gt_unit(seed, pe, i));
+    else if constexpr (TY == SYMM_BF16)
+        return symm_float_to_bf16((float)gt_unit(seed, pe, i));
+    else if constexpr (symm_tm::ty<TY>::integer)
+        return (T)gt_bits(seed, pe, i);
+    else
+        return (T)gt_unit(seed, pe, i);
 }
 
 /* Reference of element i of a tile of every PE: the CPU kernels, member 0 first. */
@@ -86,8 +90,11 @@ template <int TY> static void upload(uint64_t seed, size_t eoff, size_t nspan)
 {
     typedef typename symm_tm::ty<TY>::T T;
     std::vector<T> h(nspan);
-    for (size_t i = 0; i < nspan; i++) h[i] = gen<TY>(seed, g_me, i);
-    if (nspan) GT_CUDA(gt_memcpy_sync((T *)g_A + eoff, h.data(), nspan * sizeof(T), cudaMemcpyHostToDevice));
+    for (size_t i = 0; i < nspan; i++)
+        h[i] = gen<TY>(seed, g_me, i);
+    if (nspan)
+        GT_CUDA(gt_memcpy_sync((T *)g_A + eoff, h.data(), nspan * sizeof(T),
+                               cudaMemcpyHostToDevice));
 }
 
 template <int TY>
@@ -117,9 +124,9 @@ static void check_tile(const char *what, const uint8_t *dev, const shape &s, siz
             memcpy(&w, &want, sizeof(T));
             memcpy(&g, &h[i], sizeof(T));
             GT_FAIL("%s %s %s %zux%zu ld %zu (out ld %zu) nblocks %d: element (%zu,%zu) %s = "
-                    "0x%llx, want 0x%llx", what, symm_type_name((symm_type_t)TY),
-                    symm_op_name(op), s.rows, s.cols, s.ld, ld_out, nb, r, c,
-                    elem ? "value" : "gap", g, w);
+                    "0x%llx, want 0x%llx",
+                    what, symm_type_name((symm_type_t)TY), symm_op_name(op), s.rows, s.cols,
+                    s.ld, ld_out, nb, r, c, elem ? "value" : "gap", g, w);
         }
     }
 }
@@ -152,7 +159,8 @@ template <int TY> static void test_multi_shared(symm_op_t op)
         maxspan = std::max(maxspan, s.rows * (s.cols + 1));
     }
     for (int k = 0; k < nroots; k++)
-        for (int j = 0; j < k; j++) GT_TRUE(roots[j] != roots[k], "test roots not distinct");
+        for (int j = 0; j < k; j++)
+            GT_TRUE(roots[j] != roots[k], "test roots not distinct");
     upload<TY>(seed, 0, eoff);
     GT_CUDA(gt_memset_sync(g_B, 0x6B, maxspan * es));
     GT_CUDA(gt_memset_sync(g_L, 0x6B, maxspan * es));
@@ -215,25 +223,28 @@ template <int TY> static void test_tile_type()
             if (nspan) GT_CUDA(gt_memset_sync(g_B, 0xA5, (nspan + 2) * es));
             symm_tile_t in = {(T *)g_A + ioff, s.rows, s.cols, s.ld};
             symm_tile_t out = {(T *)g_B + ooff, s.rows, s.cols, s.ld};
-            GT_OK(symm_tile_allreduce_on_stream(g_pool, out, in, (symm_type_t)TY, o, nb, g_stream));
+            GT_OK(symm_tile_allreduce_on_stream(g_pool, out, in, (symm_type_t)TY, o, nb,
+                                                g_stream));
             GT_CUDA(cudaStreamSynchronize(g_stream));
             GT_OK(symm_cuda_check());
-            check_tile<TY>("allreduce", (const uint8_t *)out.base, s, s.ld, nspan, o, seed, true,
-                           0xA5, false, nb);
+            check_tile<TY>("allreduce", (const uint8_t *)out.base, s, s.ld, nspan, o, seed,
+                           true, 0xA5, false, nb);
 
             /* in place */
-            GT_OK(symm_tile_allreduce_on_stream(g_pool, in, in, (symm_type_t)TY, o, nb, g_stream));
+            GT_OK(symm_tile_allreduce_on_stream(g_pool, in, in, (symm_type_t)TY, o, nb,
+                                                g_stream));
             GT_CUDA(cudaStreamSynchronize(g_stream));
             GT_OK(symm_cuda_check());
-            check_tile<TY>("allreduce in place", (const uint8_t *)in.base, s, s.ld, nspan, o, seed,
-                           true, 0, true, nb);
+            check_tile<TY>("allreduce in place", (const uint8_t *)in.base, s, s.ld, nspan, o,
+                           seed, true, 0, true, nb);
             cases += 2;
 
             if (si % 2 && g_quick) continue;
             /* rooted, into a local out with its own ld */
             upload<TY>(seed, ioff, nspan);
             int root = (si + op) % g_n;
-            size_t lld = s.cols + (ooff ? 3 : 16), lspan = (s.rows && s.cols) ? (s.rows - 1) * lld + s.cols : 0;
+            size_t lld = s.cols + (ooff ? 3 : 16),
+                   lspan = (s.rows && s.cols) ? (s.rows - 1) * lld + s.cols : 0;
             if (lspan) GT_CUDA(gt_memset_sync(g_L, 0x5A, (lspan + 2) * es));
             symm_tile_t lout = {(T *)g_L + ooff, s.rows, s.cols, lld};
             GT_OK(symm_tile_reduce_on_stream(g_pool, lout, in, (symm_type_t)TY, o, root, nb,
@@ -272,7 +283,8 @@ template <int TY> static void test_tile_type()
             size_t eoff = 0;
             const uint64_t seed = 77000u + 100u * TY + op;
             size_t total = 0;
-            for (int k = 0; k < g_n; k++) total += (span_elems(kShapes[(k + op) % kNShapes]) + 16) / 16 * 16;
+            for (int k = 0; k < g_n; k++)
+                total += (span_elems(kShapes[(k + op) % kNShapes]) + 16) / 16 * 16;
             upload<TY>(seed, 0, total);
             int mine = -1;
             for (int k = 0; k < g_n; k++) {
@@ -283,26 +295,33 @@ template <int TY> static void test_tile_type()
                 eoff += (span_elems(s) + 16) / 16 * 16; /* 16-element aligned starts */
             }
             const shape &ms = kShapes[(mine + op) % kNShapes];
-            size_t lld = ms.cols + (op % 2 ? 1 : 16), lspan = (ms.rows && ms.cols) ? (ms.rows - 1) * lld + ms.cols : 0;
+            size_t lld = ms.cols + (op % 2 ? 1 : 16),
+                   lspan = (ms.rows && ms.cols) ? (ms.rows - 1) * lld + ms.cols : 0;
             if (lspan) GT_CUDA(gt_memset_sync(g_L, 0x3C, lspan * es));
             symm_tile_t lout = {(T *)g_L, ms.rows, ms.cols, lld};
             int nb = kBlocks[op % 4];
             GT_OK(symm_tile_reduce_multi_on_stream(g_pool, lout, tin.data(), roots.data(), g_n,
-                                                   (symm_type_t)TY, (symm_op_t)op, nb, g_stream));
+                                                   (symm_type_t)TY, (symm_op_t)op, nb,
+                                                   g_stream));
             GT_CUDA(cudaStreamSynchronize(g_stream));
             GT_OK(symm_cuda_check());
             /* my tile's elements are numbered from its own offset in the upload */
             size_t moff = (size_t)((T *)tin[mine].base - (T *)g_A);
             std::vector<T> h(lspan);
-            if (lspan) GT_CUDA(gt_memcpy_sync(h.data(), g_L, lspan * es, cudaMemcpyDeviceToHost));
+            if (lspan)
+                GT_CUDA(gt_memcpy_sync(h.data(), g_L, lspan * es, cudaMemcpyDeviceToHost));
             symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, (symm_op_t)op);
             for (size_t i = 0; i < lspan; i++) {
                 size_t r = i / lld, c = i % lld;
                 T want;
-                if (c < ms.cols) want = ref_elem<TY>(kern, (symm_op_t)op, seed, moff + r * ms.ld + c);
-                else memset(&want, 0x3C, sizeof want);
-                GT_TRUE(!memcmp(&want, &h[i], sizeof(T)), "multi %s %s: root %d element (%zu,%zu) wrong",
-                        symm_type_name((symm_type_t)TY), symm_op_name((symm_op_t)op), g_me, r, c);
+                if (c < ms.cols)
+                    want = ref_elem<TY>(kern, (symm_op_t)op, seed, moff + r * ms.ld + c);
+                else
+                    memset(&want, 0x3C, sizeof want);
+                GT_TRUE(!memcmp(&want, &h[i], sizeof(T)),
+                        "multi %s %s: root %d element (%zu,%zu) wrong",
+                        symm_type_name((symm_type_t)TY), symm_op_name((symm_op_t)op), g_me, r,
+                        c);
             }
             cases++;
         }
@@ -316,7 +335,8 @@ static void test_tiles(void)
     for (int i = 0; i < kNShapes; i++)
         maxspan = std::max(maxspan, span_elems(kShapes[i]) + 4);
     size_t multi = 0;
-    for (int i = 0; i < kNShapes; i++) multi += span_elems(kShapes[i]) + 16;
+    for (int i = 0; i < kNShapes; i++)
+        multi += span_elems(kShapes[i]) + 16;
     maxspan = std::max(maxspan, multi * (size_t)(g_n / kNShapes + 1) + 4);
     g_tile_bytes = maxspan * 8 + 64;
     g_A = (uint8_t *)symm_gpu_malloc(g_tile_bytes);
@@ -330,19 +350,24 @@ static void test_tiles(void)
     /* argument errors: the same verdict on every PE, no launch */
     symm_tile_t t = {g_A, 2, 2, 2};
     GT_TRUE(symm_tile_allreduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_XOR, 0, g_stream) ==
-                SYMM_ERR_INVALID_ARG, "xor on float accepted");
+                SYMM_ERR_INVALID_ARG,
+            "xor on float accepted");
     symm_tile_t mis = {g_A + 1, 2, 2, 2};
-    GT_TRUE(symm_tile_allreduce_on_stream(g_pool, mis, mis, SYMM_INT32, SYMM_OP_SUM, 0, g_stream) ==
-                SYMM_ERR_ALIGNMENT, "misaligned int32 tile accepted");
-    GT_TRUE(symm_tile_reduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_SUM, g_n, 0, g_stream) ==
-                SYMM_ERR_PE_OUT_OF_RANGE, "root out of range accepted");
+    GT_TRUE(symm_tile_allreduce_on_stream(g_pool, mis, mis, SYMM_INT32, SYMM_OP_SUM, 0,
+                                          g_stream) == SYMM_ERR_ALIGNMENT,
+            "misaligned int32 tile accepted");
+    GT_TRUE(symm_tile_reduce_on_stream(g_pool, t, t, SYMM_FLOAT, SYMM_OP_SUM, g_n, 0,
+                                       g_stream) == SYMM_ERR_PE_OUT_OF_RANGE,
+            "root out of range accepted");
     /* a root whose own out is bad fails alone; the others finish */
     symm_tile_t in = {g_A, 3, 5, 5}, bad = {g_L, 3, 4, 4};
-    symm_status_t st = symm_tile_reduce_on_stream(g_pool, bad, in, SYMM_FLOAT, SYMM_OP_SUM, 0, 2,
-                                                  g_stream);
-    GT_TRUE(st == (g_me == 0 ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "bad root out: status %d", st);
+    symm_status_t st =
+        symm_tile_reduce_on_stream(g_pool, bad, in, SYMM_FLOAT, SYMM_OP_SUM, 0, 2, g_stream);
+    GT_TRUE(st == (g_me == 0 ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "bad root out: status %d",
+            st);
     st = symm_cuda_check();
-    GT_TRUE(st == (g_me == 0 ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "bad root out: device %d", st);
+    GT_TRUE(st == (g_me == 0 ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "bad root out: device %d",
+            st);
     GT_OK(symm_barrier_all());
     if (g_me == 0) printf("tiles ok\n");
 }
@@ -384,11 +409,11 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
 
     /* ---- dispatch (or 1-D) */
     if (one_d)
-        GT_OK(symm_all_to_all_v_on_stream(g_pool, mid, out_cap, in, in_cap, d_sp, rb, d_osp, d_oof,
-                                          d_rows, ws, nb, g_stream));
+        GT_OK(symm_all_to_all_v_on_stream(g_pool, mid, out_cap, in, in_cap, d_sp, rb, d_osp,
+                                          d_oof, d_rows, ws, nb, g_stream));
     else
-        GT_OK(symm_moe_dispatch_on_stream(g_pool, mid, out_cap, in, in_cap, d_sp, ne, rb, c.align,
-                                          d_osp, d_oof, d_rows, ws, nb, g_stream));
+        GT_OK(symm_moe_dispatch_on_stream(g_pool, mid, out_cap, in, in_cap, d_sp, ne, rb,
+                                          c.align, d_osp, d_oof, d_rows, ws, nb, g_stream));
     /* ---- combine straight from the device outputs */
     GT_OK(symm_moe_combine_on_stream(g_pool, back, in_cap, mid, out_cap, d_osp, d_oof,
                                      one_d ? 1 : ne, rb, d_bsp, d_bof, d_rows + 1, ws, nb,
@@ -403,8 +428,8 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     std::vector<size_t> rsp, rof, rows = gt_d2h(d_rows, 2);
     std::vector<uint8_t> hmid(out_cap * rb);
     GT_CUDA(gt_memcpy_sync(hmid.data(), mid, hmid.size(), cudaMemcpyDeviceToHost));
-    moe_check_dispatch(n, c, g_me, what, gt_d2h(d_osp, N), gt_d2h(d_oof, N), rows[0], hmid, 0xEE,
-                       &rsp, &rof);
+    moe_check_dispatch(n, c, g_me, what, gt_d2h(d_osp, N), gt_d2h(d_oof, N), rows[0], hmid,
+                       0xEE, &rsp, &rof);
 
     /* combine gave back my input, rows and splits */
     std::vector<uint8_t> hback(in_cap * rb);
@@ -416,14 +441,15 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
     if (!c.empty && !one_d) {
         int victim = (int)(c.seed % (uint64_t)n);
         std::vector<size_t> vsp, vof;
-        size_t vtotal = moe_dispatch_layout(g_n, c, victim, &vsp, &vof); /* the same on every PE */
+        size_t vtotal =
+            moe_dispatch_layout(g_n, c, victim, &vsp, &vof); /* the same on every PE */
         GT_CUDA(gt_memset_sync(back, 0x22, in_cap * rb));
         GT_CUDA(gt_memset_sync(d_rows, 0x33, 16));
         size_t cap = g_me == victim ? vtotal - 1 : out_cap;
         if (vtotal > 0) {
-            GT_OK(symm_moe_dispatch_on_stream(g_pool, back, cap > in_cap ? in_cap : cap, in, in_cap,
-                                              d_sp, ne, rb, c.align, d_osp, d_oof, d_rows, ws, nb,
-                                              g_stream));
+            GT_OK(symm_moe_dispatch_on_stream(g_pool, back, cap > in_cap ? in_cap : cap, in,
+                                              in_cap, d_sp, ne, rb, c.align, d_osp, d_oof,
+                                              d_rows, ws, nb, g_stream));
             symm_status_t st = symm_cuda_check();
             /* back holds in_cap rows: the victim's cap is one short of its need; others' need
              * may not fit in_cap either: any failure must be OVERFLOW and agreed */
@@ -440,7 +466,8 @@ static void run_moe_case(const moe_case &c, int nb, bool one_d)
         symm_status_t st = symm_moe_dispatch_on_stream(
             g_pool, g_me == victim ? nullptr : mid, out_cap, in, in_cap, d_sp, ne, rb, c.align,
             d_osp, d_oof, d_rows, ws, nb, g_stream);
-        GT_TRUE(st == (g_me == victim ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "local error: %d", st);
+        GT_TRUE(st == (g_me == victim ? SYMM_ERR_INVALID_ARG : SYMM_SUCCESS), "local error: %d",
+                st);
         st = symm_cuda_check();
         GT_TRUE(st == SYMM_ERR_INVALID_ARG, "local error agreed: status %d (%s)", st,
                 symm_last_error());
@@ -500,7 +527,8 @@ static void test_moe(void)
 __global__ void k_user_tile(symm_dev_pool_t pool, symm_tile_t out, symm_tile_t in, int *rc)
 {
     symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
-    int r = symm_dev_tile_allreduce_block<float>(t, out, in, SYMM_OP_SUM, blockIdx.x, gridDim.x);
+    int r =
+        symm_dev_tile_allreduce_block<float>(t, out, in, SYMM_OP_SUM, blockIdx.x, gridDim.x);
     if (threadIdx.x == 0 && r) atomicExch(rc, r);
 }
 /* A user's kernel: the block-scoped rooted reduce into a symmetric out (the members share
@@ -520,8 +548,8 @@ __global__ void k_user_dispatch(symm_dev_pool_t pool, void *out, size_t cap, con
                                 int *rc)
 {
     symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
-    int r = symm_dev_moe_dispatch_block(t, out, cap, in, in_cap, splits, ne, rb, align, osp, oof,
-                                        rows, ws, blockIdx.x, gridDim.x);
+    int r = symm_dev_moe_dispatch_block(t, out, cap, in, in_cap, splits, ne, rb, align, osp,
+                                        oof, rows, ws, blockIdx.x, gridDim.x);
     if (threadIdx.x == 0 && r) atomicExch(rc, r);
 }
 
@@ -563,8 +591,8 @@ static void test_block_api(void)
         GT_CUDA(gt_memset_sync(d_rc, 0, sizeof(int)));
         GT_OK(symm_barrier_all()); /* every out reset before any member writes the root's */
         void *rargs[] = {&dp, &out, &in, &root, &d_rc};
-        GT_OK(symm_cuda_launch((const void *)k_user_rooted, dim3(blocks[k]), dim3(256), rargs, 0,
-                               g_stream));
+        GT_OK(symm_cuda_launch((const void *)k_user_rooted, dim3(blocks[k]), dim3(256), rargs,
+                               0, g_stream));
         GT_CUDA(cudaStreamSynchronize(g_stream));
         GT_OK(symm_cuda_check());
         rc = -1;
@@ -580,10 +608,12 @@ static void test_block_api(void)
     const size_t rb = 40, align = 4, N = (size_t)n * ne;
     std::vector<size_t> hs(N);
     size_t rows = 0;
-    for (size_t e = 0; e < N; e++) rows += hs[e] = (size_t)(gt_bits(4242, g_me, e) % 7);
+    for (size_t e = 0; e < N; e++)
+        rows += hs[e] = (size_t)(gt_bits(4242, g_me, e) % 7);
     const size_t cap = 7 * N * n + N * align + 8;
     uint8_t *in = (uint8_t *)symm_gpu_malloc(cap * rb);
-    uint8_t *o1 = (uint8_t *)symm_gpu_malloc(cap * rb), *o2 = (uint8_t *)symm_gpu_malloc(cap * rb);
+    uint8_t *o1 = (uint8_t *)symm_gpu_malloc(cap * rb),
+            *o2 = (uint8_t *)symm_gpu_malloc(cap * rb);
     void *ws1 = symm_gpu_malloc(symm_cuda_a2a_workspace_bytes(n, ne));
     void *ws2 = symm_gpu_malloc(symm_cuda_a2a_workspace_bytes(n, ne));
     GT_TRUE(in && o1 && o2 && ws1 && ws2, "symm_gpu_malloc for the dispatch");
@@ -592,7 +622,8 @@ static void test_block_api(void)
     size_t *sp = d, *osp1 = d + N, *oof1 = d + 2 * N, *osp2 = d + 3 * N, *oof2 = d + 4 * N,
            *rows1 = d + 5 * N, *rows2 = d + 6 * N;
     std::vector<uint8_t> hin(rows * rb);
-    for (size_t i = 0; i < hin.size(); i++) hin[i] = (uint8_t)gt_bits(777, g_me, i);
+    for (size_t i = 0; i < hin.size(); i++)
+        hin[i] = (uint8_t)gt_bits(777, g_me, i);
     if (rows) GT_CUDA(gt_memcpy_sync(in, hin.data(), hin.size(), cudaMemcpyHostToDevice));
     GT_CUDA(gt_memcpy_sync(sp, hs.data(), N * sizeof(size_t), cudaMemcpyHostToDevice));
     GT_CUDA(gt_memset_sync(o1, 0x11, cap * rb));
@@ -603,15 +634,17 @@ static void test_block_api(void)
                                       rows1, ws1, 0, g_stream));
     size_t cap_ = cap, rb_ = rb, align_ = align;
     int ne_ = ne;
-    void *args[] = {&dp, &o2, &cap_, &in, &cap_, &sp, &ne_, &rb_, &align_, &osp2, &oof2, &rows2,
-                    &ws2, &d_rc};
-    GT_OK(symm_cuda_launch((const void *)k_user_dispatch, dim3(4), dim3(256), args, 0, g_stream));
+    void *args[] = {&dp,  &o2,     &cap_, &in,   &cap_,  &sp,  &ne_,
+                    &rb_, &align_, &osp2, &oof2, &rows2, &ws2, &d_rc};
+    GT_OK(
+        symm_cuda_launch((const void *)k_user_dispatch, dim3(4), dim3(256), args, 0, g_stream));
     GT_CUDA(cudaStreamSynchronize(g_stream));
     GT_OK(symm_cuda_check());
     int rc = -1;
     GT_CUDA(gt_memcpy_sync(&rc, d_rc, sizeof rc, cudaMemcpyDeviceToHost));
     GT_TRUE(rc == 0, "user dispatch kernel: status %d", rc);
-    std::vector<size_t> a = gt_d2h(osp1, 2 * N), b = gt_d2h(osp2, 2 * N); /* out_splits, out_offsets */
+    std::vector<size_t> a = gt_d2h(osp1, 2 * N),
+                        b = gt_d2h(osp2, 2 * N); /* out_splits, out_offsets */
     GT_TRUE(a == b, "user dispatch: out_splits / out_offsets differ from the stream form");
     size_t r1 = gt_d2h(rows1, 1)[0], r2 = gt_d2h(rows2, 1)[0];
     GT_TRUE(r1 == r2 && r1 <= cap, "user dispatch: out_rows %zu, stream form %zu", r2, r1);

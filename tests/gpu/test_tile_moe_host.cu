@@ -10,22 +10,22 @@
 #include <cstdlib>
 #include <vector>
 
-#include "symm_device.cuh"
 #include "symm/impl/tile_moe__funcs.cuh"
+#include "symm_device.cuh"
 
 extern "C" {
 #include "coll/reduce_ops.h"
 }
 
 static int g_fail;
-#define CHECK_T(c, ...)                                                                   \
-    do {                                                                                  \
-        if (!(c)) {                                                                       \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                          \
-            fprintf(stderr, __VA_ARGS__);                                                 \
-            fprintf(stderr, "\n");                                                        \
-            if (++g_fail > 20) exit(1);                                                   \
-        }                                                                                 \
+#define CHECK_T(c, ...)                                                                        \
+    do {                                                                                       \
+        if (!(c)) {                                                                            \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                               \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fprintf(stderr, "\n");                                                             \
+            if (++g_fail > 20) exit(1);                                                        \
+        }                                                                                      \
     } while (0)
 
 static uint64_t rng = 88172645463325252ull;
@@ -47,11 +47,16 @@ template <int TY, int OP> static void fold_one(void)
             T v[5], cpu, dev;
             for (int m = 0; m < n; m++) {
                 uint64_t b = next();
-                if constexpr (TY == SYMM_FLOAT) v[m] = (float)((int64_t)b % 2001) / 997.0f;
-                else if constexpr (TY == SYMM_DOUBLE) v[m] = (double)((int64_t)b % 20001) / 9973.0;
-                else if constexpr (TY == SYMM_FP16) v[m] = symm_float_to_fp16((float)((int64_t)b % 2001) / 997.0f);
-                else if constexpr (TY == SYMM_BF16) v[m] = symm_float_to_bf16((float)((int64_t)b % 2001) / 997.0f);
-                else memcpy(&v[m], &b, sizeof(T));
+                if constexpr (TY == SYMM_FLOAT)
+                    v[m] = (float)((int64_t)b % 2001) / 997.0f;
+                else if constexpr (TY == SYMM_DOUBLE)
+                    v[m] = (double)((int64_t)b % 20001) / 9973.0;
+                else if constexpr (TY == SYMM_FP16)
+                    v[m] = symm_float_to_fp16((float)((int64_t)b % 2001) / 997.0f);
+                else if constexpr (TY == SYMM_BF16)
+                    v[m] = symm_float_to_bf16((float)((int64_t)b % 2001) / 997.0f);
+                else
+                    memcpy(&v[m], &b, sizeof(T));
             }
             cpu = v[0];
             dev = v[0];
@@ -91,7 +96,8 @@ static void test_units(void)
             CHECK_T(r0 < r1 && r1 <= rows && c0 < c1 && c1 <= cols, "unit %llu out of range",
                     (unsigned long long)u);
             for (uint64_t r = r0; r < r1 && r < rows; r++)
-                for (uint64_t c = c0; c < c1 && c < cols; c++) seen[r * cols + c]++;
+                for (uint64_t c = c0; c < c1 && c < cols; c++)
+                    seen[r * cols + c]++;
         }
         for (size_t i = 0; i < seen.size(); i++)
             CHECK_T(seen[i] == 1, "%llux%llu es %u: element %zu covered %d times",
@@ -156,7 +162,8 @@ static void test_moe_chunks(void)
                             (unsigned long long)c, p, np);
                     uint64_t a0 = c * R > mov ? c * R : mov;
                     uint64_t a1 = (c + 1) * R < mov + cnt[e] ? (c + 1) * R : mov + cnt[e];
-                    for (uint64_t r = a0; r < a1; r++) seen[r]++;
+                    for (uint64_t r = a0; r < a1; r++)
+                        seen[r]++;
                     if (mine.empty() || mine.back() != c) mine.push_back(c);
                 }
                 mov += cnt[e];
@@ -178,8 +185,9 @@ static void test_moe_chunks(void)
 }
 
 /* The device layout (a2a_impl's warp-0 loop), one lane at a time. */
-static void emulate_layout(int kind, int n, int ne, uint64_t A, const std::vector<uint64_t> &cnt,
-                           std::vector<uint64_t> *dst, std::vector<uint64_t> *mov, uint64_t *total)
+static void emulate_layout(int kind, int n, int ne, uint64_t A,
+                           const std::vector<uint64_t> &cnt, std::vector<uint64_t> *dst,
+                           std::vector<uint64_t> *mov, uint64_t *total)
 {
     const uint64_t N = (uint64_t)n * ne;
     const int inner = kind == SYMM_TM_A2A_DISPATCH ? n : ne;
@@ -237,7 +245,8 @@ static void test_layout(void)
         uint64_t N = (uint64_t)n * ne;
         int zero_pct = (int)(next() % 100);
         std::vector<uint64_t> cnt(N);
-        for (auto &x : cnt) x = (int)(next() % 100) < zero_pct ? 0 : next() % 13;
+        for (auto &x : cnt)
+            x = (int)(next() % 100) < zero_pct ? 0 : next() % 13;
         std::vector<uint64_t> dst, mov, ref(N);
         uint64_t total, pos = 0;
         /* serial reference (moe.c a2a_layout), in output order */

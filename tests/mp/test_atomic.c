@@ -7,27 +7,46 @@
 
 static int me, npes;
 
-#define FETCHING(op)                                                                     \
-    ((op) == SYMM_AMO_FETCH || (op) == SYMM_AMO_SWAP || (op) == SYMM_AMO_CSWAP ||        \
-     (op) == SYMM_AMO_FETCH_ADD || (op) == SYMM_AMO_FETCH_AND ||                         \
-     (op) == SYMM_AMO_FETCH_OR || (op) == SYMM_AMO_FETCH_XOR)
+#define FETCHING(op)                                                                           \
+    ((op) == SYMM_AMO_FETCH || (op) == SYMM_AMO_SWAP || (op) == SYMM_AMO_CSWAP ||              \
+     (op) == SYMM_AMO_FETCH_ADD || (op) == SYMM_AMO_FETCH_AND || (op) == SYMM_AMO_FETCH_OR ||  \
+     (op) == SYMM_AMO_FETCH_XOR)
 
 /* The model: the new value of *dest and what the op fetches. */
-#define MODEL_(T)                                                                        \
-    static T model_##T(symm_amo_t op, T *cur, T value, T cond)                           \
-    {                                                                                    \
-        T old = *cur;                                                                    \
-        switch (op) {                                                                    \
-        case SYMM_AMO_FETCH: break;                                                      \
-        case SYMM_AMO_SET: case SYMM_AMO_SWAP: *cur = value; break;                      \
-        case SYMM_AMO_CSWAP: if (old == cond) *cur = value; break;                       \
-        case SYMM_AMO_ADD: case SYMM_AMO_FETCH_ADD: *cur = (T)(old + value); break;      \
-        case SYMM_AMO_AND: case SYMM_AMO_FETCH_AND: *cur = old & value; break;           \
-        case SYMM_AMO_OR: case SYMM_AMO_FETCH_OR: *cur = old | value; break;             \
-        case SYMM_AMO_XOR: case SYMM_AMO_FETCH_XOR: *cur = old ^ value; break;           \
-        default: TEST_FAIL("bad op %d", (int)op);                                        \
-        }                                                                                \
-        return old;                                                                      \
+#define MODEL_(T)                                                                              \
+    static T model_##T(symm_amo_t op, T *cur, T value, T cond)                                 \
+    {                                                                                          \
+        T old = *cur;                                                                          \
+        switch (op) {                                                                          \
+        case SYMM_AMO_FETCH:                                                                   \
+            break;                                                                             \
+        case SYMM_AMO_SET:                                                                     \
+        case SYMM_AMO_SWAP:                                                                    \
+            *cur = value;                                                                      \
+            break;                                                                             \
+        case SYMM_AMO_CSWAP:                                                                   \
+            if (old == cond) *cur = value;                                                     \
+            break;                                                                             \
+        case SYMM_AMO_ADD:                                                                     \
+        case SYMM_AMO_FETCH_ADD:                                                               \
+            *cur = (T)(old + value);                                                           \
+            break;                                                                             \
+        case SYMM_AMO_AND:                                                                     \
+        case SYMM_AMO_FETCH_AND:                                                               \
+            *cur = old & value;                                                                \
+            break;                                                                             \
+        case SYMM_AMO_OR:                                                                      \
+        case SYMM_AMO_FETCH_OR:                                                                \
+            *cur = old | value;                                                                \
+            break;                                                                             \
+        case SYMM_AMO_XOR:                                                                     \
+        case SYMM_AMO_FETCH_XOR:                                                               \
+            *cur = old ^ value;                                                                \
+            break;                                                                             \
+        default:                                                                               \
+            TEST_FAIL("bad op %d", (int)op);                                                   \
+        }                                                                                      \
+        return old;                                                                            \
     }
 MODEL_(uint32_t)
 MODEL_(uint64_t)
@@ -44,24 +63,29 @@ static void serial_phase(uint32_t *w32, uint64_t *w64, test_rng_t *r)
             CHECK_OK(symm_get(&m32, w32, 4, t));
             CHECK_OK(symm_get(&m64, w64, 8, t));
             for (int i = 0; i < 400; i++) {
-                symm_amo_t op = (symm_amo_t)(i < 2 * SYMM_AMO_COUNT ? i % SYMM_AMO_COUNT
-                                                                    : (int)test_rng_below(r, SYMM_AMO_COUNT));
-                uint64_t v = test_rng_next(r), c = test_rng_below(r, 3) ? m64 : test_rng_next(r);
+                symm_amo_t op = (symm_amo_t)(i < 2 * SYMM_AMO_COUNT
+                                                 ? i % SYMM_AMO_COUNT
+                                                 : (int)test_rng_below(r, SYMM_AMO_COUNT));
+                uint64_t v = test_rng_next(r),
+                         c = test_rng_below(r, 3) ? m64 : test_rng_next(r);
                 uint32_t c32 = test_rng_below(r, 3) ? m32 : (uint32_t)c;
                 uint32_t f32 = 0xdeadbeefu, want32 = model_uint32_t(op, &m32, (uint32_t)v, c32);
                 CHECK_OK(symm_atomic32(op, w32, (uint32_t)v, c32, t,
                                        FETCHING(op) || (i & 1) ? &f32 : NULL));
                 if (FETCHING(op))
-                    CHECK_TRUE(f32 == want32, "atomic32 op %d on PE %d fetched 0x%x, model 0x%x",
-                               (int)op, t, f32, want32);
+                    CHECK_TRUE(f32 == want32,
+                               "atomic32 op %d on PE %d fetched 0x%x, model 0x%x", (int)op, t,
+                               f32, want32);
                 else
                     CHECK_TRUE(f32 == 0xdeadbeefu, "non-fetching atomic32 op %d wrote fetched",
                                (int)op);
                 uint64_t f64 = 0xdeadbeefull, want64 = model_uint64_t(op, &m64, v, c);
-                CHECK_OK(symm_atomic64(op, w64, v, c, t, FETCHING(op) || (i & 1) ? &f64 : NULL));
+                CHECK_OK(
+                    symm_atomic64(op, w64, v, c, t, FETCHING(op) || (i & 1) ? &f64 : NULL));
                 if (FETCHING(op))
-                    CHECK_TRUE(f64 == want64, "atomic64 op %d on PE %d fetched 0x%llx, model 0x%llx",
-                               (int)op, t, (unsigned long long)f64, (unsigned long long)want64);
+                    CHECK_TRUE(f64 == want64,
+                               "atomic64 op %d on PE %d fetched 0x%llx, model 0x%llx", (int)op,
+                               t, (unsigned long long)f64, (unsigned long long)want64);
                 else
                     CHECK_TRUE(f64 == 0xdeadbeefull, "non-fetching atomic64 wrote fetched");
                 if (i % 50 == 0) { /* the word itself agrees with the model */
@@ -124,8 +148,8 @@ static void concurrent_phase(uint32_t *w32, uint64_t *w64, uint64_t *fetched, ui
             CHECK_TRUE(fetched[i] < total, "fetched offset %llu >= total %llu",
                        (unsigned long long)fetched[i], (unsigned long long)total);
             CHECK_TRUE(i == 0 || fetched[i] >= fetched[i - 1] + (uint64_t)me + 1,
-                       "fetched values %llu and %llu overlap", (unsigned long long)fetched[i - 1],
-                       (unsigned long long)fetched[i]);
+                       "fetched values %llu and %llu overlap",
+                       (unsigned long long)fetched[i - 1], (unsigned long long)fetched[i]);
         }
         CHECK_OK(symm_barrier_all());
 
@@ -141,7 +165,8 @@ static void concurrent_phase(uint32_t *w32, uint64_t *w64, uint64_t *fetched, ui
             CHECK_OK(symm_atomic32(SYMM_AMO_CSWAP, w32, (uint32_t)me + 100, 0, t, &f32));
             CHECK_OK(symm_atomic64(SYMM_AMO_CSWAP, w64, (uint64_t)me << 40, 7, t, &f64));
             uint32_t won = f32 == 0;
-            CHECK_TRUE(won || (f32 >= 100 && f32 < 100 + (uint32_t)npes), "cswap fetched %u", f32);
+            CHECK_TRUE(won || (f32 >= 100 && f32 < 100 + (uint32_t)npes), "cswap fetched %u",
+                       f32);
             CHECK_OK(symm_barrier_all());
             uint32_t g32;
             uint64_t g64;
@@ -158,7 +183,8 @@ static void concurrent_phase(uint32_t *w32, uint64_t *w64, uint64_t *fetched, ui
         test_rng_seed(&r, seed + (uint64_t)t);
         uint64_t init = test_rng_next(&r), m_and = ~0ull, m_or = 0, m_xor = 0, mine[3] = {0};
         for (int p = 0; p < npes; p++) {
-            uint64_t a = test_rng_next(&r) | test_rng_next(&r) | test_rng_next(&r); /* mostly 1s */
+            uint64_t a =
+                test_rng_next(&r) | test_rng_next(&r) | test_rng_next(&r); /* mostly 1s */
             uint64_t o = test_rng_next(&r) & test_rng_next(&r) & test_rng_next(&r);
             uint64_t x = test_rng_next(&r);
             m_and &= a;

@@ -4,7 +4,7 @@
 #include "common/test_util.h"
 
 static int me, npes;
-static uint8_t *sym;  /* 4096 symmetric bytes, pattern-filled */
+static uint8_t *sym; /* 4096 symmetric bytes, pattern-filled */
 static uint8_t local[4096];
 
 #define PAT(pe) (0xbad0000ull + (uint64_t)(pe))
@@ -56,7 +56,7 @@ int main(void)
     CHECK_STATUS(symm_put_nbi(stackvar, local, 8, t), SYMM_ERR_NOT_SYMMETRIC);
     CHECK_TRUE(strstr(symm_last_error(), "symm_put") != NULL, "message names the call: %s",
                symm_last_error());
-    CHECK_OK(symm_put(sym, NULL, 0, t));  /* nothing to copy: fine */
+    CHECK_OK(symm_put(sym, NULL, 0, t)); /* nothing to copy: fine */
     CHECK_OK(symm_put(sym + 4096, local, 0, t));
     check_untouched("bad put");
     CHECK_STATUS(symm_get(local, NULL, 8, t), SYMM_ERR_INVALID_ARG);
@@ -75,7 +75,8 @@ int main(void)
     CHECK_STATUS(symm_put_typed(sym, local, 4, (symm_type_t)-1, t), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_get_typed(local, sym, 4, (symm_type_t)99, t), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_put_typed(sym, local, SIZE_MAX / 4, SYMM_INT64, t), SYMM_ERR_OVERFLOW);
-    CHECK_STATUS(symm_get_typed(local, sym, SIZE_MAX / 2 + 1, SYMM_INT16, t), SYMM_ERR_OVERFLOW);
+    CHECK_STATUS(symm_get_typed(local, sym, SIZE_MAX / 2 + 1, SYMM_INT16, t),
+                 SYMM_ERR_OVERFLOW);
     CHECK_STATUS(symm_put_double((double *)sym, (double *)local, SIZE_MAX / 8 + 1, t),
                  SYMM_ERR_OVERFLOW);
     CHECK_STATUS(symm_put_int32((int32_t *)stackvar, (int32_t *)local, 1, t),
@@ -105,34 +106,42 @@ int main(void)
     CHECK_STATUS(symm_atomic64(SYMM_AMO_SET, NULL, 1, 0, t, NULL), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_atomic64(SYMM_AMO_SET, a64, 1, 0, -1, NULL), SYMM_ERR_PE_OUT_OF_RANGE);
     CHECK_STATUS(symm_atomic32(SYMM_AMO_SET, a32, 1, 0, npes, NULL), SYMM_ERR_PE_OUT_OF_RANGE);
-    static const symm_amo_t fetching[] = {SYMM_AMO_FETCH,     SYMM_AMO_SWAP,      SYMM_AMO_CSWAP,
-                                          SYMM_AMO_FETCH_ADD, SYMM_AMO_FETCH_AND, SYMM_AMO_FETCH_OR,
-                                          SYMM_AMO_FETCH_XOR};
+    static const symm_amo_t fetching[] = {
+        SYMM_AMO_FETCH,     SYMM_AMO_SWAP,     SYMM_AMO_CSWAP,    SYMM_AMO_FETCH_ADD,
+        SYMM_AMO_FETCH_AND, SYMM_AMO_FETCH_OR, SYMM_AMO_FETCH_XOR};
     for (size_t i = 0; i < sizeof fetching / sizeof fetching[0]; i++) {
         CHECK_STATUS(symm_atomic32(fetching[i], a32, 0xffff, 0, t, NULL), SYMM_ERR_INVALID_ARG);
         CHECK_STATUS(symm_atomic64(fetching[i], a64, 0xffff, 0, t, NULL), SYMM_ERR_INVALID_ARG);
     }
-    CHECK_TRUE(f32 == 0x5a5a5a5a && f64 == 0x5a5a5a5a5a5a5a5aull, "failed atomics wrote fetched");
+    CHECK_TRUE(f32 == 0x5a5a5a5a && f64 == 0x5a5a5a5a5a5a5a5aull,
+               "failed atomics wrote fetched");
     check_untouched("bad atomics");
 
     /* ---- signals and waits */
     uint64_t *sig = (uint64_t *)(sym + 1024);
     int res = 1234;
     uint64_t got = 4321;
-    CHECK_STATUS(symm_put_signal(sym, local, 8, sig, 1, (symm_sigop_t)2, t), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_put_signal(sym, local, 8, sig, 1, (symm_sigop_t)-1, t), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_put_signal(sym, local, 8, (uint64_t *)(sym + 1028), 1, SYMM_SIGNAL_SET, t),
-                 SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_put_signal(sym, local, 8, sig, 1, (symm_sigop_t)2, t),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_put_signal(sym, local, 8, sig, 1, (symm_sigop_t)-1, t),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(
+        symm_put_signal(sym, local, 8, (uint64_t *)(sym + 1028), 1, SYMM_SIGNAL_SET, t),
+        SYMM_ERR_ALIGNMENT);
     CHECK_STATUS(symm_put_signal(sym, local, 8, (uint64_t *)stackvar, 1, SYMM_SIGNAL_SET, t),
                  SYMM_ERR_NOT_SYMMETRIC);
-    CHECK_STATUS(symm_put_signal(sym, local, 8, NULL, 1, SYMM_SIGNAL_ADD, t), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_put_signal(sym, local, 8, NULL, 1, SYMM_SIGNAL_ADD, t),
+                 SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_put_signal(stackvar, local, 8, sig, 1, SYMM_SIGNAL_SET, t),
                  SYMM_ERR_NOT_SYMMETRIC);
-    CHECK_STATUS(symm_put_signal(sym, local, SIZE_MAX, sig, 1, SYMM_SIGNAL_SET, t), SYMM_ERR_OVERFLOW);
-    CHECK_STATUS(symm_put_signal(sym, NULL, 8, sig, 1, SYMM_SIGNAL_SET, t), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_put_signal(sym, local, SIZE_MAX, sig, 1, SYMM_SIGNAL_SET, t),
+                 SYMM_ERR_OVERFLOW);
+    CHECK_STATUS(symm_put_signal(sym, NULL, 8, sig, 1, SYMM_SIGNAL_SET, t),
+                 SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_put_signal(sym, local, 8, sig, 1, SYMM_SIGNAL_SET, npes),
                  SYMM_ERR_PE_OUT_OF_RANGE);
-    CHECK_STATUS(symm_put_signal_nbi(sym, local, 8, sig, 1, (symm_sigop_t)7, t), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_put_signal_nbi(sym, local, 8, sig, 1, (symm_sigop_t)7, t),
+                 SYMM_ERR_INVALID_ARG);
     check_untouched("bad put_signal");
     CHECK_STATUS(symm_signal_fetch(sig, NULL), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_signal_fetch((uint64_t *)stackvar, &got), SYMM_ERR_NOT_SYMMETRIC);
@@ -142,21 +151,28 @@ int main(void)
     CHECK_STATUS(symm_signal_wait_until((uint64_t *)stackvar, SYMM_CMP_EQ, 0, &got),
                  SYMM_ERR_NOT_SYMMETRIC);
     CHECK_STATUS(symm_wait_until_int32((int32_t *)sym, (symm_cmp_t)6, 0), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_wait_until_int64((int64_t *)sym, (symm_cmp_t)100, 0), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_wait_until_uint32((uint32_t *)stackvar, SYMM_CMP_EQ, 0), SYMM_ERR_NOT_SYMMETRIC);
+    CHECK_STATUS(symm_wait_until_int64((int64_t *)sym, (symm_cmp_t)100, 0),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_wait_until_uint32((uint32_t *)stackvar, SYMM_CMP_EQ, 0),
+                 SYMM_ERR_NOT_SYMMETRIC);
     CHECK_STATUS(symm_wait_until_uint64(NULL, SYMM_CMP_EQ, 0), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_test_int32((int32_t *)sym, (symm_cmp_t)6, 0, &res), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_test_int64((int64_t *)sym, SYMM_CMP_EQ, 0, NULL), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_test_uint32((uint32_t *)stackvar, SYMM_CMP_EQ, 0, &res), SYMM_ERR_NOT_SYMMETRIC);
+    CHECK_STATUS(symm_test_uint32((uint32_t *)stackvar, SYMM_CMP_EQ, 0, &res),
+                 SYMM_ERR_NOT_SYMMETRIC);
     CHECK_STATUS(symm_test_uint64(NULL, SYMM_CMP_EQ, 0, &res), SYMM_ERR_INVALID_ARG);
     /* misaligned words: the waits and tests load them atomically */
     CHECK_STATUS(symm_signal_fetch((uint64_t *)(sym + 1028), &got), SYMM_ERR_ALIGNMENT);
     CHECK_STATUS(symm_signal_wait_until((uint64_t *)(sym + 1025), SYMM_CMP_EQ, 0, &got),
                  SYMM_ERR_ALIGNMENT);
-    CHECK_STATUS(symm_wait_until_int32((int32_t *)(sym + 2), SYMM_CMP_NE, 0), SYMM_ERR_ALIGNMENT);
-    CHECK_STATUS(symm_wait_until_uint64((uint64_t *)(sym + 4), SYMM_CMP_NE, 0), SYMM_ERR_ALIGNMENT);
-    CHECK_STATUS(symm_test_int64((int64_t *)(sym + 12), SYMM_CMP_EQ, 0, &res), SYMM_ERR_ALIGNMENT);
-    CHECK_STATUS(symm_test_uint32((uint32_t *)(sym + 1), SYMM_CMP_EQ, 0, &res), SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_wait_until_int32((int32_t *)(sym + 2), SYMM_CMP_NE, 0),
+                 SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_wait_until_uint64((uint64_t *)(sym + 4), SYMM_CMP_NE, 0),
+                 SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_test_int64((int64_t *)(sym + 12), SYMM_CMP_EQ, 0, &res),
+                 SYMM_ERR_ALIGNMENT);
+    CHECK_STATUS(symm_test_uint32((uint32_t *)(sym + 1), SYMM_CMP_EQ, 0, &res),
+                 SYMM_ERR_ALIGNMENT);
     CHECK_TRUE(res == 1234 && got == 4321, "failed waits wrote their outputs");
     check_untouched("bad waits");
 
@@ -170,8 +186,9 @@ int main(void)
                  SYMM_ERR_PE_OUT_OF_RANGE);
     CHECK_STATUS(symm_team_atomic64(SYMM_TEAM_WORLD, SYMM_AMO_FETCH, a64, 1, 0, 0, NULL),
                  SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_team_put_signal(SYMM_TEAM_WORLD, sym, local, 8, sig, 1, SYMM_SIGNAL_SET, npes),
-                 SYMM_ERR_PE_OUT_OF_RANGE);
+    CHECK_STATUS(
+        symm_team_put_signal(SYMM_TEAM_WORLD, sym, local, 8, sig, 1, SYMM_SIGNAL_SET, npes),
+        SYMM_ERR_PE_OUT_OF_RANGE);
     CHECK_TRUE(symm_team_ptr(SYMM_TEAM_WORLD, sym, npes) == NULL, "team_ptr out of range");
     CHECK_TRUE(symm_team_ptr(bogus, sym, 0) == NULL, "team_ptr bad team");
     CHECK_TRUE(symm_team_ptr(SYMM_TEAM_WORLD, stackvar, 0) == NULL, "team_ptr non-symmetric");

@@ -15,7 +15,7 @@ enum { NOBJ = sizeof sizes / sizeof sizes[0] };
 static uint8_t *obj[NOBJ];
 static uint8_t local[8192], local_copy[8192];
 
-#define TAG(k, pe) (0x5eed00ull + (uint64_t)(k) * 64 + (uint64_t)(pe))
+#define TAG(k, pe) (0x5eed00ull + (uint64_t)(k)*64 + (uint64_t)(pe))
 
 static void refill(void)
 {
@@ -32,8 +32,8 @@ static void check_untouched(const char *what)
     for (int k = 0; k < NOBJ; k++) {
         if (!obj[k]) continue;
         size_t i = test_find_pattern_mismatch(obj[k], sizes[k], TAG(k, me));
-        CHECK_TRUE(i == (size_t)-1, "%s changed byte %zu of object %d (%zu bytes)", what, i,
-                   k, sizes[k]);
+        CHECK_TRUE(i == (size_t)-1, "%s changed byte %zu of object %d (%zu bytes)", what, i, k,
+                   sizes[k]);
     }
     CHECK_BYTES(local, local_copy, sizeof local, "%s changed the local buffer", what);
     CHECK_OK(symm_barrier_all()); /* before anyone writes again */
@@ -45,7 +45,10 @@ static void check_msg(const char *want, const char *what)
                want, symm_last_error());
 }
 
-static int adjacent(int k) { return k + 1 < NOBJ && obj[k] + sizes[k] == obj[k + 1]; }
+static int adjacent(int k)
+{
+    return k + 1 < NOBJ && obj[k] + sizes[k] == obj[k + 1];
+}
 
 static void test_rma_bounds(void)
 {
@@ -66,8 +69,9 @@ static void test_rma_bounds(void)
         CHECK_STATUS(symm_put_nbi(p + n - 1, local, 2, t), SYMM_ERR_OVERFLOW);
         CHECK_STATUS(symm_get_nbi(local, p + n - 1, 2, t), SYMM_ERR_OVERFLOW);
         CHECK_STATUS(symm_put_typed(p, local, n + 1, SYMM_UINT8, t), SYMM_ERR_OVERFLOW);
-        CHECK_STATUS(symm_put_signal(p, local, n + 1, (uint64_t *)obj[1], 1, SYMM_SIGNAL_ADD,
-                                     t), SYMM_ERR_OVERFLOW);
+        CHECK_STATUS(
+            symm_put_signal(p, local, n + 1, (uint64_t *)obj[1], 1, SYMM_SIGNAL_ADD, t),
+            SYMM_ERR_OVERFLOW);
         if (!adjacent(k)) { /* the byte past is padding: in no object */
             CHECK_STATUS(symm_put(p + n, local, 1, t), SYMM_ERR_NOT_SYMMETRIC);
             check_msg("no live object", "put into padding");
@@ -79,8 +83,8 @@ static void test_rma_bounds(void)
         CHECK_OK(symm_barrier_all());
         int from = (me + npes - 1) % npes;
         size_t bad = test_find_pattern_mismatch(p, n, TAG(k, 1000 + from));
-        CHECK_TRUE(bad == (size_t)-1, "put of object %d (%zu bytes) from PE %d: byte %zu", k,
-                   n, from, bad);
+        CHECK_TRUE(bad == (size_t)-1, "put of object %d (%zu bytes) from PE %d: byte %zu", k, n,
+                   from, bad);
         CHECK_OK(symm_get(local, p + n - 1, 1, t));
         CHECK_TRUE(local[0] == test_pattern_byte(TAG(k, 1000 + me), n - 1),
                    "get of the last byte of object %d", k);
@@ -109,8 +113,9 @@ static void test_rma_bounds(void)
     CHECK_EQ_U64(f64, 0xdead);
     CHECK_STATUS(symm_atomic64(SYMM_AMO_SET, (uint64_t *)(obj[0]), 1, 0, t, NULL),
                  SYMM_ERR_OVERFLOW); /* a 1-byte object */
-    CHECK_STATUS(symm_put_signal(obj[4], local, 8, (uint64_t *)(o12 + 8), 1, SYMM_SIGNAL_SET,
-                                 t), SYMM_ERR_OVERFLOW);
+    CHECK_STATUS(
+        symm_put_signal(obj[4], local, 8, (uint64_t *)(o12 + 8), 1, SYMM_SIGNAL_SET, t),
+        SYMM_ERR_OVERFLOW);
     uint64_t sv;
     CHECK_STATUS(symm_signal_fetch((const uint64_t *)(o12 + 8), &sv), SYMM_ERR_OVERFLOW);
     int res = 7;
@@ -228,9 +233,7 @@ static void test_free_null(void)
     symm_info_t i0;
     CHECK_OK(symm_get_info(&i0));
     for (int pattern = 0; pattern < 3 && npes > 1; pattern++) {
-        int null_here = pattern == 0   ? me == 0
-                        : pattern == 1 ? me == npes - 1
-                                       : me % 2 == 1;
+        int null_here = pattern == 0 ? me == 0 : pattern == 1 ? me == npes - 1 : me % 2 == 1;
         CHECK_STATUS(symm_free(null_here ? NULL : p), SYMM_ERR_MISMATCH);
         check_msg("symm_free", "free(NULL) against free(p)");
         symm_info_t i1;
@@ -238,12 +241,14 @@ static void test_free_null(void)
         CHECK_EQ_U64(i1.heap_used, i0.heap_used);
         CHECK_TRUE(symm_addr_accessible(p, 64 * sizeof(uint64_t)), "p freed by a mismatch");
         /* p still works: write mine, read the next PE's */
-        for (int k = 0; k < 64; k++) p[k] = TAG(pattern, me) * 1000 + (uint64_t)k;
+        for (int k = 0; k < 64; k++)
+            p[k] = TAG(pattern, me) * 1000 + (uint64_t)k;
         CHECK_OK(symm_barrier_all());
         uint64_t got[64];
         int t = (me + 1) % npes;
         CHECK_OK(symm_get(got, p, sizeof got, t));
-        for (int k = 0; k < 64; k++) CHECK_EQ_U64(got[k], TAG(pattern, t) * 1000 + (uint64_t)k);
+        for (int k = 0; k < 64; k++)
+            CHECK_EQ_U64(got[k], TAG(pattern, t) * 1000 + (uint64_t)k);
         CHECK_OK(symm_barrier_all());
     }
     CHECK_OK(symm_free(NULL)); /* on every PE: fine */
@@ -306,7 +311,8 @@ int main(void)
     test_freed();
     test_free_null();
     test_alignment_messages();
-    for (int k = NOBJ - 1; k >= 0; k--) CHECK_OK(symm_free(obj[k]));
+    for (int k = NOBJ - 1; k >= 0; k--)
+        CHECK_OK(symm_free(obj[k]));
     CHECK_OK(symm_free(first));
     CHECK_OK(symm_finalize());
     if (me == 0) printf("test_bounds: OK (%d PEs)\n", npes);

@@ -27,7 +27,8 @@ static void check_symmetric(void *p, size_t n, uint64_t tag)
         CHECK_BYTES(buf, want, m, "head of object %llu (%zu bytes) on PE %d",
                     (unsigned long long)tag, n, pe);
         CHECK_OK(symm_get(buf, (uint8_t *)p + n - m, m, pe));
-        CHECK_BYTES(buf, want + n - m, m, "tail of object %llu on PE %d", (unsigned long long)tag, pe);
+        CHECK_BYTES(buf, want + n - m, m, "tail of object %llu on PE %d",
+                    (unsigned long long)tag, pe);
         uint8_t *q = symm_ptr(p, pe);
         CHECK_TRUE(q != NULL, "symm_ptr(%p, %d)", p, pe);
         CHECK_TRUE(q[0] == want[0] && q[n - 1] == want[n - 1], "symm_ptr copy of PE %d", pe);
@@ -51,18 +52,20 @@ static void test_sizes(void)
     for (size_t i = 0; i < N; i++) {
         p[i] = symm_malloc(sizes[i]);
         CHECK_TRUE(p[i] != NULL, "symm_malloc(%zu)", sizes[i]);
-        CHECK_TRUE((uintptr_t)p[i] % 64 == 0, "symm_malloc(%zu) = %p not 64-aligned", sizes[i], p[i]);
+        CHECK_TRUE((uintptr_t)p[i] % 64 == 0, "symm_malloc(%zu) = %p not 64-aligned", sizes[i],
+                   p[i]);
         CHECK_TRUE(symm_addr_accessible(p[i], sizes[i]), "accessible(%p, %zu)", p[i], sizes[i]);
         CHECK_TRUE(symm_addr_accessible((uint8_t *)p[i] + sizes[i] - 1, 1), "last byte");
         for (size_t j = 0; j < i; j++) /* no overlap with the earlier objects */
             CHECK_TRUE((uint8_t *)p[i] >= (uint8_t *)p[j] + sizes[j] ||
-                       (uint8_t *)p[j] >= (uint8_t *)p[i] + sizes[i],
+                           (uint8_t *)p[j] >= (uint8_t *)p[i] + sizes[i],
                        "objects %zu and %zu overlap", i, j);
         check_symmetric(p[i], sizes[i], i + 1);
     }
     CHECK_TRUE(heap_used() >= used0 + (1u << 20), "heap_used %zu", heap_used());
     /* free the odd ones, allocate again (reuse), then the rest */
-    for (size_t i = 1; i < N; i += 2) CHECK_OK(symm_free(p[i]));
+    for (size_t i = 1; i < N; i += 2)
+        CHECK_OK(symm_free(p[i]));
     for (size_t i = 1; i < N; i += 2)
         CHECK_TRUE(!symm_addr_accessible(p[i], 1), "freed object %zu accessible", i);
     for (size_t i = 1; i < N; i += 2) {
@@ -70,7 +73,8 @@ static void test_sizes(void)
         CHECK_TRUE(p[i] != NULL, "realloc %zu", i);
         check_symmetric(p[i], sizes[i] + 5, 100 + i);
     }
-    for (size_t i = 0; i < N; i++) CHECK_OK(symm_free(p[i]));
+    for (size_t i = 0; i < N; i++)
+        CHECK_OK(symm_free(p[i]));
     CHECK_EQ_U64(heap_used(), used0);
 }
 
@@ -109,7 +113,8 @@ static void test_calloc_align(void)
         CHECK_TRUE((uintptr_t)held[k] % a == 0, "symm_align(%zu) = %p", a, held[k]);
         check_symmetric(held[k], n, 200 + (uint64_t)k);
     }
-    for (int k = 0; k <= 20; k++) CHECK_OK(symm_free(held[k]));
+    for (int k = 0; k <= 20; k++)
+        CHECK_OK(symm_free(held[k]));
     size_t used1 = heap_used();
     CHECK_NULL_STATUS(symm_align(0, 64), SYMM_ERR_ALIGNMENT);
     CHECK_NULL_STATUS(symm_align(3, 64), SYMM_ERR_ALIGNMENT);
@@ -144,7 +149,8 @@ static void test_exhaustion_and_mismatch(void)
     void *big[64];
     int nbig = 0;
     size_t chunk = info.heap_size / 7;
-    while (nbig < 64 && (big[nbig] = symm_malloc(chunk)) != NULL) nbig++;
+    while (nbig < 64 && (big[nbig] = symm_malloc(chunk)) != NULL)
+        nbig++;
     CHECK_TRUE(symm_last_status() == SYMM_ERR_NO_MEMORY, "filling the heap ended with %d",
                (int)symm_last_status());
     CHECK_TRUE(nbig >= 5 && nbig <= 7, "%d chunks of 1/7 of the heap fit", nbig);
@@ -155,7 +161,8 @@ static void test_exhaustion_and_mismatch(void)
     void *small = symm_malloc(100);
     CHECK_TRUE(small != NULL, "small object in a nearly full heap");
     CHECK_OK(symm_free(small));
-    for (int i = 0; i < nbig; i++) CHECK_OK(symm_free(big[i]));
+    for (int i = 0; i < nbig; i++)
+        CHECK_OK(symm_free(big[i]));
     CHECK_EQ_U64(heap_used(), used1);
 
     if (npes > 1) {

@@ -3,12 +3,12 @@
  * guard bytes around every target range must stay untouched; fence/quiet ordering. */
 #include "common/test_util.h"
 
-#define MAXN ((size_t)(1u << 20) + 3)
+#define MAXN  ((size_t)(1u << 20) + 3)
 #define GUARD 16
-#define SLOT (MAXN + 2 * GUARD + 64)
+#define SLOT  (MAXN + 2 * GUARD + 64)
 
 static int me, npes;
-static uint8_t *rnd;  /* the same random bytes on every PE */
+static uint8_t *rnd; /* the same random bytes on every PE */
 static size_t rnd_len;
 
 /* The payload PE src sends to PE dst in a given round: a window of the shared random
@@ -27,15 +27,18 @@ enum { NSIZES = sizeof sizes / sizeof sizes[0], NOFFS = sizeof offsets / sizeof 
 static void put_round(uint8_t *dst, int round, int nbi)
 {
     size_t n = sizes[round % NSIZES], o = offsets[(round / NSIZES) % NOFFS];
-    if (n == MAXN && o > 1) return; /* the big size at two offsets is enough */
+    if (n == MAXN && o > 1) return;      /* the big size at two offsets is enough */
     size_t span = GUARD + o + n + GUARD; /* what a put may touch, guards included */
-    for (int s = 0; s < npes; s++) memset(dst + (size_t)s * SLOT, 0xEE, span);
+    for (int s = 0; s < npes; s++)
+        memset(dst + (size_t)s * SLOT, 0xEE, span);
     CHECK_OK(symm_barrier_all());
     for (int k = 0; k < npes; k++) {
         int t = (me + k) % npes;
         uint8_t *d = dst + (size_t)me * SLOT + GUARD + o;
-        if (nbi) CHECK_OK(symm_put_nbi(d, payload(me, t, round), n, t));
-        else CHECK_OK(symm_put(d, payload(me, t, round), n, t));
+        if (nbi)
+            CHECK_OK(symm_put_nbi(d, payload(me, t, round), n, t));
+        else
+            CHECK_OK(symm_put(d, payload(me, t, round), n, t));
     }
     if (nbi) CHECK_OK(symm_quiet());
     CHECK_OK(symm_barrier_all());
@@ -43,8 +46,8 @@ static void put_round(uint8_t *dst, int round, int nbi)
         uint8_t *slot = dst + (size_t)s * SLOT;
         CHECK_ALL_BYTES(slot, 0xEE, GUARD + o, "guard before put from PE %d (n=%zu off=%zu)", s,
                         n, o);
-        CHECK_BYTES(slot + GUARD + o, payload(s, me, round), n, "put%s from PE %d, n=%zu off=%zu",
-                    nbi ? "_nbi" : "", s, n, o);
+        CHECK_BYTES(slot + GUARD + o, payload(s, me, round), n,
+                    "put%s from PE %d, n=%zu off=%zu", nbi ? "_nbi" : "", s, n, o);
         CHECK_ALL_BYTES(slot + GUARD + o + n, 0xEE, GUARD,
                         "guard after put from PE %d (n=%zu off=%zu)", s, n, o);
     }
@@ -84,37 +87,37 @@ static void typed_round(uint8_t *dst, int round)
 {
     size_t counts[] = {0, 1, 3, 17, 1000};
     size_t count = counts[round % 5];
-#define TYPED_(e, name, ctype)                                                           \
-    {                                                                                    \
-        size_t es = sizeof(ctype), bytes = count * es;                                   \
-        CHECK_TRUE(symm_type_size(e) == es, "type size of %s", #name);                    \
-        memset(dst, 0xEE, (size_t)npes * 8192);                                          \
-        CHECK_OK(symm_barrier_all());                                                    \
-        for (int k = 0; k < npes; k++) {                                                 \
-            int t = (me + k) % npes;                                                     \
-            ctype *d = (ctype *)(dst + (size_t)me * 8192 + 64);                          \
-            ctype *s = malloc(bytes + es);                                               \
-            memcpy(s, payload(me, t, round + (int)e), bytes);                            \
-            CHECK_OK(symm_put_##name(d, s, count, t));                                   \
-            free(s);                                                                     \
-        }                                                                                \
-        CHECK_OK(symm_barrier_all());                                                    \
-        for (int s = 0; s < npes; s++) {                                                 \
-            uint8_t *slot = dst + (size_t)s * 8192;                                      \
-            CHECK_ALL_BYTES(slot, 0xEE, 64, "typed %s guard", #name);                    \
-            CHECK_BYTES(slot + 64, payload(s, me, round + (int)e), bytes,                \
-                        "symm_put_%s of %zu from PE %d", #name, count, s);               \
-            CHECK_ALL_BYTES(slot + 64 + bytes, 0xEE, 64, "typed %s guard after", #name); \
-        }                                                                                \
-        /* get it back from each PE: its slot for me holds my payload to it */           \
-        for (int t = 0; t < npes; t++) {                                                 \
-            ctype *g = malloc(bytes + es);                                               \
-            CHECK_OK(symm_get_##name(g, (ctype *)(dst + (size_t)me * 8192 + 64), count, t)); \
-            CHECK_BYTES(g, payload(me, t, round + (int)e), bytes, "symm_get_%s from PE %d", \
-                        #name, t);                                                       \
-            free(g);                                                                     \
-        }                                                                                \
-        CHECK_OK(symm_barrier_all());                                                    \
+#define TYPED_(e, name, ctype)                                                                 \
+    {                                                                                          \
+        size_t es = sizeof(ctype), bytes = count * es;                                         \
+        CHECK_TRUE(symm_type_size(e) == es, "type size of %s", #name);                         \
+        memset(dst, 0xEE, (size_t)npes * 8192);                                                \
+        CHECK_OK(symm_barrier_all());                                                          \
+        for (int k = 0; k < npes; k++) {                                                       \
+            int t = (me + k) % npes;                                                           \
+            ctype *d = (ctype *)(dst + (size_t)me * 8192 + 64);                                \
+            ctype *s = malloc(bytes + es);                                                     \
+            memcpy(s, payload(me, t, round + (int)e), bytes);                                  \
+            CHECK_OK(symm_put_##name(d, s, count, t));                                         \
+            free(s);                                                                           \
+        }                                                                                      \
+        CHECK_OK(symm_barrier_all());                                                          \
+        for (int s = 0; s < npes; s++) {                                                       \
+            uint8_t *slot = dst + (size_t)s * 8192;                                            \
+            CHECK_ALL_BYTES(slot, 0xEE, 64, "typed %s guard", #name);                          \
+            CHECK_BYTES(slot + 64, payload(s, me, round + (int)e), bytes,                      \
+                        "symm_put_%s of %zu from PE %d", #name, count, s);                     \
+            CHECK_ALL_BYTES(slot + 64 + bytes, 0xEE, 64, "typed %s guard after", #name);       \
+        }                                                                                      \
+        /* get it back from each PE: its slot for me holds my payload to it */                 \
+        for (int t = 0; t < npes; t++) {                                                       \
+            ctype *g = malloc(bytes + es);                                                     \
+            CHECK_OK(symm_get_##name(g, (ctype *)(dst + (size_t)me * 8192 + 64), count, t));   \
+            CHECK_BYTES(g, payload(me, t, round + (int)e), bytes, "symm_get_%s from PE %d",    \
+                        #name, t);                                                             \
+            free(g);                                                                           \
+        }                                                                                      \
+        CHECK_OK(symm_barrier_all());                                                          \
     }
     SYMM_FOREACH_TYPE(TYPED_)
 #undef TYPED_
@@ -170,11 +173,14 @@ int main(void)
         put_round(dst, round, round & 1);
         put_round(dst, round, !(round & 1));
     }
-    for (int round = 0; round < rounds; round++) get_round(dst, round, round & 1);
-    for (int round = 0; round < 5; round++) typed_round(dst, round);
+    for (int round = 0; round < rounds; round++)
+        get_round(dst, round, round & 1);
+    for (int round = 0; round < 5; round++)
+        typed_round(dst, round);
     uint64_t *flag = symm_calloc(1, sizeof(uint64_t));
     CHECK_TRUE(flag != NULL, "calloc");
-    for (int round = 0; round < 50; round++) fence_round(dst, flag, round);
+    for (int round = 0; round < 50; round++)
+        fence_round(dst, flag, round);
     CHECK_OK(symm_free(flag));
     CHECK_OK(symm_free(dst));
     free(rnd);

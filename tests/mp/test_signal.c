@@ -9,12 +9,18 @@ static int me, npes, left, right;
 static int cmp_model(symm_cmp_t c, long double a, long double b)
 {
     switch (c) {
-    case SYMM_CMP_EQ: return a == b;
-    case SYMM_CMP_NE: return a != b;
-    case SYMM_CMP_GT: return a > b;
-    case SYMM_CMP_GE: return a >= b;
-    case SYMM_CMP_LT: return a < b;
-    case SYMM_CMP_LE: return a <= b;
+    case SYMM_CMP_EQ:
+        return a == b;
+    case SYMM_CMP_NE:
+        return a != b;
+    case SYMM_CMP_GT:
+        return a > b;
+    case SYMM_CMP_GE:
+        return a >= b;
+    case SYMM_CMP_LT:
+        return a < b;
+    case SYMM_CMP_LE:
+        return a <= b;
     }
     return -1;
 }
@@ -69,7 +75,8 @@ static void signal_rounds(uint8_t *data, uint64_t *sig, symm_team_t team)
         CHECK_TRUE(got == c->final, "round %d: signal %llu, expected %llu", round,
                    (unsigned long long)got, (unsigned long long)c->final);
         CHECK_TRUE(test_find_pattern_mismatch(data, n, (uint64_t)(left * 100 + round)) ==
-                       (size_t)-1, "round %d: data not visible when the signal was", round);
+                       (size_t)-1,
+                   "round %d: data not visible when the signal was", round);
         uint64_t f = 0;
         CHECK_OK(symm_signal_fetch(sig, &f));
         CHECK_EQ_U64(f, c->final);
@@ -80,12 +87,14 @@ static void signal_rounds(uint8_t *data, uint64_t *sig, symm_team_t team)
     *sig = 0;
     CHECK_OK(symm_barrier_all());
     for (int i = 0; i < 100; i++)
-        CHECK_OK(symm_put_signal(data + 8 * me, &i, 4, sig, (uint64_t)me + 1, SYMM_SIGNAL_ADD, 0));
+        CHECK_OK(
+            symm_put_signal(data + 8 * me, &i, 4, sig, (uint64_t)me + 1, SYMM_SIGNAL_ADD, 0));
     if (me == 0) {
         uint64_t total = 100ull * (uint64_t)npes * (uint64_t)(npes + 1) / 2, got;
         CHECK_OK(symm_signal_wait_until(sig, SYMM_CMP_EQ, total, &got));
         CHECK_EQ_U64(got, total);
-        for (int p = 0; p < npes; p++) CHECK_EQ_I64(*(int *)(data + 8 * p), 99);
+        for (int p = 0; p < npes; p++)
+            CHECK_EQ_I64(*(int *)(data + 8 * p), 99);
     }
     CHECK_OK(symm_barrier_all());
 }
@@ -105,8 +114,10 @@ static void wait_rounds(uint8_t *buf)
         static const int64_t s_store[6] = {-7, -5, 3, -3, -1, -3};
         static const int64_t s_target[6] = {-7, 5, 0, -3, 0, -3};
         static const uint64_t u_init[6] = {0, 5, 1, 1, UINT64_MAX, UINT64_MAX};
-        static const uint64_t u_store[6] = {0x80000001u, 6, 0x80000000u, 0x80000000u, 1, 0x7fffffffu};
-        static const uint64_t u_target[6] = {0x80000001u, 5, 0x7fffffffu, 0x80000000u, 2, 0x7fffffffu};
+        static const uint64_t u_store[6] = {0x80000001u, 6, 0x80000000u,
+                                            0x80000000u, 1, 0x7fffffffu};
+        static const uint64_t u_target[6] = {0x80000001u, 5, 0x7fffffffu,
+                                             0x80000000u, 2, 0x7fffffffu};
         *i32 = (int32_t)s_init[round];
         *i64 = s_init[round] * 1000000000000ll;
         *u32 = (uint32_t)(u_init[round] & 0xffffffffu);
@@ -122,8 +133,8 @@ static void wait_rounds(uint8_t *buf)
         CHECK_OK(symm_put_int32(i32, &v32, 1, right));
         CHECK_OK(symm_put_int64(i64, &v64, 1, right));
         CHECK_OK(symm_atomic32(SYMM_AMO_SET, u32, (uint32_t)u_store[round], 0, right, NULL));
-        CHECK_OK(symm_atomic64(SYMM_AMO_SWAP, u64, u_store[round] << 32, 0, right,
-                               &(uint64_t){0}));
+        CHECK_OK(
+            symm_atomic64(SYMM_AMO_SWAP, u64, u_store[round] << 32, 0, right, &(uint64_t){0}));
         CHECK_OK(symm_wait_until_int32(i32, c, (int32_t)s_target[round]));
         CHECK_OK(symm_wait_until_int64(i64, c, s_target[round] * 1000000000000ll));
         CHECK_OK(symm_wait_until_uint32(u32, c, (uint32_t)u_target[round]));
@@ -148,8 +159,8 @@ static void wait_rounds(uint8_t *buf)
                 int res = -1;
                 *i32 = (int32_t)sv[a];
                 CHECK_OK(symm_test_int32(i32, (symm_cmp_t)c, (int32_t)sv[b], &res));
-                CHECK_TRUE(res == cmp_model((symm_cmp_t)c, sv[a], sv[b]), "test_int32 %lld %d %lld",
-                           (long long)sv[a], c, (long long)sv[b]);
+                CHECK_TRUE(res == cmp_model((symm_cmp_t)c, sv[a], sv[b]),
+                           "test_int32 %lld %d %lld", (long long)sv[a], c, (long long)sv[b]);
                 *i64 = sv[a] * 4294967296ll;
                 CHECK_OK(symm_test_int64(i64, (symm_cmp_t)c, sv[b] * 4294967296ll, &res));
                 CHECK_TRUE(res == cmp_model((symm_cmp_t)c, sv[a], sv[b]), "test_int64");
@@ -160,13 +171,15 @@ static void wait_rounds(uint8_t *buf)
                 int res = -1;
                 *u32 = (uint32_t)uv[a];
                 CHECK_OK(symm_test_uint32(u32, (symm_cmp_t)c, (uint32_t)uv[b], &res));
-                CHECK_TRUE(res == cmp_model((symm_cmp_t)c, uv[a], uv[b]), "test_uint32 %llu %d %llu",
-                           (unsigned long long)uv[a], c, (unsigned long long)uv[b]);
+                CHECK_TRUE(res == cmp_model((symm_cmp_t)c, uv[a], uv[b]),
+                           "test_uint32 %llu %d %llu", (unsigned long long)uv[a], c,
+                           (unsigned long long)uv[b]);
                 *u64 = uv[a] << 32 | uv[a];
                 CHECK_OK(symm_test_uint64(u64, (symm_cmp_t)c, uv[b] << 32 | uv[b], &res));
                 CHECK_TRUE(res == cmp_model((symm_cmp_t)c, uv[a], uv[b]), "test_uint64");
                 /* an already-true condition returns at once */
-                if (res) CHECK_OK(symm_wait_until_uint64(u64, (symm_cmp_t)c, uv[b] << 32 | uv[b]));
+                if (res)
+                    CHECK_OK(symm_wait_until_uint64(u64, (symm_cmp_t)c, uv[b] << 32 | uv[b]));
                 n += 2;
             }
     }

@@ -13,13 +13,30 @@ static uint64_t model(symm_amo_t op, uint64_t *cur, uint64_t v)
 {
     uint64_t old = *cur;
     switch (op) {
-    case SYMM_AMO_FETCH: break;
-    case SYMM_AMO_SET: case SYMM_AMO_SWAP: *cur = v; break;
-    case SYMM_AMO_ADD: case SYMM_AMO_FETCH_ADD: *cur = old + v; break;
-    case SYMM_AMO_AND: case SYMM_AMO_FETCH_AND: *cur = old & v; break;
-    case SYMM_AMO_OR: case SYMM_AMO_FETCH_OR: *cur = old | v; break;
-    case SYMM_AMO_XOR: case SYMM_AMO_FETCH_XOR: *cur = old ^ v; break;
-    default: TEST_FAIL("bad op %d", (int)op);
+    case SYMM_AMO_FETCH:
+        break;
+    case SYMM_AMO_SET:
+    case SYMM_AMO_SWAP:
+        *cur = v;
+        break;
+    case SYMM_AMO_ADD:
+    case SYMM_AMO_FETCH_ADD:
+        *cur = old + v;
+        break;
+    case SYMM_AMO_AND:
+    case SYMM_AMO_FETCH_AND:
+        *cur = old & v;
+        break;
+    case SYMM_AMO_OR:
+    case SYMM_AMO_FETCH_OR:
+        *cur = old | v;
+        break;
+    case SYMM_AMO_XOR:
+    case SYMM_AMO_FETCH_XOR:
+        *cur = old ^ v;
+        break;
+    default:
+        TEST_FAIL("bad op %d", (int)op);
     }
     return old;
 }
@@ -77,7 +94,8 @@ int main(void)
     CHECK_OK(symm_barrier_all());
 
     /* atomics: one PE at a time, a random sequence against a model of each target word */
-    for (int pe = 0; pe < npes; pe++) words[1 + pe] = 0;
+    for (int pe = 0; pe < npes; pe++)
+        words[1 + pe] = 0;
     CHECK_OK(symm_barrier_all());
     for (int actor = 0; actor < npes; actor++) {
         CHECK_OK(symm_barrier_all());
@@ -91,7 +109,8 @@ int main(void)
                 uint64_t v = test_rng_next(&r), got = 0xdeadbeef, exp;
                 if (kind == 0) {
                     symm_amo_t op;
-                    do op = (symm_amo_t)test_rng_below(&r, SYMM_AMO_COUNT);
+                    do
+                        op = (symm_amo_t)test_rng_below(&r, SYMM_AMO_COUNT);
                     while (op == SYMM_AMO_CSWAP);
                     exp = model(op, &cur, v);
                     CHECK_OK(t->fetch_op64(op, w, v, tpe, &got));
@@ -129,7 +148,8 @@ int main(void)
     symm_dup_t *d;
     CHECK_OK(symm_team_lookup("test", team, &p, &d));
     CHECK_TRUE(p->remote == 0, "%d remote members on one host", p->remote);
-    for (int i = 0; i < p->n; i++) CHECK_TRUE(p->reach[i] == 1, "member %d unreachable", i);
+    for (int i = 0; i < p->n; i++)
+        CHECK_TRUE(p->reach[i] == 1, "member %d unreachable", i);
     p->reach[npes - 1] = 0;
     p->remote = 1;
     symm_status_t st = symm_barrier(team);

@@ -7,9 +7,9 @@
 
 #include "common/test_util.h"
 
-#define NDUPS 65536
+#define NDUPS  65536
 #define SAMPLE 200
-#define T 4
+#define T      4
 
 typedef struct {
     symm_pool_t pool;
@@ -21,7 +21,8 @@ static void *run(void *arg)
 {
     job_t *j = arg;
     for (int round = 0; round < 20 && !j->st; round++)
-        for (int k = 0; k < 8 && !j->st; k++) j->st = symm_barrier(symm_pool_team(j->pool, j->dups[k]));
+        for (int k = 0; k < 8 && !j->st; k++)
+            j->st = symm_barrier(symm_pool_team(j->pool, j->dups[k]));
     return NULL;
 }
 
@@ -57,8 +58,10 @@ int main(void)
         for (int k = 0; k < SAMPLE; k++) {
             symm_team_t d = symm_pool_team(p, sample[k]);
             CHECK_TRUE(d != SYMM_TEAM_INVALID, "duplicate %zu", sample[k]);
-            CHECK_TRUE(symm_team_my_pe(d) == me && symm_team_n_pes(d) == npes, "numbering of "
-                       "duplicate %zu", sample[k]);
+            CHECK_TRUE(symm_team_my_pe(d) == me && symm_team_n_pes(d) == npes,
+                       "numbering of "
+                       "duplicate %zu",
+                       sample[k]);
             CHECK_OK(symm_barrier(d));
             if (k % 20 == 0) {
                 red[0] = me + 1;
@@ -75,9 +78,11 @@ int main(void)
         for (int i = 0; i < T; i++) {
             jobs[i].pool = p;
             jobs[i].st = SYMM_SUCCESS;
-            for (int k = 0; k < 8; k++) jobs[i].dups[k] = sample[(size_t)(k * T + i) % SAMPLE] * T % NDUPS + (size_t)i;
+            for (int k = 0; k < 8; k++)
+                jobs[i].dups[k] = sample[(size_t)(k * T + i) % SAMPLE] * T % NDUPS + (size_t)i;
         }
-        for (int i = 0; i < T; i++) CHECK_TRUE(pthread_create(&th[i], NULL, run, &jobs[i]) == 0, "thread");
+        for (int i = 0; i < T; i++)
+            CHECK_TRUE(pthread_create(&th[i], NULL, run, &jobs[i]) == 0, "thread");
         for (int i = 0; i < T; i++) {
             pthread_join(th[i], NULL);
             CHECK_OK(jobs[i].st);
@@ -88,15 +93,16 @@ int main(void)
         t0 = test_now();
         CHECK_OK(symm_pool_destroy(p));
         tdestroy += test_now() - t0;
-        CHECK_TRUE(team_used() == used0, "team region %zu after destroy, %zu before", team_used(),
-                   used0);
+        CHECK_TRUE(team_used() == used0, "team region %zu after destroy, %zu before",
+                   team_used(), used0);
         CHECK_TRUE(symm_pool_team(p, 5) == SYMM_TEAM_INVALID, "destroyed pool");
     }
     CHECK_OK(symm_free(red));
     CHECK_OK(symm_finalize());
     if (me == 0)
-        printf("stress_big_pool: OK (%d PEs, %ld x %d duplicates; create %.1f ms, destroy %.1f ms "
-               "on average)\n", npes, reps, NDUPS, tcreate / (double)reps * 1e3,
-               tdestroy / (double)reps * 1e3);
+        printf(
+            "stress_big_pool: OK (%d PEs, %ld x %d duplicates; create %.1f ms, destroy %.1f ms "
+            "on average)\n",
+            npes, reps, NDUPS, tcreate / (double)reps * 1e3, tdestroy / (double)reps * 1e3);
     return 0;
 }

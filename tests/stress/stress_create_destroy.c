@@ -39,13 +39,17 @@ int main(void)
         int kind = (int)(c % 3);
         if (kind == 0) {
             int size = 1 + (int)test_rng_below(&r, (uint64_t)npes);
-            int stride = size > 1 ? 1 + (int)test_rng_below(&r, (uint64_t)((npes - 1) / (size - 1))) : 1;
+            int stride =
+                size > 1 ? 1 + (int)test_rng_below(&r, (uint64_t)((npes - 1) / (size - 1))) : 1;
             int span = (size - 1) * stride;
             int start = (int)test_rng_below(&r, (uint64_t)(npes - span));
             int neg = (int)test_rng_below(&r, 2);
             symm_team_t t;
-            if (neg) CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, start + span, -stride, size, &t));
-            else CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, start, stride, size, &t));
+            if (neg)
+                CHECK_OK(
+                    symm_team_split_strided(SYMM_TEAM_WORLD, start + span, -stride, size, &t));
+            else
+                CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, start, stride, size, &t));
             if (t != SYMM_TEAM_INVALID) {
                 CHECK_OK(symm_barrier(t));
                 CHECK_OK(symm_team_destroy(t));
@@ -60,7 +64,8 @@ int main(void)
             CHECK_OK(symm_pool_destroy(p));
         } else {
             int list[64];
-            for (int i = 0; i < npes; i++) list[i] = i;
+            for (int i = 0; i < npes; i++)
+                list[i] = i;
             for (int i = npes - 1; i > 0; i--) {
                 int j = (int)test_rng_below(&r, (uint64_t)i + 1), x = list[i];
                 list[i] = list[j];
@@ -68,7 +73,8 @@ int main(void)
             }
             int n = 1 + (int)test_rng_below(&r, (uint64_t)npes);
             int member = 0;
-            for (int i = 0; i < n; i++) member |= list[i] == me;
+            for (int i = 0; i < n; i++)
+                member |= list[i] == me;
             if (member) {
                 symm_team_t t;
                 CHECK_OK(symm_team_create(list, n, &t));
@@ -77,8 +83,10 @@ int main(void)
             }
             /* non-members go on at once: the world barrier below is every 100 cycles only */
         }
-        CHECK_TRUE(team_used() == used0, "cycle %ld (kind %d): team region in use %zu, %zu at "
-                   "start", c, kind, team_used(), used0);
+        CHECK_TRUE(team_used() == used0,
+                   "cycle %ld (kind %d): team region in use %zu, %zu at "
+                   "start",
+                   c, kind, team_used(), used0);
         if (c % 100 == 99) CHECK_OK(symm_barrier_all());
     }
     CHECK_OK(symm_barrier_all());
@@ -86,8 +94,9 @@ int main(void)
     if (last != SYMM_TEAM_INVALID) CHECK_STATUS(symm_barrier(last), SYMM_ERR_TEAM_INVALID);
     size_t rss_end = test_rss_bytes();
     double dt = test_now() - t0;
-    CHECK_TRUE(rss_end <= rss_warm + RSS_BOUND, "RSS grew from %zu to %zu bytes over %ld cycles",
-               rss_warm, rss_end, cycles - warm);
+    CHECK_TRUE(rss_end <= rss_warm + RSS_BOUND,
+               "RSS grew from %zu to %zu bytes over %ld cycles", rss_warm, rss_end,
+               cycles - warm);
     CHECK_OK(symm_finalize());
     if (me == 0)
         printf("stress_create_destroy: OK (%d PEs, %ld cycles, %.1f s, RSS %zu -> %zu KiB)\n",

@@ -7,17 +7,17 @@
  * handles which repeat that soon (a 7-bit generation over a 1024-deep reuse queue) fail. */
 #include "common/test_util.h"
 
-#define LIVE_MAX 8 /* objects alive at once */
-#define RING 64    /* last destroyed handles, probed every cycle */
-#define OLD_MAX 512 /* a sample of handles destroyed long ago */
+#define LIVE_MAX  8   /* objects alive at once */
+#define RING      64  /* last destroyed handles, probed every cycle */
+#define OLD_MAX   512 /* a sample of handles destroyed long ago */
 #define OLD_EVERY 2003
 #define COUNT_MAX 64 /* allreduce elements */
 
 typedef struct {
     int used, is_pool, n;
-    int members[64];    /* world ranks in team order */
-    symm_team_t team;   /* a team, or a pool's duplicate; SYMM_TEAM_INVALID if not a member */
-    symm_pool_t pool;   /* a pool, else SYMM_POOL_INVALID */
+    int members[64];  /* world ranks in team order */
+    symm_team_t team; /* a team, or a pool's duplicate; SYMM_TEAM_INVALID if not a member */
+    symm_pool_t pool; /* a pool, else SYMM_POOL_INVALID */
     size_t ndups;
 } obj_t;
 
@@ -91,8 +91,10 @@ static void use_live(const obj_t *o, int64_t *buf, long cycle, test_rng_t *share
     }
     CHECK_OK(symm_allreduce(o->team, buf, buf + COUNT_MAX, count, SYMM_INT64, SYMM_OP_SUM));
     for (size_t i = 0; i < count; i++)
-        CHECK_TRUE(buf[i] == want[i], "cycle %ld: allreduce[%zu] of %zu on %d PEs: %lld, "
-                   "want %lld", cycle, i, count, o->n, (long long)buf[i], (long long)want[i]);
+        CHECK_TRUE(buf[i] == want[i],
+                   "cycle %ld: allreduce[%zu] of %zu on %d PEs: %lld, "
+                   "want %lld",
+                   cycle, i, count, o->n, (long long)buf[i], (long long)want[i]);
 }
 
 static int is_member(const obj_t *o, int pe)
@@ -121,13 +123,15 @@ static void create(obj_t *o, int kind, test_rng_t *shared, long cycle)
             stride = -stride;
         }
         o->n = size;
-        for (int k = 0; k < size; k++) o->members[k] = start + k * stride;
+        for (int k = 0; k < size; k++)
+            o->members[k] = start + k * stride;
         CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, start, stride, size, &o->team));
         CHECK_TRUE((o->team != SYMM_TEAM_INVALID) == is_member(o, me),
                    "cycle %ld: split gave 0x%llx", cycle, (unsigned long long)o->team);
     } else if (kind == 1) { /* rank list in random order: only its members call */
         int list[64];
-        for (int i = 0; i < npes; i++) list[i] = i;
+        for (int i = 0; i < npes; i++)
+            list[i] = i;
         for (int i = npes - 1; i > 0; i--) {
             int j = (int)test_rng_below(shared, (uint64_t)i + 1), x = list[i];
             list[i] = list[j];
@@ -139,7 +143,8 @@ static void create(obj_t *o, int kind, test_rng_t *shared, long cycle)
     } else { /* pool of WORLD */
         o->is_pool = 1;
         o->n = npes;
-        for (int i = 0; i < npes; i++) o->members[i] = i;
+        for (int i = 0; i < npes; i++)
+            o->members[i] = i;
         o->ndups = 1 + (size_t)test_rng_below(shared, 4);
         CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, o->ndups, &o->pool));
         CHECK_EQ_U64(symm_pool_size(o->pool), o->ndups);
@@ -160,7 +165,8 @@ int main(void)
     if (me == 0 && cycles != 1000000)
         printf("stress_handles: %ld cycles instead of 1000000\n", cycles);
     int bits = 12;
-    while (bits < 30 && ((uint64_t)1 << bits) < 4 * (uint64_t)cycles) bits++;
+    while (bits < 30 && ((uint64_t)1 << bits) < 4 * (uint64_t)cycles)
+        bits++;
     seen_mask = ((uint64_t)1 << bits) - 1;
     seen = calloc(seen_mask + 1, sizeof *seen);
     CHECK_TRUE(seen != NULL, "handle set of 2^%d", bits);
@@ -181,8 +187,10 @@ int main(void)
         if (o->used) {
             if (o->team != SYMM_TEAM_INVALID || o->is_pool) {
                 stale_t s = {o->team, o->pool};
-                if (o->is_pool) CHECK_OK(symm_pool_destroy(o->pool));
-                else CHECK_OK(symm_team_destroy(o->team));
+                if (o->is_pool)
+                    CHECK_OK(symm_pool_destroy(o->pool));
+                else
+                    CHECK_OK(symm_team_destroy(o->team));
                 ring[nring++ % RING] = s;
                 if (ndestroyed++ % OLD_EVERY == 0) old[nold++ % OLD_MAX] = s;
             }
@@ -194,8 +202,7 @@ int main(void)
         /* stale handles: a few of the recent ones, one old one */
         long avail = nring < RING ? nring : RING;
         for (int p = 0; p < 3 && avail > 0; p++, nprobes++)
-            probe(&ring[test_rng_below(&mine, (uint64_t)avail)], buf, c,
-                  p == 0 && c % 16 == 0);
+            probe(&ring[test_rng_below(&mine, (uint64_t)avail)], buf, c, p == 0 && c % 16 == 0);
         if (nold > 0) {
             probe(&old[c % (nold < OLD_MAX ? nold : OLD_MAX)], buf, c, 0);
             nprobes++;
@@ -214,18 +221,22 @@ int main(void)
     for (int k = 0; k < LIVE_MAX; k++) {
         obj_t *o = &live[k];
         if (!o->used) continue;
-        if (o->is_pool) CHECK_OK(symm_pool_destroy(o->pool));
-        else if (o->team != SYMM_TEAM_INVALID) CHECK_OK(symm_team_destroy(o->team));
+        if (o->is_pool)
+            CHECK_OK(symm_pool_destroy(o->pool));
+        else if (o->team != SYMM_TEAM_INVALID)
+            CHECK_OK(symm_team_destroy(o->team));
     }
     CHECK_OK(symm_barrier_all());
-    for (long i = 0; i < (nold < OLD_MAX ? nold : OLD_MAX); i++) probe(&old[i], buf, -1, 1);
+    for (long i = 0; i < (nold < OLD_MAX ? nold : OLD_MAX); i++)
+        probe(&old[i], buf, -1, 1);
     double dt = test_now() - t0;
     CHECK_OK(symm_free(buf));
     free(seen);
     CHECK_OK(symm_finalize());
     if (me == 0)
         printf("stress_handles: OK (%d PEs, %ld cycles, %.1f s; PE 0: %llu handles, all new, "
-               "%ld destroyed, %ld stale probes, %ld live checks)\n", npes, cycles, dt,
-               (unsigned long long)seen_count, ndestroyed, nprobes, nlive_checks);
+               "%ld destroyed, %ld stale probes, %ld live checks)\n",
+               npes, cycles, dt, (unsigned long long)seen_count, ndestroyed, nprobes,
+               nlive_checks);
     return 0;
 }

@@ -11,8 +11,8 @@
 
 #include "common/test_util.h"
 
-#define T 4
-#define NELEM 3
+#define T            4
+#define NELEM        3
 #define REDUCE_EVERY 10
 
 static int me, npes;
@@ -30,7 +30,8 @@ typedef struct {
 static int64_t value(int pe, uint64_t tag, long it, int k)
 {
     return (int64_t)(((uint64_t)pe + 1) * 1000003u + tag * 7919u + (uint64_t)it * 31u +
-                     (uint64_t)k) * ((k & 1) ? -1 : 1);
+                     (uint64_t)k) *
+           ((k & 1) ? -1 : 1);
 }
 
 static void *run(void *arg)
@@ -41,15 +42,19 @@ static void *run(void *arg)
         symm_status_t st = symm_barrier(j->team);
         if (!st && it % REDUCE_EVERY == 0) {
             for (int k = 0; k < NELEM; k++)
-                j->src[k] = value(symm_team_world_pe(j->team, symm_team_my_pe(j->team)), j->tag, it, k);
+                j->src[k] =
+                    value(symm_team_world_pe(j->team, symm_team_my_pe(j->team)), j->tag, it, k);
             st = symm_allreduce(j->team, j->dst, j->src, NELEM, SYMM_INT64, SYMM_OP_SUM);
             for (int k = 0; k < NELEM && !st; k++) {
                 int64_t want = 0;
-                for (int p = 0; p < n; p++) want += value(symm_team_world_pe(j->team, p), j->tag, it, k);
+                for (int p = 0; p < n; p++)
+                    want += value(symm_team_world_pe(j->team, p), j->tag, it, k);
                 if (j->dst[k] != want) {
-                    snprintf(j->err, sizeof j->err, "allreduce on dup tag %llu, iteration %ld, "
-                             "element %d: %lld, expected %lld", (unsigned long long)j->tag, it,
-                             k, (long long)j->dst[k], (long long)want);
+                    snprintf(j->err, sizeof j->err,
+                             "allreduce on dup tag %llu, iteration %ld, "
+                             "element %d: %lld, expected %lld",
+                             (unsigned long long)j->tag, it, k, (long long)j->dst[k],
+                             (long long)want);
                     j->st = SYMM_ERR_INVALID_ARG;
                     return NULL;
                 }
@@ -88,17 +93,28 @@ int main(int argc, char **argv)
     pthread_t th[2 * T];
     int njobs = 0;
     for (int i = 0; i < T; i++, njobs++)
-        jobs[njobs] = (job_t){symm_pool_team(world_pool, (size_t)i), buf + njobs * 2 * NELEM,
-                              buf + njobs * 2 * NELEM + NELEM, (uint64_t)i, SYMM_SUCCESS, "", 0};
+        jobs[njobs] = (job_t){symm_pool_team(world_pool, (size_t)i),
+                              buf + njobs * 2 * NELEM,
+                              buf + njobs * 2 * NELEM + NELEM,
+                              (uint64_t)i,
+                              SYMM_SUCCESS,
+                              "",
+                              0};
     if (even_pool != SYMM_POOL_INVALID)
         for (int i = 0; i < T; i++, njobs++)
-            jobs[njobs] = (job_t){symm_pool_team(even_pool, (size_t)i), buf + njobs * 2 * NELEM,
-                                  buf + njobs * 2 * NELEM + NELEM, 100 + (uint64_t)i,
-                                  SYMM_SUCCESS, "", 0};
+            jobs[njobs] = (job_t){symm_pool_team(even_pool, (size_t)i),
+                                  buf + njobs * 2 * NELEM,
+                                  buf + njobs * 2 * NELEM + NELEM,
+                                  100 + (uint64_t)i,
+                                  SYMM_SUCCESS,
+                                  "",
+                                  0};
     CHECK_OK(symm_barrier_all());
     double t0 = test_now();
-    for (int i = 0; i < njobs; i++) CHECK_TRUE(pthread_create(&th[i], NULL, run, &jobs[i]) == 0, "thread");
-    for (int i = 0; i < njobs; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < njobs; i++)
+        CHECK_TRUE(pthread_create(&th[i], NULL, run, &jobs[i]) == 0, "thread");
+    for (int i = 0; i < njobs; i++)
+        pthread_join(th[i], NULL);
     double dt = test_now() - t0;
     for (int i = 0; i < njobs; i++) {
         if (jobs[i].st) TEST_FAIL("thread %d: status %d: %s", i, (int)jobs[i].st, jobs[i].err);
@@ -112,7 +128,7 @@ int main(int argc, char **argv)
     CHECK_OK(symm_finalize());
     if (me == 0)
         printf("stress_pool_barrier%s: OK (%d PEs x %d threads, %ld barriers each, %.1f s, "
-               "%.1f us per barrier per thread)\n", overlap ? " overlap" : "", npes, njobs, iters,
-               dt, dt / (double)iters * 1e6);
+               "%.1f us per barrier per thread)\n",
+               overlap ? " overlap" : "", npes, njobs, iters, dt, dt / (double)iters * 1e6);
     return 0;
 }

@@ -12,37 +12,40 @@
  * in = NULL, r team creation; f full team, s sub-team, d pool duplicate, 1 1-PE teams). */
 #include "common/test_util.h"
 
-#define MAXPES 64
-#define TINY 8                 /* payloads that ride in the episode's data word */
-#define SMALL 4100             /* <= SYMM_COLL_SMALL (16 KiB) */
-#define LARGE (100 * 1024 + 44) /* > SYMM_COLL_SMALL */
-#define WANT_SAME ((symm_status_t)1)     /* any error, the one member k gets */
+#define MAXPES        64
+#define TINY          8                  /* payloads that ride in the episode's data word */
+#define SMALL         4100               /* <= SYMM_COLL_SMALL (16 KiB) */
+#define LARGE         (100 * 1024 + 44)  /* > SYMM_COLL_SMALL */
+#define WANT_SAME     ((symm_status_t)1) /* any error, the one member k gets */
 #define WANT_MISMATCH ((symm_status_t)2) /* SYMM_ERR_MISMATCH or SYMM_ERR_COLL_MISMATCH */
-#define SENTINEL ((symm_team_t)0x7777)
+#define SENTINEL      ((symm_team_t)0x7777)
 
 static int me, npes, keep_going, failures, ncases;
 static const char *only, *parts;
 
-static int part(char c) { return !parts || strchr(parts, c) != NULL; }
+static int part(char c)
+{
+    return !parts || strchr(parts, c) != NULL;
+}
 static size_t cap; /* bytes of each test buffer */
 static uint8_t *a_dest, *a_src, *b_dest, *b_src, *o_dest, *o_src, *heapbuf;
 static uint64_t *mbox, *bar_word;
-static uint32_t gseq;  /* mailbox round */
-static uint32_t rot;   /* picks the bad member, in turn */
+static uint32_t gseq;   /* mailbox round */
+static uint32_t rot;    /* picks the bad member, in turn */
 static uint32_t caseno; /* seeds the data */
 
 /* ---------------------------------------------------------------- the test teams */
 typedef struct {
     const char *name;
-    symm_team_t team;  /* SYMM_TEAM_INVALID on PEs outside it */
-    symm_team_t other; /* what PEs outside it use meanwhile (INVALID: nothing) */
-    symm_pool_t pool;  /* team is duplicate 2 of this pool, if not INVALID */
-    symm_team_t base;  /* the split the pool is made of */
-    int is_dup;        /* team is a pool duplicate */
-    int solo;          /* every PE on a 1-PE team of its own */
-    int n, my;         /* size, my number (-1 outside) */
-    int world[MAXPES]; /* world rank of member i */
-    int start, stride; /* the split of WORLD it is (or of the pool's team) */
+    symm_team_t team;        /* SYMM_TEAM_INVALID on PEs outside it */
+    symm_team_t other;       /* what PEs outside it use meanwhile (INVALID: nothing) */
+    symm_pool_t pool;        /* team is duplicate 2 of this pool, if not INVALID */
+    symm_team_t base;        /* the split the pool is made of */
+    int is_dup;              /* team is a pool duplicate */
+    int solo;                /* every PE on a 1-PE team of its own */
+    int n, my;               /* size, my number (-1 outside) */
+    int world[MAXPES];       /* world rank of member i */
+    int start, stride;       /* the split of WORLD it is (or of the pool's team) */
     int ostart, ostride, on; /* the split the others use */
 } tctx_t;
 
@@ -61,9 +64,10 @@ static void gather(symm_status_t st, int flags, symm_status_t *st_all, int *fl_a
 {
     gseq++;
     uint64_t *slot = mbox + (size_t)(gseq & 1) * (size_t)npes;
-    uint64_t v = (uint64_t)gseq << 32 | (uint64_t)(uint16_t)(int16_t)st |
-                 (uint64_t)(flags & 0xff) << 16;
-    for (int p = 0; p < npes; p++) CHECK_OK(symm_atomic64(SYMM_AMO_SET, slot + me, v, 0, p, NULL));
+    uint64_t v =
+        (uint64_t)gseq << 32 | (uint64_t)(uint16_t)(int16_t)st | (uint64_t)(flags & 0xff) << 16;
+    for (int p = 0; p < npes; p++)
+        CHECK_OK(symm_atomic64(SYMM_AMO_SET, slot + me, v, 0, p, NULL));
     for (int p = 0; p < npes; p++) {
         symm_status_t w;
         int tries = 0;
@@ -137,15 +141,16 @@ static int judge(const tctx_t *t, const char *what, symm_status_t want, int kw, 
     failures++;
     if (me == 0) {
         char line[1024];
-        size_t len = (size_t)snprintf(line, sizeof line, "DISAGREE %s on %s (bad: world %d): want %d;",
-                                      what, t->name, kw, (int)want);
+        size_t len =
+            (size_t)snprintf(line, sizeof line, "DISAGREE %s on %s (bad: world %d): want %d;",
+                             what, t->name, kw, (int)want);
         for (int p = 0; p < npes && len < sizeof line - 40; p++)
             len += (size_t)snprintf(line + len, sizeof line - len, " %d:%d%s%s", p, (int)all[p],
-                                    fl[p] & FL_DATA ? "" : "/data", fl[p] & FL_NAME ? "" : "/name");
+                                    fl[p] & FL_DATA ? "" : "/data",
+                                    fl[p] & FL_NAME ? "" : "/name");
         fprintf(stderr, "%s\n", line);
     }
-    if (st && (kw != me || t->solo))
-        fprintf(stderr, "  [PE %d] %s: %s\n", me, what, msg);
+    if (st && (kw != me || t->solo)) fprintf(stderr, "  [PE %d] %s: %s\n", me, what, msg);
     if (!keep_going) TEST_FAIL("%s on %s: the members do not agree (see above)", what, t->name);
     return 0;
 }
@@ -158,7 +163,10 @@ static void gen(void *buf, size_t bytes, uint32_t c, int j)
     test_fill_random(&r, buf, bytes);
 }
 
-static void canary(void *buf, size_t bytes) { test_fill_pattern(buf, bytes, 0xca4a7ull); }
+static void canary(void *buf, size_t bytes)
+{
+    test_fill_pattern(buf, bytes, 0xca4a7ull);
+}
 static int canary_ok(const void *buf, size_t bytes)
 {
     return test_find_pattern_mismatch(buf, bytes, 0xca4a7ull) == (size_t)-1;
@@ -180,7 +188,8 @@ static symm_status_t checked_allreduce(symm_team_t t, int *ok)
     uint64_t want[CNT] = {0}, x[CNT];
     for (int j = 0; j < n; j++) {
         gen(x, sizeof x, c, j);
-        for (int i = 0; i < CNT; i++) want[i] += x[i];
+        for (int i = 0; i < CNT; i++)
+            want[i] += x[i];
     }
     *ok = memcmp(want, o_dest, sizeof want) == 0;
     if (!*ok) fprintf(stderr, "  [PE %d] checked allreduce: wrong result\n", me);
@@ -189,41 +198,91 @@ static symm_status_t checked_allreduce(symm_team_t t, int *ok)
 
 /* ---------------------------------------------------------------- collective calls */
 enum {
-    C_BARRIER, C_SYNC, C_BCAST, C_REDUCE, C_ALLREDUCE, C_RSCATTER, C_FCOLLECT, C_COLLECT,
-    C_ALLTOALL, C_ALLTOALLV, C_NCOLL
+    C_BARRIER,
+    C_SYNC,
+    C_BCAST,
+    C_REDUCE,
+    C_ALLREDUCE,
+    C_RSCATTER,
+    C_FCOLLECT,
+    C_COLLECT,
+    C_ALLTOALL,
+    C_ALLTOALLV,
+    C_NCOLL
 };
-static const char *coll_name[C_NCOLL] = {"barrier", "sync", "broadcast", "reduce", "allreduce",
-                                         "reduce_scatter", "fcollect", "collect", "alltoall",
-                                         "alltoallv"};
+static const char *coll_name[C_NCOLL] = {"barrier",   "sync",           "broadcast", "reduce",
+                                         "allreduce", "reduce_scatter", "fcollect",  "collect",
+                                         "alltoall",  "alltoallv"};
 /* The collective that member k calls instead (K_COLL). */
-static const int coll_alt[C_NCOLL] = {C_SYNC, C_BARRIER, C_FCOLLECT, C_ALLREDUCE, C_BARRIER,
-                                      C_ALLREDUCE, C_BCAST, C_FCOLLECT, C_FCOLLECT, C_ALLTOALL};
+static const int coll_alt[C_NCOLL] = {C_SYNC,     C_BARRIER,   C_FCOLLECT, C_ALLREDUCE,
+                                      C_BARRIER,  C_ALLREDUCE, C_BCAST,    C_FCOLLECT,
+                                      C_FCOLLECT, C_ALLTOALL};
 
 enum {
-    K_NONSYM_DEST, K_NONSYM_SRC, K_NULL_DEST, K_NULL_SRC, K_ROOT_OOR, K_ROOT_NEG, K_OVERLAP,
-    K_TYPE, K_OP, K_OP_FLOAT, K_ELEM0, K_COUNTS_NULL,
+    K_NONSYM_DEST,
+    K_NONSYM_SRC,
+    K_NULL_DEST,
+    K_NULL_SRC,
+    K_ROOT_OOR,
+    K_ROOT_NEG,
+    K_OVERLAP,
+    K_TYPE,
+    K_OP,
+    K_OP_FLOAT,
+    K_ELEM0,
+    K_COUNTS_NULL,
     /* mismatches */
-    K_COUNT, K_MTYPE, K_MOP, K_ROOT, K_DEST_OBJ, K_SRC_OBJ, K_COLL, K_NKIND
+    K_COUNT,
+    K_MTYPE,
+    K_MOP,
+    K_ROOT,
+    K_DEST_OBJ,
+    K_SRC_OBJ,
+    K_COLL,
+    K_NKIND
 };
-static const char *kind_name[K_NKIND] = {
-    "non-symmetric dest", "non-symmetric src", "NULL dest", "NULL src", "root = n",
-    "root = -1", "overlapping dest/src", "bad type", "bad op", "xor on float",
-    "elem_size 0", "send_counts NULL", "other count", "other type", "other op", "other root",
-    "other dest object", "other src object", "other collective"};
+static const char *kind_name[K_NKIND] = {"non-symmetric dest",
+                                         "non-symmetric src",
+                                         "NULL dest",
+                                         "NULL src",
+                                         "root = n",
+                                         "root = -1",
+                                         "overlapping dest/src",
+                                         "bad type",
+                                         "bad op",
+                                         "xor on float",
+                                         "elem_size 0",
+                                         "send_counts NULL",
+                                         "other count",
+                                         "other type",
+                                         "other op",
+                                         "other root",
+                                         "other dest object",
+                                         "other src object",
+                                         "other collective"};
 
 static symm_status_t kind_want(int k)
 {
     switch (k) {
     case K_NONSYM_DEST:
-    case K_NONSYM_SRC: return SYMM_ERR_NOT_SYMMETRIC;
+    case K_NONSYM_SRC:
+        return SYMM_ERR_NOT_SYMMETRIC;
     case K_ROOT_OOR:
-    case K_ROOT_NEG: return SYMM_ERR_PE_OUT_OF_RANGE;
-    default: return k >= K_COUNT ? SYMM_ERR_COLL_MISMATCH : SYMM_ERR_INVALID_ARG;
+    case K_ROOT_NEG:
+        return SYMM_ERR_PE_OUT_OF_RANGE;
+    default:
+        return k >= K_COUNT ? SYMM_ERR_COLL_MISMATCH : SYMM_ERR_INVALID_ARG;
     }
 }
 
-static int is_reduction(int c) { return c == C_REDUCE || c == C_ALLREDUCE || c == C_RSCATTER; }
-static int is_rooted(int c) { return c == C_BCAST || c == C_REDUCE; }
+static int is_reduction(int c)
+{
+    return c == C_REDUCE || c == C_ALLREDUCE || c == C_RSCATTER;
+}
+static int is_rooted(int c)
+{
+    return c == C_BCAST || c == C_REDUCE;
+}
 
 static int kind_applies(int c, int k, int n)
 {
@@ -232,22 +291,28 @@ static int kind_applies(int c, int k, int n)
     switch (k) {
     case K_ROOT_OOR:
     case K_ROOT_NEG:
-    case K_ROOT: return is_rooted(c);
+    case K_ROOT:
+        return is_rooted(c);
     case K_TYPE:
     case K_OP:
     case K_OP_FLOAT:
     case K_MTYPE:
-    case K_MOP: return is_reduction(c);
+    case K_MOP:
+        return is_reduction(c);
     case K_ELEM0:
-    case K_COUNTS_NULL: return c == C_ALLTOALLV;
-    case K_COUNT: return c != C_COLLECT; /* collect's sizes may differ */
+    case K_COUNTS_NULL:
+        return c == C_ALLTOALLV;
+    case K_COUNT:
+        return c != C_COLLECT; /* collect's sizes may differ */
     case K_OVERLAP: /* collect learns its dest's size late: a src moved into it is first a
                      * mismatch with the others' src */
         return c != C_COLLECT;
     case K_DEST_OBJ: /* written by its owner alone: it may differ (symm.h) */
         return c != C_ALLTOALLV && c != C_COLLECT;
-    case K_SRC_OBJ: return c != C_ALLTOALLV; /* senders publish where their rows are */
-    default: return 1;
+    case K_SRC_OBJ:
+        return c != C_ALLTOALLV; /* senders publish where their rows are */
+    default:
+        return 1;
     }
 }
 
@@ -279,18 +344,25 @@ static size_t src_bytes(int c, int sz, int n, int j)
     size_t s = sizes[sz], es = symm_type_size(size_type[sz]);
     switch (c) {
     case C_BCAST:
-    case C_FCOLLECT: return s;
+    case C_FCOLLECT:
+        return s;
     case C_REDUCE:
-    case C_ALLREDUCE: return s / es * es;
-    case C_RSCATTER: return (size_t)n * (s / es) * es;
-    case C_COLLECT: return s + (size_t)j * 5;
-    case C_ALLTOALL: return (size_t)n * s;
+    case C_ALLREDUCE:
+        return s / es * es;
+    case C_RSCATTER:
+        return (size_t)n * (s / es) * es;
+    case C_COLLECT:
+        return s + (size_t)j * 5;
+    case C_ALLTOALL:
+        return (size_t)n * s;
     case C_ALLTOALLV: {
         size_t t = 0;
-        for (int p = 0; p < n; p++) t += a2av_cnt(j, p, s, n) * 4;
+        for (int p = 0; p < n; p++)
+            t += a2av_cnt(j, p, s, n) * 4;
         return t;
     }
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -298,19 +370,25 @@ static size_t dest_bytes(int c, int sz, int n, int my)
 {
     size_t s = sizes[sz], es = symm_type_size(size_type[sz]), t = 0;
     switch (c) {
-    case C_BCAST: return s;
+    case C_BCAST:
+        return s;
     case C_REDUCE:
     case C_ALLREDUCE:
-    case C_RSCATTER: return s / es * es;
+    case C_RSCATTER:
+        return s / es * es;
     case C_FCOLLECT:
-    case C_ALLTOALL: return (size_t)n * s;
+    case C_ALLTOALL:
+        return (size_t)n * s;
     case C_COLLECT:
-        for (int j = 0; j < n; j++) t += s + (size_t)j * 5;
+        for (int j = 0; j < n; j++)
+            t += s + (size_t)j * 5;
         return t;
     case C_ALLTOALLV:
-        for (int j = 0; j < n; j++) t += a2av_cnt(j, my, s, n) * 4;
+        for (int j = 0; j < n; j++)
+            t += a2av_cnt(j, my, s, n) * 4;
         return t;
-    default: return 0;
+    default:
+        return 0;
     }
 }
 
@@ -321,11 +399,13 @@ static size_t my_counts[MAXPES];
 static void make_call(int c, int sz, int n, int my, call_t *k)
 {
     size_t s = sizes[sz], es = symm_type_size(size_type[sz]);
-    *k = (call_t){c, a_dest, a_src, s, size_type[sz], size_op[sz], (int)(caseno % (uint32_t)n),
-                  4, my_counts};
+    *k =
+        (call_t){c, a_dest,   a_src, s, size_type[sz], size_op[sz], (int)(caseno % (uint32_t)n),
+                 4, my_counts};
     if (is_reduction(c)) k->count = s / es;
     if (c == C_COLLECT) k->count = s + (size_t)my * 5;
-    for (int j = 0; j < n; j++) my_counts[j] = a2av_cnt(my, j, s, n);
+    for (int j = 0; j < n; j++)
+        my_counts[j] = a2av_cnt(my, j, s, n);
     gen(a_src, src_bytes(c, sz, n, my), caseno, my);
     canary(a_dest, dest_bytes(c, sz, n, my));
 }
@@ -334,44 +414,72 @@ static void make_bad(int kind, int sz, int n, int my, call_t *k)
 {
     size_t es = symm_type_size(k->type);
     switch (kind) {
-    case K_NONSYM_DEST: k->dest = heapbuf; break;
+    case K_NONSYM_DEST:
+        k->dest = heapbuf;
+        break;
     case K_NONSYM_SRC:
         memcpy(heapbuf, a_src, src_bytes(k->coll, sz, n, my));
         k->src = heapbuf;
         break;
-    case K_NULL_DEST: k->dest = NULL; break;
-    case K_NULL_SRC: k->src = NULL; break;
-    case K_ROOT_OOR: k->root = n; break;
-    case K_ROOT_NEG: k->root = -1; break;
+    case K_NULL_DEST:
+        k->dest = NULL;
+        break;
+    case K_NULL_SRC:
+        k->src = NULL;
+        break;
+    case K_ROOT_OOR:
+        k->root = n;
+        break;
+    case K_ROOT_NEG:
+        k->root = -1;
+        break;
     case K_OVERLAP:
         if (k->coll == C_FCOLLECT || k->coll == C_COLLECT)
             k->src = a_dest + 1; /* inside dest, not my own block */
         else
             k->dest = a_src + (is_reduction(k->coll) ? es : k->coll == C_ALLTOALLV ? 4 : 1);
         break;
-    case K_TYPE: k->type = SYMM_TYPE_COUNT; break;
-    case K_OP: k->op = SYMM_OP_COUNT; break;
+    case K_TYPE:
+        k->type = SYMM_TYPE_COUNT;
+        break;
+    case K_OP:
+        k->op = SYMM_OP_COUNT;
+        break;
     case K_OP_FLOAT:
         k->type = SYMM_FLOAT;
         k->op = SYMM_OP_XOR;
         break;
-    case K_ELEM0: k->es = 0; break;
-    case K_COUNTS_NULL: k->counts = NULL; break;
+    case K_ELEM0:
+        k->es = 0;
+        break;
+    case K_COUNTS_NULL:
+        k->counts = NULL;
+        break;
     case K_COUNT:
         if (k->coll == C_ALLTOALLV)
             k->es = 8;
         else
             k->count++;
         break;
-    case K_MTYPE: k->type = size_twin[sz]; break;
-    case K_MOP: k->op = k->op == SYMM_OP_SUM ? SYMM_OP_MAX : SYMM_OP_SUM; break;
-    case K_ROOT: k->root = (k->root + 1) % n; break;
-    case K_DEST_OBJ: k->dest = b_dest; break;
+    case K_MTYPE:
+        k->type = size_twin[sz];
+        break;
+    case K_MOP:
+        k->op = k->op == SYMM_OP_SUM ? SYMM_OP_MAX : SYMM_OP_SUM;
+        break;
+    case K_ROOT:
+        k->root = (k->root + 1) % n;
+        break;
+    case K_DEST_OBJ:
+        k->dest = b_dest;
+        break;
     case K_SRC_OBJ:
         memcpy(b_src, a_src, src_bytes(k->coll, sz, n, my));
         k->src = b_src;
         break;
-    case K_COLL: make_call(coll_alt[k->coll], sz, n, my, k); break;
+    case K_COLL:
+        make_call(coll_alt[k->coll], sz, n, my, k);
+        break;
     }
 }
 
@@ -380,15 +488,24 @@ static size_t recv_counts[MAXPES], recv_displs[MAXPES], collect_total;
 static symm_status_t do_call(symm_team_t t, const call_t *k)
 {
     switch (k->coll) {
-    case C_BARRIER: return symm_barrier(t);
-    case C_SYNC: return symm_sync(t);
-    case C_BCAST: return symm_broadcast(t, k->dest, k->src, k->count, k->root);
-    case C_REDUCE: return symm_reduce(t, k->dest, k->src, k->count, k->type, k->op, k->root);
-    case C_ALLREDUCE: return symm_allreduce(t, k->dest, k->src, k->count, k->type, k->op);
-    case C_RSCATTER: return symm_reduce_scatter(t, k->dest, k->src, k->count, k->type, k->op);
-    case C_FCOLLECT: return symm_fcollect(t, k->dest, k->src, k->count);
-    case C_COLLECT: return symm_collect(t, k->dest, k->src, k->count, &collect_total);
-    case C_ALLTOALL: return symm_alltoall(t, k->dest, k->src, k->count);
+    case C_BARRIER:
+        return symm_barrier(t);
+    case C_SYNC:
+        return symm_sync(t);
+    case C_BCAST:
+        return symm_broadcast(t, k->dest, k->src, k->count, k->root);
+    case C_REDUCE:
+        return symm_reduce(t, k->dest, k->src, k->count, k->type, k->op, k->root);
+    case C_ALLREDUCE:
+        return symm_allreduce(t, k->dest, k->src, k->count, k->type, k->op);
+    case C_RSCATTER:
+        return symm_reduce_scatter(t, k->dest, k->src, k->count, k->type, k->op);
+    case C_FCOLLECT:
+        return symm_fcollect(t, k->dest, k->src, k->count);
+    case C_COLLECT:
+        return symm_collect(t, k->dest, k->src, k->count, &collect_total);
+    case C_ALLTOALL:
+        return symm_alltoall(t, k->dest, k->src, k->count);
     case C_ALLTOALLV:
         return symm_alltoallv(t, k->dest, cap / 8, k->src, k->counts, NULL, k->es, recv_counts,
                               recv_displs);
@@ -433,7 +550,9 @@ static int check_result(const call_t *k, int sz, int n, int my)
     CHECK_TRUE(want && x, "malloc");
     size_t off = 0;
     switch (c) {
-    case C_BCAST: gen(want, s, caseno, k->root); break;
+    case C_BCAST:
+        gen(want, s, caseno, k->root);
+        break;
     case C_REDUCE:
     case C_ALLREDUCE:
     case C_RSCATTER: {
@@ -448,7 +567,8 @@ static int check_result(const call_t *k, int sz, int n, int my)
         break;
     }
     case C_FCOLLECT:
-        for (int j = 0; j < n; j++) gen(want + (size_t)j * s, s, caseno, j);
+        for (int j = 0; j < n; j++)
+            gen(want + (size_t)j * s, s, caseno, j);
         break;
     case C_COLLECT:
         for (int j = 0; j < n; j++) {
@@ -456,7 +576,8 @@ static int check_result(const call_t *k, int sz, int n, int my)
             off += s + (size_t)j * 5;
         }
         if (collect_total != db) {
-            fprintf(stderr, "  [PE %d] collect total %zu, expected %zu\n", me, collect_total, db);
+            fprintf(stderr, "  [PE %d] collect total %zu, expected %zu\n", me, collect_total,
+                    db);
             db = 0, off = 1;
         }
         break;
@@ -469,7 +590,8 @@ static int check_result(const call_t *k, int sz, int n, int my)
     case C_ALLTOALLV:
         for (int j = 0; j < n; j++) {
             size_t at = 0;
-            for (int p = 0; p < my; p++) at += a2av_cnt(j, p, s, n) * 4;
+            for (int p = 0; p < my; p++)
+                at += a2av_cnt(j, p, s, n) * 4;
             size_t nb = a2av_cnt(j, my, s, n) * 4;
             gen(x, src_bytes(c, sz, n, j), caseno, j);
             memcpy(want + off, x + at, nb);
@@ -607,7 +729,8 @@ static void drop(tctx_t *t)
 {
     if (t->pool != SYMM_POOL_INVALID) symm_pool_destroy(t->pool);
     if (t->base != SYMM_TEAM_INVALID) symm_team_destroy(t->base);
-    if (t->pool == SYMM_POOL_INVALID && t->team != SYMM_TEAM_INVALID) symm_team_destroy(t->team);
+    if (t->pool == SYMM_POOL_INVALID && t->team != SYMM_TEAM_INVALID)
+        symm_team_destroy(t->team);
     if (t->other != SYMM_TEAM_INVALID) symm_team_destroy(t->other);
 }
 
@@ -646,7 +769,8 @@ static void run_colls(tctx_t *t, int all_sizes)
         for (int kind = 0; kind < K_NKIND; kind++) {
             if (!kind_applies(c, kind, t->n)) continue;
             if (all_sizes) {
-                for (int sz = 0; sz < nsz; sz++) run_case(t, c, kind, sz);
+                for (int sz = 0; sz < nsz; sz++)
+                    run_case(t, c, kind, sz);
             } else {
                 run_case(t, c, kind, (int)(rot % (uint32_t)nsz));
             }
@@ -708,7 +832,8 @@ static void run_tile_moe(tctx_t *t)
             uint32_t want[5 * 9] = {0}, x[5 * 9];
             for (int j = 0; j < n; j++) {
                 gen(x, sizeof x, caseno, j);
-                for (int i = 0; i < 5 * 9; i++) want[i] += x[i];
+                for (int i = 0; i < 5 * 9; i++)
+                    want[i] += x[i];
             }
             for (int r = 0; r < 5 && !st; r++)
                 ok &= memcmp((uint32_t *)a_dest + r * 7, want + r * 9, 7 * 4) == 0;
@@ -725,11 +850,12 @@ static void run_tile_moe(tctx_t *t)
         symm_status_t st = SYMM_SUCCESS;
         int ok = 1;
         size_t splits[MAXPES * 2];
-        for (int i = 0; i < 2 * n; i++) splits[i] = 1 + (size_t)(i % 3);
+        for (int i = 0; i < 2 * n; i++)
+            splits[i] = 1 + (size_t)(i % 3);
         if (my >= 0) {
             gen(a_src, 6 * (size_t)n * 16, caseno, my);
-            st = symm_moe_dispatch(t->team, a_dest, cap / 16, a_src, splits, my == k ? 0 : 2, 16,
-                                   4, NULL, NULL, NULL);
+            st = symm_moe_dispatch(t->team, a_dest, cap / 16, a_src, splits, my == k ? 0 : 2,
+                                   16, 4, NULL, NULL, NULL);
         } else {
             st = outsider_step(t, &ok);
         }
@@ -744,13 +870,13 @@ static void run_null_in(tctx_t *t)
 {
     int n = t->n, my = t->my, z = n - 1;
     enum { RB = 24, NE = 2, A = 4 };
-    /* rows member s sends for global expert g (g = j*NE + e): 0..3, none from z */
-    #define SPLIT(s, g) ((s) == z ? (size_t)0 : (size_t)(((s) + 2 * (g) + 1) % 4))
+/* rows member s sends for global expert g (g = j*NE + e): 0..3, none from z */
+#define SPLIT(s, g) ((s) == z ? (size_t)0 : (size_t)(((s) + 2 * (g) + 1) % 4))
     for (int v = 0; v < 3; v++) {
         caseno++;
         symm_status_t st = SYMM_SUCCESS;
         int ok = 1;
-        const char *what = v == 0 ? "all_to_all_v with in = NULL"
+        const char *what = v == 0   ? "all_to_all_v with in = NULL"
                            : v == 1 ? "moe_dispatch with in = NULL"
                                     : "alltoallv with src = NULL";
         if (my >= 0) {
@@ -804,7 +930,7 @@ static void run_null_in(tctx_t *t)
         }
         if (!judge(t, what, SYMM_SUCCESS, -1, -1, st, ok)) repair(t);
     }
-    #undef SPLIT
+#undef SPLIT
 }
 
 /* ---------------------------------------------------------------- team creation */
@@ -850,8 +976,8 @@ static void run_creation(tctx_t *t)
     for (int v = 0; v < 2; v++) {
         /* split_2d: k passes another xrange, then xrange 0 */
         int k = (int)(rot++ % (uint32_t)n);
-        snprintf(what, sizeof what, "team_split_2d %s, PE %d bad", v ? "xrange 0" : "other xrange",
-                 k);
+        snprintf(what, sizeof what, "team_split_2d %s, PE %d bad",
+                 v ? "xrange 0" : "other xrange", k);
         x = y = SENTINEL, ok = 1;
         if (my >= 0)
             st = symm_team_split_2d(t->team, my == k ? (v ? 0 : 1) : 2, &x, &y);
@@ -888,7 +1014,10 @@ static void run_creation(tctx_t *t)
         for (int v = 0; v < 3; v++) {
             int k = (int)(rot++ % (uint32_t)n);
             snprintf(what, sizeof what, "pool_grow %s, PE %d bad",
-                     v == 0 ? "n = 2^40" : v == 1 ? "other n" : "(good)", k);
+                     v == 0   ? "n = 2^40"
+                     : v == 1 ? "other n"
+                              : "(good)",
+                     k);
             ok = 1;
             if (my >= 0) {
                 size_t want_n = v == 2 ? 6 : my == k ? (v ? 5 : (size_t)1 << 40) : 6;
@@ -898,8 +1027,9 @@ static void run_creation(tctx_t *t)
             } else {
                 st = outsider_step(t, &ok);
             }
-            symm_status_t want = v == 0 ? SYMM_ERR_INVALID_ARG : v == 1 ? WANT_MISMATCH
-                                                                        : SYMM_SUCCESS;
+            symm_status_t want = v == 0   ? SYMM_ERR_INVALID_ARG
+                                 : v == 1 ? WANT_MISMATCH
+                                          : SYMM_SUCCESS;
             if (!judge(t, what, want, v < 2 ? t->world[k] : -1, k, st, ok)) break;
             if (v < 2) after_creation(t, what, 1);
         }
@@ -912,9 +1042,11 @@ static void run_creation(tctx_t *t)
          * k is not covered: that member hears nothing from k and times out, and its
          * mailbox pair with k stays out of step; see docs/API.md.) */
         int k = (int)(rot++ % (uint32_t)n), list[MAXPES], ln = n;
-        for (int i = 0; i < n; i++) list[i] = t->world[i];
+        for (int i = 0; i < n; i++)
+            list[i] = t->world[i];
         if (v == 0 && my == k)
-            for (int i = 0; i < n; i++) list[i] = t->world[n - 1 - i];
+            for (int i = 0; i < n; i++)
+                list[i] = t->world[n - 1 - i];
         if (v == 1 && my == k) {
             ln = 0;
             for (int i = 0; i < n; i++)
@@ -929,7 +1061,8 @@ static void run_creation(tctx_t *t)
             repair(t);
         }
         after_creation(t, what, x == SENTINEL);
-        for (int i = 0; i < n; i++) list[i] = t->world[i];
+        for (int i = 0; i < n; i++)
+            list[i] = t->world[i];
         snprintf(what, sizeof what, "team_create after %s", form);
         ok = 1;
         if (my >= 0) {
@@ -956,7 +1089,8 @@ static void run_creation(tctx_t *t)
     } else {
         st = outsider_step(t, &ok);
     }
-    if (!judge(t, "team_split_strided after the failures", SYMM_SUCCESS, -1, -1, st, ok)) repair(t);
+    if (!judge(t, "team_split_strided after the failures", SYMM_SUCCESS, -1, -1, st, ok))
+        repair(t);
 }
 
 int main(void)
@@ -1035,6 +1169,7 @@ int main(void)
     free(heapbuf);
     if (failures) TEST_FAIL("%d of %d steps disagreed", failures, ncases);
     CHECK_OK(symm_finalize());
-    if (me == 0) printf("test_agree: OK (%d PEs, %d steps, %.1f s)\n", npes, ncases, test_now() - t0);
+    if (me == 0)
+        printf("test_agree: OK (%d PEs, %d steps, %.1f s)\n", npes, ncases, test_now() - t0);
     return 0;
 }

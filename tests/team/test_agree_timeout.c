@@ -11,14 +11,14 @@
 static int me, npes, failures;
 static uint64_t *src, *dst, *words;
 
-#define SOFT(cond, ...)                                                                  \
-    do {                                                                                 \
-        if (!(cond)) {                                                                   \
-            failures++;                                                                  \
-            fprintf(stderr, "FAIL %s:%d [PE %d]: %s: ", __FILE__, __LINE__, me, #cond); \
-            fprintf(stderr, __VA_ARGS__);                                                \
-            fprintf(stderr, " (last error: %s)\n", symm_last_error());                  \
-        }                                                                                \
+#define SOFT(cond, ...)                                                                        \
+    do {                                                                                       \
+        if (!(cond)) {                                                                         \
+            failures++;                                                                        \
+            fprintf(stderr, "FAIL %s:%d [PE %d]: %s: ", __FILE__, __LINE__, me, #cond);        \
+            fprintf(stderr, __VA_ARGS__);                                                      \
+            fprintf(stderr, " (last error: %s)\n", symm_last_error());                         \
+        }                                                                                      \
     } while (0)
 
 /* 1 if msg names world PE w or team PE t: "PE <t>" or "world <w>", no digit after. */
@@ -43,14 +43,16 @@ static void checked_allreduce(symm_team_t t, const char *what)
     int n = symm_team_n_pes(t), my = symm_team_my_pe(t);
     test_rng_t r;
     test_rng_seed(&r, test_seed() + round * 1000u + (uint32_t)my);
-    for (int i = 0; i < 29; i++) src[i] = test_rng_next(&r);
+    for (int i = 0; i < 29; i++)
+        src[i] = test_rng_next(&r);
     symm_status_t st = symm_allreduce(t, dst, src, 29, SYMM_UINT64, SYMM_OP_SUM);
     SOFT(st == SYMM_SUCCESS, "%s: allreduce returned %d", what, (int)st);
     if (st) return;
     uint64_t want[29] = {0};
     for (int j = 0; j < n; j++) {
         test_rng_seed(&r, test_seed() + round * 1000u + (uint32_t)j);
-        for (int i = 0; i < 29; i++) want[i] += test_rng_next(&r);
+        for (int i = 0; i < 29; i++)
+            want[i] += test_rng_next(&r);
     }
     SOFT(memcmp(want, dst, sizeof want) == 0, "%s: wrong allreduce result", what);
 }
@@ -61,18 +63,23 @@ static void resync(void)
 {
     static uint64_t round;
     round++;
-    for (int p = 0; p < npes; p++) CHECK_OK(symm_atomic64(SYMM_AMO_SET, words + me, round, 0, p, NULL));
+    for (int p = 0; p < npes; p++)
+        CHECK_OK(symm_atomic64(SYMM_AMO_SET, words + me, round, 0, p, NULL));
     for (int p = 0; p < npes; p++) {
         symm_status_t st;
         int tries = 0;
-        while ((st = symm_wait_until_uint64(words + p, SYMM_CMP_GE, round)) == SYMM_ERR_TIMEOUT &&
+        while ((st = symm_wait_until_uint64(words + p, SYMM_CMP_GE, round)) ==
+                   SYMM_ERR_TIMEOUT &&
                ++tries < 30) {
         }
         CHECK_OK(st);
     }
 }
 
-static void late(double timeout) { usleep((useconds_t)(2.5 * timeout * 1e6)); }
+static void late(double timeout)
+{
+    usleep((useconds_t)(2.5 * timeout * 1e6));
+}
 
 /* Member 1 of T = split(WORLD) comes late to call (0: pool_create, 1: barrier). */
 static void late_member(int call, double timeout)
@@ -96,7 +103,8 @@ static void late_member(int call, double timeout)
              name, msg);
     } else if (st == SYMM_ERR_TIMEOUT) {
         int any = 0;
-        for (int j = 0; j < npes; j++) any |= j != 1 && names(msg, j, j);
+        for (int j = 0; j < npes; j++)
+            any |= j != 1 && names(msg, j, j);
         SOFT(any, "%s: the late member's message names no member that gave up: %s", name, msg);
     }
     if (st == SYMM_SUCCESS && pool != SYMM_POOL_INVALID) symm_pool_destroy(pool);
@@ -134,7 +142,8 @@ static void late_member(int call, double timeout)
 static void late_create(double timeout)
 {
     int list[64], rev[64];
-    for (int i = 0; i < npes; i++) list[i] = i, rev[i] = npes - 1 - i;
+    for (int i = 0; i < npes; i++)
+        list[i] = i, rev[i] = npes - 1 - i;
     CHECK_OK(symm_barrier_all());
     if (me == 1) late(timeout);
     symm_team_t t = SYMM_TEAM_INVALID;

@@ -21,7 +21,8 @@ static void *worker(void *arg)
     int w = (int)(intptr_t)arg;
     int held = (me == holdout) == (w == 0);
     if (held)
-        while (!atomic_load(&go)) usleep(1000);
+        while (!atomic_load(&go))
+            usleep(1000);
     else
         atomic_store(&entering, 1);
     thread_status[w] = symm_barrier(symm_pool_team(pool, (size_t)w + 1));
@@ -45,7 +46,8 @@ int main(void)
                    "pthread_create");
     if (npes >= 2) {
         symm_team_t busy = symm_pool_team(pool, me == holdout ? 2 : 1);
-        while (!atomic_load(&entering)) usleep(1000);
+        while (!atomic_load(&entering))
+            usleep(1000);
         /* the thread claims its duplicate right after raising the flag; give it time,
          * then check that it is inside (a second caller gets TEAM_BUSY, harmlessly) */
         usleep(100 * 1000);

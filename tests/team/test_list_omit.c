@@ -26,7 +26,8 @@ int main(void)
         return 0;
     }
     int64_t *st_all = symm_calloc((size_t)(ATTEMPTS + 1) * (size_t)n, sizeof(int64_t));
-    uint64_t *src = symm_malloc(32 * sizeof(uint64_t)), *dst = symm_malloc(32 * sizeof(uint64_t));
+    uint64_t *src = symm_malloc(32 * sizeof(uint64_t)),
+             *dst = symm_malloc(32 * sizeof(uint64_t));
     CHECK_TRUE(st_all && src && dst, "allocation");
     int *list = malloc((size_t)n * sizeof *list), ln = 0;
     for (int i = 0; i < n; i++)
@@ -37,11 +38,13 @@ int main(void)
         symm_status_t st = symm_team_create(list, ln, &t);
         if (!st) { /* a team that exists must work: a checked sum on random words */
             int tn = symm_team_n_pes(t), tm = symm_team_my_pe(t);
-            for (int i = 0; i < 32; i++) src[i] = word(a, i, tm);
+            for (int i = 0; i < 32; i++)
+                src[i] = word(a, i, tm);
             st = symm_allreduce(t, dst, src, 32, SYMM_UINT64, SYMM_OP_SUM);
             for (int i = 0; i < 32 && !st; i++) {
                 uint64_t want = 0;
-                for (int p = 0; p < tn; p++) want += word(a, i, p);
+                for (int p = 0; p < tn; p++)
+                    want += word(a, i, p);
                 CHECK_TRUE(dst[i] == want, "attempt %d: word %d of the sum", a, i);
             }
             symm_status_t d = symm_team_destroy(t);
@@ -49,7 +52,8 @@ int main(void)
         }
         int64_t mine = (int64_t)st;
         CHECK_OK(symm_put(&st_all[a * n + me], &mine, sizeof mine, 0));
-        for (int i = 0; i < n; i++) list[i] = i; /* the later attempts list everyone */
+        for (int i = 0; i < n; i++)
+            list[i] = i; /* the later attempts list everyone */
         ln = n;
         /* a member that times out takes SYMM_TIMEOUT: the others must not time out
          * waiting for it in the barrier */
@@ -60,9 +64,11 @@ int main(void)
     if (me == 0)
         for (int a = 0; a <= ATTEMPTS; a++) {
             int ok = 0;
-            for (int i = 0; i < n; i++) ok += st_all[a * n + i] == 0;
+            for (int i = 0; i < n; i++)
+                ok += st_all[a * n + i] == 0;
             printf("attempt %d: %d of %d PEs succeeded\n", a, ok, n);
-            CHECK_TRUE(ok == 0 || ok == n, "attempt %d: %d of %d PEs succeeded alone", a, ok, n);
+            CHECK_TRUE(ok == 0 || ok == n, "attempt %d: %d of %d PEs succeeded alone", a, ok,
+                       n);
             if (a == 0) CHECK_TRUE(ok == 0, "the inconsistent lists succeeded");
         }
     CHECK_OK(symm_barrier_all());

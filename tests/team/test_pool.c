@@ -23,9 +23,11 @@ static void check_dup_like(symm_team_t d, symm_team_t parent, const char *what)
                symm_team_my_pe(d), symm_team_my_pe(parent));
     CHECK_TRUE(symm_team_n_pes(d) == symm_team_n_pes(parent), "%s: n_pes", what);
     for (int j = 0; j < symm_team_n_pes(parent); j++) {
-        CHECK_TRUE(symm_team_world_pe(d, j) == symm_team_world_pe(parent, j), "%s: world_pe", what);
+        CHECK_TRUE(symm_team_world_pe(d, j) == symm_team_world_pe(parent, j), "%s: world_pe",
+                   what);
         CHECK_TRUE(symm_team_translate_pe(d, j, parent) == j, "%s: translate to parent", what);
-        CHECK_TRUE(symm_team_translate_pe(parent, j, d) == j, "%s: translate from parent", what);
+        CHECK_TRUE(symm_team_translate_pe(parent, j, d) == j, "%s: translate from parent",
+                   what);
     }
 }
 
@@ -111,7 +113,8 @@ static void test_grow_concurrent(void)
         CHECK_EQ_I64(w[i].done, 300);
     }
     /* every duplicate, old and new, still works */
-    for (size_t i = 0; i < symm_pool_size(p); i += 37) CHECK_OK(symm_barrier(symm_pool_team(p, i)));
+    for (size_t i = 0; i < symm_pool_size(p); i += 37)
+        CHECK_OK(symm_barrier(symm_pool_team(p, i)));
     CHECK_OK(symm_pool_destroy(p));
     CHECK_EQ_U64(team_used(), used0);
 }
@@ -177,7 +180,8 @@ static void test_registry(void)
         CHECK_TRUE(strstr(symm_last_error(), "world") != NULL, "message names it: %s",
                    symm_last_error());
         int rev[64];
-        for (int i = 0; i < npes; i++) rev[i] = npes - 1 - i;
+        for (int i = 0; i < npes; i++)
+            rev[i] = npes - 1 - i;
         CHECK_STATUS(symm_pool_get("world", rev, npes, 4, &x), SYMM_ERR_NAME_CONFLICT);
         CHECK_TRUE(x == 4242, "failed get wrote its output");
         CHECK_EQ_U64(symm_pool_size(a), 9);
@@ -228,9 +232,11 @@ int main(void)
     test_rng_t r;
     test_rng_seed(&r, test_seed());
     static const size_t ns[] = {1, 2, 7, 64, 1000, 65536};
-    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) test_pool_basic(SYMM_TEAM_WORLD, ns[i], &r);
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++)
+        test_pool_basic(SYMM_TEAM_WORLD, ns[i], &r);
     symm_team_t odd, rev;
-    CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 1 % npes, 2, npes / 2 > 0 ? npes / 2 : 1, &odd));
+    CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 1 % npes, 2, npes / 2 > 0 ? npes / 2 : 1,
+                                     &odd));
     CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, npes - 1, -1, npes, &rev));
     test_rng_t r2 = r;
     test_pool_basic(odd, 5, &r); /* odd PEs only; the others skip */

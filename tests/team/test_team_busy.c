@@ -26,8 +26,8 @@ static void *racer(void *arg)
     if (r->st == SYMM_ERR_TEAM_BUSY) {
         /* tell PE 1 (team member 1) that the loser has lost: now it may arrive */
         uint64_t one = 1;
-        symm_status_t st = symm_atomic64(SYMM_AMO_ADD, flag, one, 0,
-                                         symm_team_world_pe(r->team, 1), NULL);
+        symm_status_t st =
+            symm_atomic64(SYMM_AMO_ADD, flag, one, 0, symm_team_world_pe(r->team, 1), NULL);
         if (st) r->st = st;
     }
     return NULL;
@@ -53,8 +53,10 @@ static void busy_round(symm_team_t team, const char *name_part, int round)
                    name_part, m);
         CHECK_TRUE(strstr(m, "pool") != NULL && strstr(m, "symm_pool_team") != NULL,
                    "the busy message does not point at pools: %s", m);
-        CHECK_TRUE(strstr(m, "barrier") != NULL, "the busy message does not say which "
-                   "collective: %s", m);
+        CHECK_TRUE(strstr(m, "barrier") != NULL,
+                   "the busy message does not say which "
+                   "collective: %s",
+                   m);
     } else {
         if (my == 1) { /* wait until PE 0's losing thread has failed */
             CHECK_OK(symm_wait_until_uint64(flag, SYMM_CMP_GE, (uint64_t)round));
@@ -90,9 +92,11 @@ static void busy_destroy(symm_team_t team, uint64_t round)
         atomic_store(&lost, 0);
         CHECK_TRUE(pthread_create(&ta, NULL, racer2, &a) == 0, "thread");
         CHECK_TRUE(pthread_create(&tb, NULL, racer2, &b) == 0, "thread");
-        while (!atomic_load(&lost)) symm_quiet();
+        while (!atomic_load(&lost))
+            symm_quiet();
         for (int j = 1; j < n; j++)
-            CHECK_OK(symm_atomic64(SYMM_AMO_SET, flag, round, 0, symm_team_world_pe(team, j), NULL));
+            CHECK_OK(
+                symm_atomic64(SYMM_AMO_SET, flag, round, 0, symm_team_world_pe(team, j), NULL));
     } else {
         CHECK_OK(symm_wait_until_uint64(flag, SYMM_CMP_EQ, round));
     }
@@ -121,7 +125,8 @@ typedef struct {
 static void *dup_worker(void *arg)
 {
     dup_job_t *j = arg;
-    for (int i = 0; i < 200 && !j->st; i++) j->st = symm_barrier(symm_pool_team(j->pool, j->dup));
+    for (int i = 0; i < 200 && !j->st; i++)
+        j->st = symm_barrier(symm_pool_team(j->pool, j->dup));
     return NULL;
 }
 
@@ -158,8 +163,10 @@ int main(void)
         busy_destroy(rev, 1000); /* destroys rev */
         CHECK_OK(symm_barrier_all());
         int odd_first[64], k = 0;
-        for (int p = 1; p < npes; p += 2) odd_first[k++] = p;
-        for (int p = 0; p < npes; p += 2) odd_first[k++] = p;
+        for (int p = 1; p < npes; p += 2)
+            odd_first[k++] = p;
+        for (int p = 0; p < npes; p += 2)
+            odd_first[k++] = p;
         symm_team_t shuffled;
         CHECK_OK(symm_team_create(odd_first, npes, &shuffled));
         busy_destroy(shuffled, 2000);

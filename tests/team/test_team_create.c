@@ -34,7 +34,8 @@ static void check_list_team(symm_team_t t, const int *list, int n, const char *w
     for (int j = 0; j < n; j++) {
         CHECK_TRUE(symm_team_world_pe(t, j) == list[j], "%s: world_pe(%d) = %d, list says %d",
                    what, j, symm_team_world_pe(t, j), list[j]);
-        CHECK_TRUE(symm_team_translate_pe(t, j, SYMM_TEAM_WORLD) == list[j], "%s: translate", what);
+        CHECK_TRUE(symm_team_translate_pe(t, j, SYMM_TEAM_WORLD) == list[j], "%s: translate",
+                   what);
     }
     for (int w = 0; w < npes; w++)
         CHECK_TRUE(symm_team_translate_pe(SYMM_TEAM_WORLD, w, t) == index_in(list, n, w),
@@ -68,7 +69,8 @@ typedef struct {
 static void *barrier_thread(void *arg)
 {
     barrier_job_t *j = arg;
-    for (int i = 0; i < j->iters && !j->st; i++) j->st = symm_barrier(j->team);
+    for (int i = 0; i < j->iters && !j->st; i++)
+        j->st = symm_barrier(j->team);
     return NULL;
 }
 
@@ -87,7 +89,8 @@ int main(void)
     for (int it = 0; it < iters; it++) {
         /* S: a random subset in random order; C: the others, also shuffled */
         int perm[64], s[64], c[64], ns, nc;
-        for (int i = 0; i < npes; i++) perm[i] = i;
+        for (int i = 0; i < npes; i++)
+            perm[i] = i;
         shuffle(perm, npes, &r);
         ns = 1 + (int)test_rng_below(&r, (uint64_t)npes);
         nc = npes - ns;
@@ -101,7 +104,8 @@ int main(void)
             /* C makes its team first, then runs barriers on it while S creates */
             CHECK_OK(symm_team_create(c, nc, &tc));
             check_list_team(tc, c, nc, what);
-            for (int i = 0; i < 10; i++) CHECK_OK(symm_barrier(tc));
+            for (int i = 0; i < 10; i++)
+                CHECK_OK(symm_barrier(tc));
             ring(tc, buf + 4, (uint64_t)it);
         } else {
             CHECK_OK(symm_team_create(s, ns, &ts));

@@ -22,11 +22,16 @@ int main(void)
     /* ---- guessed handles: the next ones after NODE, the largest, others of the form
      * n << 40. None is live (nothing was created yet); a call on one is refused,
      * and heap allocation (which agrees on an internal world team) still works after. */
-    static const symm_team_t guesses[] = {SYMM_TEAM_NODE * 2, SYMM_TEAM_NODE * 3,
-                                          SYMM_TEAM_NODE + 1, SYMM_TEAM_NODE * 2 + 1,
-                                          SYMM_TEAM_NODE | ((symm_team_t)1 << 24), INT64_MAX,
-                                          INT64_MAX - 1, (symm_team_t)2 << 40,
-                                          (symm_team_t)3 << 40, (symm_team_t)1 << 62};
+    static const symm_team_t guesses[] = {SYMM_TEAM_NODE * 2,
+                                          SYMM_TEAM_NODE * 3,
+                                          SYMM_TEAM_NODE + 1,
+                                          SYMM_TEAM_NODE * 2 + 1,
+                                          SYMM_TEAM_NODE | ((symm_team_t)1 << 24),
+                                          INT64_MAX,
+                                          INT64_MAX - 1,
+                                          (symm_team_t)2 << 40,
+                                          (symm_team_t)3 << 40,
+                                          (symm_team_t)1 << 62};
     uint64_t *sbuf = symm_malloc(2 * sizeof *sbuf);
     CHECK_TRUE(sbuf != NULL, "symm_malloc: %s", symm_last_error());
     for (size_t i = 0; i < sizeof guesses / sizeof guesses[0]; i++) {
@@ -57,7 +62,8 @@ int main(void)
     for (int k = 0; k < 3; k++) {
         uint64_t *a = symm_calloc(16, sizeof *a);
         CHECK_TRUE(a != NULL, "symm_calloc after guessed handles: %s", symm_last_error());
-        for (int i = 0; i < 16; i++) CHECK_EQ_U64(a[i], 0);
+        for (int i = 0; i < 16; i++)
+            CHECK_EQ_U64(a[i], 0);
         CHECK_OK(symm_free(a));
     }
     CHECK_OK(symm_free(sbuf));
@@ -74,17 +80,23 @@ int main(void)
                      SYMM_ERR_INVALID_ARG);
         CHECK_TRUE(t == SENTINEL, "failed split wrote its output");
     }
-    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, 0, npes, 2, &t), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, npes - 1, 1, 2, &t), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, 0, INT32_MAX, 3, &t), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, 0, INT32_MIN, 2, &t), SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, 0, npes, 2, &t),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, npes - 1, 1, 2, &t),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, 0, INT32_MAX, 3, &t),
+                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, 0, INT32_MIN, 2, &t),
+                 SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_WORLD, 0, 1, 1, NULL), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_INVALID, 0, 1, 1, &t), SYMM_ERR_TEAM_INVALID);
+    CHECK_STATUS(symm_team_split_strided(SYMM_TEAM_INVALID, 0, 1, 1, &t),
+                 SYMM_ERR_TEAM_INVALID);
     CHECK_STATUS(symm_team_split_2d(SYMM_TEAM_WORLD, 0, &t, &t2), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_team_split_2d(SYMM_TEAM_WORLD, -3, &t, &t2), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_team_split_2d(SYMM_TEAM_WORLD, 1, NULL, &t2), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_team_split_2d(SYMM_TEAM_WORLD, 1, &t, NULL), SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_team_split_2d((symm_team_t)0x55555555, 1, &t, &t2), SYMM_ERR_TEAM_INVALID);
+    CHECK_STATUS(symm_team_split_2d((symm_team_t)0x55555555, 1, &t, &t2),
+                 SYMM_ERR_TEAM_INVALID);
     CHECK_TRUE(t == SENTINEL && t2 == SENTINEL, "failed splits wrote outputs");
     CHECK_OK(symm_barrier_all());
 
@@ -99,7 +111,8 @@ int main(void)
     CHECK_STATUS(symm_team_create(all, -2, &t), SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_team_create(all, npes, NULL), SYMM_ERR_INVALID_ARG);
     int big[65];
-    for (int i = 0; i < 65; i++) big[i] = i % npes;
+    for (int i = 0; i < 65; i++)
+        big[i] = i % npes;
     CHECK_STATUS(symm_team_create(big, npes + 1, &t), SYMM_ERR_INVALID_ARG);
     int dup_list[2] = {me, me};
     CHECK_STATUS(symm_team_create(dup_list, 2, &t), SYMM_ERR_INVALID_ARG);
@@ -153,8 +166,8 @@ int main(void)
     CHECK_STATUS(symm_team_destroy(symm_pool_team(pool, 1)), SYMM_ERR_INVALID_ARG);
     /* a pool handle used as a team, and a team handle used as a pool */
     CHECK_STATUS(symm_barrier(pool), SYMM_ERR_TEAM_INVALID);
-    CHECK_TRUE(strstr(symm_last_error(), "pool") != NULL, "message does not say it is a pool: %s",
-               symm_last_error());
+    CHECK_TRUE(strstr(symm_last_error(), "pool") != NULL,
+               "message does not say it is a pool: %s", symm_last_error());
     CHECK_STATUS(symm_team_destroy(pool), SYMM_ERR_TEAM_INVALID);
     CHECK_STATUS(symm_team_split_strided(pool, 0, 1, 1, &t), SYMM_ERR_TEAM_INVALID);
     CHECK_EQ_I64(symm_team_my_pe(pool), -1);
@@ -189,7 +202,7 @@ int main(void)
     /* ---- a destroyed pool's handles: no duplicate, no size, no description */
     CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 3, &pool));
     CHECK_TRUE(symm_pool_team(pool | 1, 0) == SYMM_TEAM_INVALID, "a pool handle with "
-               "duplicate bits resolves");
+                                                                 "duplicate bits resolves");
     symm_pool_t gone = pool;
     CHECK_OK(symm_pool_destroy(pool));
     CHECK_TRUE(symm_pool_team(gone, 0) == SYMM_TEAM_INVALID, "pool_team of a destroyed pool");
@@ -213,8 +226,10 @@ int main(void)
         for (long k = 0; k < MANY; k++) {
             symm_team_t h;
             CHECK_OK(symm_team_create(one, 1, &h));
-            CHECK_TRUE(h >= 0 && h != first, "creation %ld got handle 0x%llx, the first "
-                       "one's", k, (unsigned long long)h);
+            CHECK_TRUE(h >= 0 && h != first,
+                       "creation %ld got handle 0x%llx, the first "
+                       "one's",
+                       k, (unsigned long long)h);
             if (k == 0) first = h;
             if (k % 4096 == 4095) { /* keep one alive for a while */
                 if (live != SYMM_TEAM_INVALID) CHECK_OK(symm_team_destroy(live));
@@ -247,7 +262,8 @@ int main(void)
                 CHECK_TRUE(h[j] != h[k], "teams %d and %d share handle 0x%llx", j, k,
                            (unsigned long long)h[k]);
         }
-        for (int k = 0; k < NLIVE; k += 2) CHECK_OK(symm_team_destroy(h[k]));
+        for (int k = 0; k < NLIVE; k += 2)
+            CHECK_OK(symm_team_destroy(h[k]));
         for (int k = 0; k < NLIVE; k++) {
             if (k % 2 == 0) {
                 CHECK_STATUS(symm_barrier(h[k]), SYMM_ERR_TEAM_INVALID);
@@ -258,8 +274,10 @@ int main(void)
                 CHECK_EQ_I64(symm_team_world_pe(h[k], 0), me);
             }
         }
-        for (int k = 1; k < NLIVE; k += 2) CHECK_OK(symm_team_destroy(h[k]));
-        for (int k = 0; k < NLIVE; k++) CHECK_EQ_I64(symm_team_my_pe(h[k]), -1);
+        for (int k = 1; k < NLIVE; k += 2)
+            CHECK_OK(symm_team_destroy(h[k]));
+        for (int k = 0; k < NLIVE; k++)
+            CHECK_EQ_I64(symm_team_my_pe(h[k]), -1);
         free(h);
     }
     CHECK_OK(symm_barrier_all());

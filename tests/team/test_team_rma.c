@@ -21,9 +21,11 @@ static void exercise(symm_team_t t, uint8_t *data, uint64_t *sig, uint64_t *ctr,
     for (int k = 0; k < n; k++) {
         int dst = (my + k) % n;
         uint8_t src[512];
-        test_fill_pattern(src, len, (uint64_t)(round * 10000 + symm_team_world_pe(t, my) * 100 +
-                                               symm_team_world_pe(t, dst)));
-        if (k % 2) CHECK_OK(symm_team_put(t, data + (size_t)my * 512, src, len, dst));
+        test_fill_pattern(src, len,
+                          (uint64_t)(round * 10000 + symm_team_world_pe(t, my) * 100 +
+                                     symm_team_world_pe(t, dst)));
+        if (k % 2)
+            CHECK_OK(symm_team_put(t, data + (size_t)my * 512, src, len, dst));
         else
             CHECK_OK(symm_team_put_signal(t, data + (size_t)my * 512, src, len, sig, 1,
                                           SYMM_SIGNAL_ADD, dst));
@@ -38,8 +40,9 @@ static void exercise(symm_team_t t, uint8_t *data, uint64_t *sig, uint64_t *ctr,
     CHECK_OK(symm_barrier(t));
     for (int j = 0; j < n; j++) {
         uint8_t want[512];
-        test_fill_pattern(want, len, (uint64_t)(round * 10000 + symm_team_world_pe(t, j) * 100 +
-                                                symm_team_world_pe(t, my)));
+        test_fill_pattern(want, len,
+                          (uint64_t)(round * 10000 + symm_team_world_pe(t, j) * 100 +
+                                     symm_team_world_pe(t, my)));
         CHECK_BYTES(data + (size_t)j * 512, want, len, "team put from member %d (world %d)", j,
                     symm_team_world_pe(t, j));
     }
@@ -50,8 +53,9 @@ static void exercise(symm_team_t t, uint8_t *data, uint64_t *sig, uint64_t *ctr,
     for (int j = 0; j < n; j++) {
         uint8_t got[512], want[512];
         CHECK_OK(symm_team_get(t, got, data + (size_t)my * 512, len, j));
-        test_fill_pattern(want, len, (uint64_t)(round * 10000 + symm_team_world_pe(t, my) * 100 +
-                                                symm_team_world_pe(t, j)));
+        test_fill_pattern(want, len,
+                          (uint64_t)(round * 10000 + symm_team_world_pe(t, my) * 100 +
+                                     symm_team_world_pe(t, j)));
         CHECK_BYTES(got, want, len, "team get from member %d", j);
     }
     CHECK_OK(symm_barrier(t));
@@ -72,7 +76,8 @@ int main(void)
     int ranks[64];
     test_rng_t r;
     test_rng_seed(&r, test_seed());
-    for (int i = 0; i < npes; i++) ranks[i] = i;
+    for (int i = 0; i < npes; i++)
+        ranks[i] = i;
     for (int i = npes - 1; i > 0; i--) {
         int j = (int)test_rng_below(&r, (uint64_t)i + 1), x = ranks[i];
         ranks[i] = ranks[j];

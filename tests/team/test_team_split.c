@@ -16,7 +16,8 @@ typedef struct {
 static void model_from(model_t *m, const int *world, int n)
 {
     m->n = n;
-    for (int i = 0; i < npes; i++) m->index_of[i] = -1;
+    for (int i = 0; i < npes; i++)
+        m->index_of[i] = -1;
     for (int i = 0; i < n; i++) {
         m->world[i] = world[i];
         m->index_of[world[i]] = i;
@@ -35,7 +36,8 @@ static void check_team(symm_team_t t, const model_t *m, const char *what)
     CHECK_TRUE(t != SYMM_TEAM_INVALID, "%s: member got SYMM_TEAM_INVALID", what);
     CHECK_TRUE(symm_team_my_pe(t) == mine, "%s: my_pe %d, model %d", what, symm_team_my_pe(t),
                mine);
-    CHECK_TRUE(symm_team_n_pes(t) == m->n, "%s: n_pes %d, model %d", what, symm_team_n_pes(t), m->n);
+    CHECK_TRUE(symm_team_n_pes(t) == m->n, "%s: n_pes %d, model %d", what, symm_team_n_pes(t),
+               m->n);
     for (int j = -1; j <= m->n; j++) {
         int w = (j >= 0 && j < m->n) ? m->world[j] : -1;
         CHECK_TRUE(symm_team_world_pe(t, j) == w, "%s: world_pe(%d) = %d, model %d", what, j,
@@ -43,8 +45,8 @@ static void check_team(symm_team_t t, const model_t *m, const char *what)
         CHECK_TRUE(symm_team_translate_pe(t, j, SYMM_TEAM_WORLD) == w,
                    "%s: translate(%d -> WORLD) = %d, model %d", what, j,
                    symm_team_translate_pe(t, j, SYMM_TEAM_WORLD), w);
-        CHECK_TRUE(symm_team_translate_pe(t, j, t) == (w >= 0 ? j : -1), "%s: translate to itself",
-                   what);
+        CHECK_TRUE(symm_team_translate_pe(t, j, t) == (w >= 0 ? j : -1),
+                   "%s: translate to itself", what);
     }
     for (int w = -1; w <= npes; w++) {
         int want = (w >= 0 && w < npes) ? m->index_of[w] : -1;
@@ -62,8 +64,10 @@ static void check_translate(symm_team_t a, const model_t *ma, symm_team_t b, con
     if (a == SYMM_TEAM_INVALID || b == SYMM_TEAM_INVALID) return;
     for (int j = 0; j < ma->n; j++) {
         int want = mb->index_of[ma->world[j]];
-        CHECK_TRUE(symm_team_translate_pe(a, j, b) == want, "translate(%d) between teams = %d, "
-                   "model %d", j, symm_team_translate_pe(a, j, b), want);
+        CHECK_TRUE(symm_team_translate_pe(a, j, b) == want,
+                   "translate(%d) between teams = %d, "
+                   "model %d",
+                   j, symm_team_translate_pe(a, j, b), want);
     }
 }
 
@@ -81,7 +85,8 @@ static int all_splits(symm_team_t parent, const model_t *pm, int sample, test_rn
                 if (last < 0 || last >= pn) continue;
                 if (sample && test_rng_below(r, 100) >= (uint64_t)sample) continue;
                 int members[64];
-                for (int k = 0; k < size; k++) members[k] = pm->world[start + k * stride];
+                for (int k = 0; k < size; k++)
+                    members[k] = pm->world[start + k * stride];
                 model_t m;
                 model_from(&m, members, size);
                 symm_team_t t = 12345;
@@ -128,8 +133,10 @@ static void splits_2d(void)
         check_translate(x, &mx, y, &my);
         check_translate(y, &my, x, &mx);
         /* rows run their barriers concurrently with each other, then columns */
-        for (int i = 0; i < 3; i++) CHECK_OK(symm_barrier(x));
-        for (int i = 0; i < 3; i++) CHECK_OK(symm_barrier(y));
+        for (int i = 0; i < 3; i++)
+            CHECK_OK(symm_barrier(x));
+        for (int i = 0; i < 3; i++)
+            CHECK_OK(symm_barrier(y));
         CHECK_OK(symm_team_destroy(x));
         CHECK_OK(symm_team_destroy(y));
         CHECK_EQ_I64(symm_team_my_pe(x), -1);
@@ -145,7 +152,8 @@ int main(void)
     symm_info_t info0, info1;
     CHECK_OK(symm_get_info(&info0));
     int all[64];
-    for (int i = 0; i < npes; i++) all[i] = i;
+    for (int i = 0; i < npes; i++)
+        all[i] = i;
     model_t world;
     model_from(&world, all, npes);
     check_team(SYMM_TEAM_WORLD, &world, "WORLD");
@@ -156,7 +164,8 @@ int main(void)
     symm_team_t rev;
     CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, npes - 1, -1, npes, &rev));
     int back[64];
-    for (int i = 0; i < npes; i++) back[i] = npes - 1 - i;
+    for (int i = 0; i < npes; i++)
+        back[i] = npes - 1 - i;
     model_t revm;
     model_from(&revm, back, npes);
     check_team(rev, &revm, "reversed world");
@@ -168,7 +177,8 @@ int main(void)
         symm_team_t odd;
         CHECK_OK(symm_team_split_strided(rev, npes % 2 == 0 ? 0 : 1, 2, npes / 2, &odd));
         int om[64], on = 0;
-        for (int i = npes % 2 == 0 ? 0 : 1; i < npes; i += 2) om[on++] = back[i];
+        for (int i = npes % 2 == 0 ? 0 : 1; i < npes; i += 2)
+            om[on++] = back[i];
         model_t oddm;
         model_from(&oddm, om, on);
         check_team(odd, &oddm, "every second of the reversed world");

@@ -19,7 +19,8 @@ int main(void)
     CHECK_STATUS(symm_wait_until_uint64(flag + 1, SYMM_CMP_EQ, 99), SYMM_ERR_TIMEOUT);
     double dt = test_now() - t0;
     CHECK_TRUE(dt >= 0.9 && dt < 5, "wait_until timed out after %.2f s (SYMM_TIMEOUT=1)", dt);
-    CHECK_TRUE(strstr(symm_last_error(), "SYMM_TIMEOUT") != NULL, "message: %s", symm_last_error());
+    CHECK_TRUE(strstr(symm_last_error(), "SYMM_TIMEOUT") != NULL, "message: %s",
+               symm_last_error());
     CHECK_STATUS(symm_signal_wait_until(flag + 1, SYMM_CMP_GT, 5, NULL), SYMM_ERR_TIMEOUT);
     CHECK_OK(symm_barrier_all());
 
@@ -49,7 +50,9 @@ int main(void)
             /* PE 0 raises the flag after its own 1-s timeout: retry ours meanwhile */
             symm_status_t st;
             int k = 0;
-            while ((st = symm_wait_until_uint64(flag, SYMM_CMP_EQ, 1)) == SYMM_ERR_TIMEOUT && k < 10) k++;
+            while ((st = symm_wait_until_uint64(flag, SYMM_CMP_EQ, 1)) == SYMM_ERR_TIMEOUT &&
+                   k < 10)
+                k++;
             CHECK_OK(st);
             /* PE 0 gave up on this barrier: it fails here too, naming PE 0 */
             CHECK_STATUS(symm_barrier(t), SYMM_ERR_TIMEOUT);
@@ -57,7 +60,8 @@ int main(void)
                        "the late member's message does not name PE 0: %s", symm_last_error());
         }
         /* the team is unusable on every member until destroyed */
-        for (int i = 0; i < 3; i++) CHECK_STATUS(symm_barrier(t), SYMM_ERR_TEAM_BROKEN);
+        for (int i = 0; i < 3; i++)
+            CHECK_STATUS(symm_barrier(t), SYMM_ERR_TEAM_BROKEN);
         CHECK_OK(symm_team_destroy(t)); /* through its control duplicate: always works */
         CHECK_OK(symm_barrier_all());
     }

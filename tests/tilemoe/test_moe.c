@@ -17,10 +17,10 @@
 static int me, npes;
 static uint64_t seed;
 
-#define MAXROWS 1024
-#define MAXRB 64
+#define MAXROWS   1024
+#define MAXRB     64
 #define BUF_BYTES ((size_t)MAXROWS * MAXRB)
-#define SENTINEL 0xC3
+#define SENTINEL  0xC3
 
 static uint8_t *inbuf, *dout, *cout, *scram; /* symmetric, BUF_BYTES each */
 static uint8_t *plain_out;                   /* local copy for worker comparisons */
@@ -58,10 +58,12 @@ static size_t fill_input(const cfg_t *c, size_t *splits)
 {
     model_splits(c, c->rank, splits);
     size_t rows = 0;
-    for (int k = 0; k < c->n * c->ne; k++) rows += splits[k];
+    for (int k = 0; k < c->n * c->ne; k++)
+        rows += splits[k];
     CHECK_TRUE(rows <= MAXROWS, "input rows %zu", rows);
     memset(inbuf, 0x11, BUF_BYTES);
-    for (size_t i = 0; i < rows; i++) test_fill_pattern(inbuf + i * c->rb, c->rb, row_tag(c, c->rank, i));
+    for (size_t i = 0; i < rows; i++)
+        test_fill_pattern(inbuf + i * c->rb, c->rb, row_tag(c, c->rank, i));
     return rows;
 }
 
@@ -144,8 +146,7 @@ static void check_combine(const cfg_t *c, const size_t *my_splits, size_t in_row
         run += my_splits[k];
     }
     CHECK_TRUE(crows == in_rows, "%s: combine rows %zu, want %zu", what, crows, in_rows);
-    CHECK_BYTES(cout, inbuf, in_rows * c->rb, "%s: combine did not give back the input",
-                what);
+    CHECK_BYTES(cout, inbuf, in_rows * c->rb, "%s: combine did not give back the input", what);
     CHECK_ALL_BYTES(cout + in_rows * c->rb, SENTINEL, BUF_BYTES - in_rows * c->rb,
                     "%s: combine wrote past its rows", what);
 }
@@ -187,7 +188,8 @@ static void cfg_team(cfg_t *c, symm_team_t team)
     c->team = team;
     c->n = symm_team_n_pes(team);
     c->rank = symm_team_my_pe(team);
-    for (int i = 0; i < c->n; i++) c->world[i] = symm_team_world_pe(team, i);
+    for (int i = 0; i < c->n; i++)
+        c->world[i] = symm_team_world_pe(team, i);
     c->mute = c->deaf = -1;
 }
 
@@ -197,11 +199,14 @@ static void test_dispatch_combine(void)
         int ne;
         size_t align, rb;
         int maxr;
-    } cases[] = {{1, 1, 8, 5},  {1, 0, 12, 4}, {3, 4, 5, 3},  {2, 7, 24, 6}, {16, 1, 8, 2},
+    } cases[] = {{1, 1, 8, 5},   {1, 0, 12, 4}, {3, 4, 5, 3}, {2, 7, 24, 6}, {16, 1, 8, 2},
                  {16, 16, 3, 2}, {5, 0, 64, 3}, {4, 2, 1, 4}, {7, 3, 40, 2}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        cfg_t c = {.ne = cases[i].ne, .align = cases[i].align, .rb = cases[i].rb,
-                   .maxr = cases[i].maxr, .it = 100 + i};
+        cfg_t c = {.ne = cases[i].ne,
+                   .align = cases[i].align,
+                   .rb = cases[i].rb,
+                   .maxr = cases[i].maxr,
+                   .it = 100 + i};
         cfg_team(&c, SYMM_TEAM_WORLD);
         round_trip(&c, 0);
         c.it += 1000;
@@ -215,8 +220,10 @@ static void test_random_sweep(void)
     test_rng_t r;
     test_rng_seed(&r, test_mix(seed, 4242));
     for (int it = 0; it < 40; it++) {
-        cfg_t c = {.ne = 1 + (int)test_rng_below(&r, 16), .align = test_rng_below(&r, 10),
-                   .rb = 1 + test_rng_below(&r, 64), .maxr = 1 + (int)test_rng_below(&r, 5),
+        cfg_t c = {.ne = 1 + (int)test_rng_below(&r, 16),
+                   .align = test_rng_below(&r, 10),
+                   .rb = 1 + test_rng_below(&r, 64),
+                   .maxr = 1 + (int)test_rng_below(&r, 5),
                    .it = 3000 + (uint64_t)it};
         cfg_team(&c, SYMM_TEAM_WORLD);
         round_trip(&c, it % 4 == 3);
@@ -228,7 +235,8 @@ static void test_random_sweep(void)
 static size_t sparse_split(int p, size_t nsplit, size_t k)
 {
     for (int j = 0; j < 5; j++)
-        if (k == ((size_t)p * 7919 + (size_t)j * 104729) % nsplit) return 1 + (size_t)(p + j) % 3;
+        if (k == ((size_t)p * 7919 + (size_t)j * 104729) % nsplit)
+            return 1 + (size_t)(p + j) % 3;
     return 0;
 }
 
@@ -240,23 +248,27 @@ static void test_large_ne(void)
     size_t *oo = malloc(nsplit * sizeof(size_t)), *cs = malloc(nsplit * sizeof(size_t));
     size_t *co = malloc(nsplit * sizeof(size_t)), rows = 0, crows = 0, in_rows = 0;
     CHECK_TRUE(sp && os && oo && cs && co, "allocation");
-    for (size_t k = 0; k < nsplit; k++) in_rows += sp[k] = sparse_split(me, nsplit, k);
-    for (size_t i = 0; i < in_rows; i++) test_fill_pattern(inbuf + i * rb, rb, 9000 + (uint64_t)me * 100 + i);
+    for (size_t k = 0; k < nsplit; k++)
+        in_rows += sp[k] = sparse_split(me, nsplit, k);
+    for (size_t i = 0; i < in_rows; i++)
+        test_fill_pattern(inbuf + i * rb, rb, 9000 + (uint64_t)me * 100 + i);
     /* the model: rows for my expert e from source s, packed expert-major */
     size_t need = 0;
     for (int e = 0; e < ne; e++)
-        for (int s = 0; s < npes; s++) need += sparse_split(s, nsplit, (size_t)me * (size_t)ne + (size_t)e);
+        for (int s = 0; s < npes; s++)
+            need += sparse_split(s, nsplit, (size_t)me * (size_t)ne + (size_t)e);
     memset(dout, SENTINEL, BUF_BYTES);
     if (npes > 1 || need > 0) {
         int short_pe = npes - 1;
         size_t cap = me == short_pe ? (need ? need - 1 : 0) : MAXROWS;
-        symm_status_t st = symm_moe_dispatch(SYMM_TEAM_WORLD, dout, cap, inbuf, sp, ne, rb, 0,
-                                             os, oo, &rows);
+        symm_status_t st =
+            symm_moe_dispatch(SYMM_TEAM_WORLD, dout, cap, inbuf, sp, ne, rb, 0, os, oo, &rows);
         /* the last PE may receive nothing (need 0): then every output fits */
         int short_need = 0;
         for (int e = 0; e < ne; e++)
             for (int s = 0; s < npes; s++)
-                short_need += (int)sparse_split(s, nsplit, (size_t)short_pe * (size_t)ne + (size_t)e);
+                short_need +=
+                    (int)sparse_split(s, nsplit, (size_t)short_pe * (size_t)ne + (size_t)e);
         if (short_need) {
             CHECK_STATUS(st, SYMM_ERR_OVERFLOW);
             CHECK_ALL_BYTES(dout, SENTINEL, BUF_BYTES, "large ne: failed dispatch wrote out");
@@ -265,8 +277,8 @@ static void test_large_ne(void)
         }
     }
     memset(dout, SENTINEL, BUF_BYTES);
-    CHECK_OK(symm_moe_dispatch(SYMM_TEAM_WORLD, dout, MAXROWS, inbuf, sp, ne, rb, 0, os, oo,
-                               &rows));
+    CHECK_OK(
+        symm_moe_dispatch(SYMM_TEAM_WORLD, dout, MAXROWS, inbuf, sp, ne, rb, 0, os, oo, &rows));
     CHECK_EQ_U64(rows, need);
     /* where source s keeps the rows for my expert e: its packed prefix, [e*n + s] */
     size_t *srcoff = malloc(nsplit * sizeof(size_t));
@@ -274,7 +286,8 @@ static void test_large_ne(void)
     for (int s = 0; s < npes; s++) {
         size_t run = 0;
         for (size_t q = 0; q < nsplit; q++) {
-            if (q / (size_t)ne == (size_t)me) srcoff[(q % (size_t)ne) * (size_t)npes + (size_t)s] = run;
+            if (q / (size_t)ne == (size_t)me)
+                srcoff[(q % (size_t)ne) * (size_t)npes + (size_t)s] = run;
             run += sparse_split(s, nsplit, q);
         }
     }
@@ -293,8 +306,8 @@ static void test_large_ne(void)
             pos += cnt;
         }
     memset(cout, SENTINEL, BUF_BYTES);
-    CHECK_OK(symm_moe_combine(SYMM_TEAM_WORLD, cout, MAXROWS, dout, os, oo, ne, rb, cs, co,
-                              &crows));
+    CHECK_OK(
+        symm_moe_combine(SYMM_TEAM_WORLD, cout, MAXROWS, dout, os, oo, ne, rb, cs, co, &crows));
     CHECK_EQ_U64(crows, in_rows);
     CHECK_BYTES(cout, inbuf, in_rows * rb, "large ne: combine did not give back the input");
     CHECK_TRUE(!memcmp(cs, sp, nsplit * sizeof(size_t)), "large ne: combine splits");
@@ -310,7 +323,10 @@ static void test_large_ne(void)
 static void test_all_to_all_v(void)
 {
     for (int it = 0; it < 4; it++) {
-        cfg_t c = {.ne = 1, .align = 0, .rb = (size_t)(4 + it * 7), .maxr = 6,
+        cfg_t c = {.ne = 1,
+                   .align = 0,
+                   .rb = (size_t)(4 + it * 7),
+                   .maxr = 6,
                    .it = 500 + (uint64_t)it};
         cfg_team(&c, SYMM_TEAM_WORLD);
         size_t splits[64], os[64], oo[64], rows = 0;
@@ -330,8 +346,11 @@ static void test_sub_teams(void)
     if (npes >= 2) CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 1, 2, npes / 2, &odd));
     symm_team_t mine = me % 2 ? odd : even;
     for (int it = 0; it < 3; it++) {
-        cfg_t c = {.ne = me % 2 ? 3 : 2 + it, .align = me % 2 ? 4 : 1, .rb = me % 2 ? 12 : 20,
-                   .maxr = 4, .it = 700 + (uint64_t)it * 10 + (uint64_t)(me % 2)};
+        cfg_t c = {.ne = me % 2 ? 3 : 2 + it,
+                   .align = me % 2 ? 4 : 1,
+                   .rb = me % 2 ? 12 : 20,
+                   .maxr = 4,
+                   .it = 700 + (uint64_t)it * 10 + (uint64_t)(me % 2)};
         cfg_team(&c, mine);
         round_trip(&c, it == 2);
     }
@@ -339,8 +358,11 @@ static void test_sub_teams(void)
     symm_pool_t pool;
     CHECK_OK(symm_pool_create(mine, 3, &pool));
     for (int it = 0; it < 2; it++) {
-        cfg_t c = {.ne = me % 2 ? 6 : 1 + it, .align = me % 2 ? 0 : 3, .rb = me % 2 ? 7 : 16,
-                   .maxr = 5, .it = 750 + (uint64_t)it * 10 + (uint64_t)(me % 2)};
+        cfg_t c = {.ne = me % 2 ? 6 : 1 + it,
+                   .align = me % 2 ? 0 : 3,
+                   .rb = me % 2 ? 7 : 16,
+                   .maxr = 5,
+                   .it = 750 + (uint64_t)it * 10 + (uint64_t)(me % 2)};
         cfg_team(&c, mine);
         size_t splits[64 * 16], os[64 * 16], oo[64 * 16], rows, cs[64 * 16], co[64 * 16], crows;
         size_t in_rows = fill_input(&c, splits);
@@ -375,16 +397,15 @@ static void *wjob_main(void *p)
     wjob_t *j = p;
     const cfg_t *c = j->c;
     if (j->one_d)
-        j->st = symm_all_to_all_v_worker(j->pool, j->worker, j->nworkers, dout, MAXROWS, j->in,
-                                         j->splits, c->rb, j->worker ? NULL : j->osplit,
-                                         j->worker ? NULL : j->ooff,
-                                         j->worker ? NULL : j->orows);
+        j->st =
+            symm_all_to_all_v_worker(j->pool, j->worker, j->nworkers, dout, MAXROWS, j->in,
+                                     j->splits, c->rb, j->worker ? NULL : j->osplit,
+                                     j->worker ? NULL : j->ooff, j->worker ? NULL : j->orows);
     else if (!j->combine)
-        j->st = symm_moe_dispatch_worker(j->pool, j->worker, j->nworkers, dout, MAXROWS, j->in,
-                                         j->splits, c->ne, c->rb, c->align,
-                                         j->worker ? NULL : j->osplit,
-                                         j->worker ? NULL : j->ooff,
-                                         j->worker ? NULL : j->orows);
+        j->st = symm_moe_dispatch_worker(
+            j->pool, j->worker, j->nworkers, dout, MAXROWS, j->in, j->splits, c->ne, c->rb,
+            c->align, j->worker ? NULL : j->osplit, j->worker ? NULL : j->ooff,
+            j->worker ? NULL : j->orows);
     else
         j->st = symm_moe_combine_worker(j->pool, j->worker, j->nworkers, cout, MAXROWS, j->in,
                                         j->splits, j->offs, c->ne, c->rb, j->osplit, j->ooff,
@@ -422,14 +443,26 @@ static void test_workers(void)
         if (nw != 1 && nw != 4 && nw != 7) continue;
         memset(dout, SENTINEL, BUF_BYTES);
         wrows = 0;
-        wjob_t proto = {.pool = pool, .c = &c, .in = inbuf, .splits = splits, .osplit = ws,
-                        .ooff = wo, .orows = &wrows};
+        wjob_t proto = {.pool = pool,
+                        .c = &c,
+                        .in = inbuf,
+                        .splits = splits,
+                        .osplit = ws,
+                        .ooff = wo,
+                        .orows = &wrows};
         TEST_RUN_WORKERS(wjob_t, proto, nw, wjob_main);
         CHECK_BYTES(dout, plain_out, BUF_BYTES, "dispatch_worker with %d workers", nw);
         CHECK_TRUE(wrows == rows, "dispatch_worker rows");
         memset(cout, SENTINEL, BUF_BYTES);
-        wjob_t cproto = {.pool = pool, .combine = 1, .c = &c, .in = dout, .splits = os,
-                         .offs = oo, .osplit = cs, .ooff = co, .orows = &crows};
+        wjob_t cproto = {.pool = pool,
+                         .combine = 1,
+                         .c = &c,
+                         .in = dout,
+                         .splits = os,
+                         .offs = oo,
+                         .osplit = cs,
+                         .ooff = co,
+                         .orows = &crows};
         CHECK_OK(symm_barrier_all()); /* dout complete everywhere before combine reads it */
         TEST_RUN_WORKERS(wjob_t, cproto, nw, wjob_main);
         check_combine(&c, splits, in_rows, cs, co, crows, "combine_worker");
@@ -474,12 +507,14 @@ static void test_auto_workers(void)
     CHECK_OK(symm_fcollect(SYMM_TEAM_WORLD, all, src, sizeof mine));
     uint64_t uni[W] = {0}, forced = 0;
     for (int p = 0; p < npes; p++) {
-        for (int w = 0; w < W; w++) uni[w] |= all[p * (W + 1) + w];
+        for (int w = 0; w < W; w++)
+            uni[w] |= all[p * (W + 1) + w];
         uint64_t f = all[p * (W + 1) + W];
         if (f && (!forced || f < forced)) forced = f;
     }
     int cpus = 0;
-    for (int w = 0; w < W; w++) cpus += __builtin_popcountll(uni[w]);
+    for (int w = 0; w < W; w++)
+        cpus += __builtin_popcountll(uni[w]);
     if (forced) cpus = (int)forced;
     int per_pe = cpus / npes < 1 ? 1 : cpus / npes > 64 ? 64 : cpus / npes;
     const size_t sizes[] = {1, 3, 8, 100};
@@ -488,8 +523,10 @@ static void test_auto_workers(void)
         CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, sizes[i], &pool));
         int want = per_pe < (int)sizes[i] ? per_pe : (int)sizes[i];
         int got = symm_pool_auto_workers(pool, SIZE_MAX);
-        CHECK_TRUE(got == want, "pool of %zu: %d automatic workers, expected %d (%d CPUs, %d "
-                   "PEs)", sizes[i], got, want, cpus, npes);
+        CHECK_TRUE(got == want,
+                   "pool of %zu: %d automatic workers, expected %d (%d CPUs, %d "
+                   "PEs)",
+                   sizes[i], got, want, cpus, npes);
         /* with a size: at least 64 KiB per worker, and at least one worker */
         CHECK_EQ_I64(symm_pool_auto_workers(pool, 0), 1);
         CHECK_EQ_I64(symm_pool_auto_workers(pool, (64 << 10) - 1), 1);
@@ -563,14 +600,15 @@ static void test_bad_input(void)
                  SYMM_ERR_OVERFLOW);
     /* input not symmetric (every PE sends at least one row here) */
     size_t ones[64 * 16];
-    for (int k = 0; k < 2 * npes; k++) ones[k] = 1;
+    for (int k = 0; k < 2 * npes; k++)
+        ones[k] = 1;
     uint8_t *local = malloc(4096);
     CHECK_STATUS(symm_moe_dispatch(W, dout, MAXROWS, local, ones, 2, 8, 1, os, oo, &rows),
                  SYMM_ERR_NOT_SYMMETRIC);
     /* out overlapping in */
-    CHECK_STATUS(symm_moe_dispatch(W, inbuf + 8, MAXROWS - 1, inbuf, ones, 2, 8, 1, os, oo,
-                                   &rows),
-                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(
+        symm_moe_dispatch(W, inbuf + 8, MAXROWS - 1, inbuf, ones, 2, 8, 1, os, oo, &rows),
+        SYMM_ERR_INVALID_ARG);
     /* worker forms */
     symm_pool_t pool;
     CHECK_OK(symm_pool_create(W, 2, &pool));
@@ -613,8 +651,9 @@ static void round_trip_in(const cfg_t *c, symm_pool_t pool, int form, int alt_in
     size_t splits[64 * 16], os[64 * 16], oo[64 * 16], cs[64 * 16], co[64 * 16];
     size_t orows = 0, crows = 0;
     char what[96];
-    snprintf(what, sizeof what, "%s form %d, %s, mute %d deaf %d, ne %d", one_d ? "1-D" :
-             "dispatch", form, alt_in ? "other objects" : "one object", c->mute, c->deaf, c->ne);
+    snprintf(what, sizeof what, "%s form %d, %s, mute %d deaf %d, ne %d",
+             one_d ? "1-D" : "dispatch", form, alt_in ? "other objects" : "one object", c->mute,
+             c->deaf, c->ne);
     size_t in_rows = fill_input(c, splits), rb = c->rb;
     int odd = alt_in && c->rank % 2;
     size_t shift = 1 + (size_t)c->rank % 5;
@@ -638,8 +677,14 @@ static void round_trip_in(const cfg_t *c, symm_pool_t pool, int form, int alt_in
         CHECK_OK(symm_moe_dispatch_parallel(pool, 3, dout, MAXROWS, din, splits, c->ne, rb,
                                             c->align, os, oo, &orows));
     if (form == 2) {
-        wjob_t proto = {.pool = pool, .one_d = one_d, .c = c, .in = din, .splits = splits,
-                        .osplit = os, .ooff = oo, .orows = &orows};
+        wjob_t proto = {.pool = pool,
+                        .one_d = one_d,
+                        .c = c,
+                        .in = din,
+                        .splits = splits,
+                        .osplit = os,
+                        .ooff = oo,
+                        .orows = &orows};
         TEST_RUN_WORKERS(wjob_t, proto, 2, wjob_main);
     }
     check_dispatch(c, dout, os, oo, orows, what);
@@ -654,14 +699,21 @@ static void round_trip_in(const cfg_t *c, symm_pool_t pool, int form, int alt_in
         cin = alt + shift * rb;
     }
     if (form == 0)
-        CHECK_OK(symm_moe_combine(c->team, cout, MAXROWS, cin, os, oo, c->ne, rb, cs, co,
-                                  &crows));
+        CHECK_OK(
+            symm_moe_combine(c->team, cout, MAXROWS, cin, os, oo, c->ne, rb, cs, co, &crows));
     if (form == 1)
         CHECK_OK(symm_moe_combine_parallel(pool, 3, cout, MAXROWS, cin, os, oo, c->ne, rb, cs,
                                            co, &crows));
     if (form == 2) {
-        wjob_t proto = {.pool = pool, .combine = 1, .c = c, .in = cin, .splits = os,
-                        .offs = oo, .osplit = cs, .ooff = co, .orows = &crows};
+        wjob_t proto = {.pool = pool,
+                        .combine = 1,
+                        .c = c,
+                        .in = cin,
+                        .splits = os,
+                        .offs = oo,
+                        .osplit = cs,
+                        .ooff = co,
+                        .orows = &crows};
         TEST_RUN_WORKERS(wjob_t, proto, 2, wjob_main);
     }
     check_combine(c, splits, in_rows, cs, co, crows, what);
@@ -682,13 +734,17 @@ static void test_where_in(void)
         symm_pool_t pool;
         CHECK_OK(symm_pool_create(teams[t], 3, &pool));
         int n = symm_team_n_pes(teams[t]);
-        const int who[][2] = {{n - 1, 0}, {0, n - 1}, {n / 2, n / 2}, {-1, -1}}; /* mute, deaf */
+        const int who[][2] = {
+            {n - 1, 0}, {0, n - 1}, {n / 2, n / 2}, {-1, -1}}; /* mute, deaf */
         for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
             for (int w = 0; w < 4; w++)
                 for (int form = 0; form < 3; form++)
                     for (int alt_in = 0; alt_in < 2; alt_in++) {
-                        cfg_t c = {.ne = cases[i].ne, .align = cases[i].align,
-                                   .rb = cases[i].rb, .maxr = cases[i].maxr, .it = it++};
+                        cfg_t c = {.ne = cases[i].ne,
+                                   .align = cases[i].align,
+                                   .rb = cases[i].rb,
+                                   .maxr = cases[i].maxr,
+                                   .it = it++};
                         cfg_team(&c, teams[t]);
                         c.mute = who[w][0];
                         c.deaf = who[w][1];
@@ -727,12 +783,13 @@ static void test_null_in_sending(void)
                                    &rows);
             break;
         case 1:
-            st = symm_all_to_all_v(SYMM_TEAM_WORLD, dout, MAXROWS, in, splits, 8, os, oo,
-                                   &rows);
+            st =
+                symm_all_to_all_v(SYMM_TEAM_WORLD, dout, MAXROWS, in, splits, 8, os, oo, &rows);
             break;
         case 2: { /* combine from offsets 0, 2, 4, ..: inside inbuf */
             size_t offs[64 * 16];
-            for (int k = 0; k < 2 * npes; k++) offs[k] = 2 * (size_t)k;
+            for (int k = 0; k < 2 * npes; k++)
+                offs[k] = 2 * (size_t)k;
             st = symm_moe_combine(SYMM_TEAM_WORLD, dout, MAXROWS, in, splits, offs, 2, 8, os,
                                   oo, &rows);
             break;

@@ -15,9 +15,9 @@
 static int me, npes;
 static uint64_t seed;
 
-#define MAX_ELEMS 8192   /* elements a tile may span (rows-1)*ld + cols */
-#define MAX_TILES 8      /* multi-root tiles */
-#define SENTINEL 0xA5
+#define MAX_ELEMS 8192 /* elements a tile may span (rows-1)*ld + cols */
+#define MAX_TILES 8    /* multi-root tiles */
+#define SENTINEL  0xA5
 
 static uint8_t *inbuf;  /* symmetric: MAX_TILES tiles of MAX_ELEMS doubles */
 static uint8_t *outbuf; /* symmetric: one tile */
@@ -38,7 +38,9 @@ static void gen(symm_type_t t, uint64_t tag, int pe, size_t i, void *dst)
         memcpy(dst, &f, 4);
         break;
     }
-    case SYMM_DOUBLE: memcpy(dst, &d, 8); break;
+    case SYMM_DOUBLE:
+        memcpy(dst, &d, 8);
+        break;
     case SYMM_FP16: {
         uint16_t v = symm_float_to_fp16((float)d);
         memcpy(dst, &v, 2);
@@ -49,12 +51,19 @@ static void gen(symm_type_t t, uint64_t tag, int pe, size_t i, void *dst)
         memcpy(dst, &v, 2);
         break;
     }
-    default: memcpy(dst, &h, symm_type_size(t)); /* little-endian low bytes */
+    default:
+        memcpy(dst, &h, symm_type_size(t)); /* little-endian low bytes */
     }
 }
 
-static int is_int(symm_type_t t) { return t <= SYMM_UINT64; }
-static int is_signed(symm_type_t t) { return t <= SYMM_INT64; }
+static int is_int(symm_type_t t)
+{
+    return t <= SYMM_UINT64;
+}
+static int is_signed(symm_type_t t)
+{
+    return t <= SYMM_INT64;
+}
 
 static int op_valid(symm_type_t t, symm_op_t op)
 {
@@ -79,14 +88,29 @@ static void ref_op(symm_type_t t, symm_op_t op, void *acc, const void *b)
         }
         uint64_t r = 0;
         switch (op) {
-        case SYMM_OP_SUM: r = x + y; break;
-        case SYMM_OP_PROD: r = x * y; break;
-        case SYMM_OP_MIN: r = is_signed(t) ? (sy < sx ? y : x) : (y < x ? y : x); break;
-        case SYMM_OP_MAX: r = is_signed(t) ? (sy > sx ? y : x) : (y > x ? y : x); break;
-        case SYMM_OP_AND: r = x & y; break;
-        case SYMM_OP_OR: r = x | y; break;
-        case SYMM_OP_XOR: r = x ^ y; break;
-        default: TEST_FAIL("op %d", (int)op);
+        case SYMM_OP_SUM:
+            r = x + y;
+            break;
+        case SYMM_OP_PROD:
+            r = x * y;
+            break;
+        case SYMM_OP_MIN:
+            r = is_signed(t) ? (sy < sx ? y : x) : (y < x ? y : x);
+            break;
+        case SYMM_OP_MAX:
+            r = is_signed(t) ? (sy > sx ? y : x) : (y > x ? y : x);
+            break;
+        case SYMM_OP_AND:
+            r = x & y;
+            break;
+        case SYMM_OP_OR:
+            r = x | y;
+            break;
+        case SYMM_OP_XOR:
+            r = x ^ y;
+            break;
+        default:
+            TEST_FAIL("op %d", (int)op);
         }
         r &= mask;
         memcpy(acc, &r, sz);
@@ -97,11 +121,20 @@ static void ref_op(symm_type_t t, symm_op_t op, void *acc, const void *b)
         memcpy(&a, acc, 8);
         memcpy(&c, b, 8);
         switch (op) {
-        case SYMM_OP_SUM: r = a + c; break;
-        case SYMM_OP_PROD: r = a * c; break;
-        case SYMM_OP_MIN: r = c < a ? c : a; break;
-        case SYMM_OP_MAX: r = c > a ? c : a; break;
-        default: TEST_FAIL("op %d", (int)op);
+        case SYMM_OP_SUM:
+            r = a + c;
+            break;
+        case SYMM_OP_PROD:
+            r = a * c;
+            break;
+        case SYMM_OP_MIN:
+            r = c < a ? c : a;
+            break;
+        case SYMM_OP_MAX:
+            r = c > a ? c : a;
+            break;
+        default:
+            TEST_FAIL("op %d", (int)op);
         }
         memcpy(acc, &r, 8);
         return;
@@ -118,11 +151,20 @@ static void ref_op(symm_type_t t, symm_op_t op, void *acc, const void *b)
         c = t == SYMM_FP16 ? symm_fp16_to_float(hb) : symm_bf16_to_float(hb);
     }
     switch (op) {
-    case SYMM_OP_SUM: r = a + c; break;
-    case SYMM_OP_PROD: r = a * c; break;
-    case SYMM_OP_MIN: r = c < a ? c : a; break;
-    case SYMM_OP_MAX: r = c > a ? c : a; break;
-    default: TEST_FAIL("op %d", (int)op);
+    case SYMM_OP_SUM:
+        r = a + c;
+        break;
+    case SYMM_OP_PROD:
+        r = a * c;
+        break;
+    case SYMM_OP_MIN:
+        r = c < a ? c : a;
+        break;
+    case SYMM_OP_MAX:
+        r = c > a ? c : a;
+        break;
+    default:
+        TEST_FAIL("op %d", (int)op);
     }
     if (t == SYMM_FLOAT) {
         memcpy(acc, &r, 4);
@@ -245,15 +287,19 @@ static void test_types_ops(void)
 
 static void test_shapes(void)
 {
-    static const shape_t shapes[] = {
-        {1, 1, 1},   {1, 13, 13}, {1, 13, 50}, {9, 1, 1},   {9, 1, 4},  {7, 3, 3},
-        {17, 33, 40}, {3, 64, 64}, {31, 5, 17}, {0, 5, 5},  {4, 0, 4},  {0, 0, 0},
-        {70, 64, 70}, /* over SYMM_COLL_SMALL for 4- and 8-byte types: banded allreduce */
-    };
+    static const shape_t shapes[] =
+        {
+            {1, 1, 1}, {1, 13, 13},  {1, 13, 50},  {9, 1, 1},   {9, 1, 4},
+            {7, 3, 3}, {17, 33, 40}, {3, 64, 64},  {31, 5, 17}, {0, 5, 5},
+            {4, 0, 4}, {0, 0, 0},    {70, 64, 70}, /* over SYMM_COLL_SMALL for 4- and 8-byte
+                                                      types: banded allreduce */
+        };
     static const struct {
         symm_type_t t;
         symm_op_t op;
-    } tops[] = {{SYMM_INT32, SYMM_OP_SUM}, {SYMM_DOUBLE, SYMM_OP_MAX}, {SYMM_BF16, SYMM_OP_SUM},
+    } tops[] = {{SYMM_INT32, SYMM_OP_SUM},
+                {SYMM_DOUBLE, SYMM_OP_MAX},
+                {SYMM_BF16, SYMM_OP_SUM},
                 {SYMM_UINT8, SYMM_OP_XOR}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (size_t j = 0; j < sizeof tops / sizeof tops[0]; j++) {
@@ -267,8 +313,8 @@ static void test_shapes(void)
     eo.base = NULL;
     CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, eo, e, SYMM_INT32, SYMM_OP_SUM, npes - 1));
     CHECK_OK(symm_tile_allreduce(SYMM_TEAM_WORLD, eo, e, SYMM_INT32, SYMM_OP_SUM));
-    CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, eo, NULL, NULL, 0, SYMM_INT32,
-                                    SYMM_OP_SUM));
+    CHECK_OK(
+        symm_tile_reduce_multi(SYMM_TEAM_WORLD, eo, NULL, NULL, 0, SYMM_INT32, SYMM_OP_SUM));
     CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "empty tiles wrote");
 }
 
@@ -285,8 +331,12 @@ static void test_random(void)
         s.ld = s.cols + test_rng_below(&r, 8);
         size_t out_ld = s.cols + test_rng_below(&r, 4);
         switch (it % 3) {
-        case 0: case_rooted(s, out_ld, t, op, (int)test_rng_below(&r, (uint64_t)npes)); break;
-        case 1: case_all(s, out_ld, t, op); break;
+        case 0:
+            case_rooted(s, out_ld, t, op, (int)test_rng_below(&r, (uint64_t)npes));
+            break;
+        case 1:
+            case_all(s, out_ld, t, op);
+            break;
         default:
             case_multi(s, t, op, 1 + (int)test_rng_below(&r, (uint64_t)npes),
                        (int)test_rng_below(&r, 8));
@@ -352,8 +402,8 @@ static void *wjob_main(void *p)
 {
     wjob_t *j = p;
     if (j->kind == 0)
-        j->st = symm_tile_reduce_worker(j->pool, j->worker, j->nworkers, j->out, j->in[0],
-                                        j->t, j->op, j->root);
+        j->st = symm_tile_reduce_worker(j->pool, j->worker, j->nworkers, j->out, j->in[0], j->t,
+                                        j->op, j->root);
     else if (j->kind == 1)
         j->st = symm_tile_allreduce_worker(j->pool, j->worker, j->nworkers, j->out, j->in[0],
                                            j->t, j->op);
@@ -392,15 +442,24 @@ static void test_workers(void)
         memcpy(plain, outbuf, TILE_BYTES);
         for (int nw = 0; nw <= 8; nw++) { /* 0: the automatic worker count */
             out = out_tile(s, s.ld);
-            if (kind == 0) CHECK_OK(symm_tile_reduce_parallel(pool, nw, out, in[0], t, op, root));
+            if (kind == 0)
+                CHECK_OK(symm_tile_reduce_parallel(pool, nw, out, in[0], t, op, root));
             if (kind == 1) CHECK_OK(symm_tile_allreduce_parallel(pool, nw, out, in[0], t, op));
             if (kind == 2)
-                CHECK_OK(symm_tile_reduce_multi_parallel(pool, nw, out, in, roots, nroots, t, op));
+                CHECK_OK(
+                    symm_tile_reduce_multi_parallel(pool, nw, out, in, roots, nroots, t, op));
             CHECK_BYTES(outbuf, plain, TILE_BYTES, "parallel kind %d, %d workers", kind, nw);
             if (nw != 1 && nw != 3 && nw != 8) continue;
             out = out_tile(s, s.ld);
-            wjob_t proto = {.pool = pool, .kind = kind, .out = out, .in = in, .roots = roots,
-                            .nroots = nroots, .root = root, .t = t, .op = op};
+            wjob_t proto = {.pool = pool,
+                            .kind = kind,
+                            .out = out,
+                            .in = in,
+                            .roots = roots,
+                            .nroots = nroots,
+                            .root = root,
+                            .t = t,
+                            .op = op};
             TEST_RUN_WORKERS(wjob_t, proto, nw, wjob_main);
             CHECK_BYTES(outbuf, plain, TILE_BYTES, "own threads kind %d, %d workers", kind, nw);
         }
@@ -464,13 +523,17 @@ static void test_auto_workers(void)
             v[0] = -lo;
             v[1] = hi;
             CHECK_OK(symm_allreduce(SYMM_TEAM_WORLD, v, v, 2, SYMM_INT64, SYMM_OP_MAX));
-            CHECK_TRUE(-v[0] == nw && v[1] == nw, "automatic count differs between PEs: %d "
-                       "here, %lld..%lld", nw, (long long)-v[0], (long long)v[1]);
+            CHECK_TRUE(-v[0] == nw && v[1] == nw,
+                       "automatic count differs between PEs: %d "
+                       "here, %lld..%lld",
+                       nw, (long long)-v[0], (long long)v[1]);
             symm_free(v);
             if (node_cpus_forced) {
                 int want = (int)(work / (64 << 10)) < 8 ? (int)(work / (64 << 10)) : 8;
-                CHECK_TRUE(nw == (want < 1 ? 1 : want), "kind %d, %zu bytes: %d workers, "
-                           "expected %d", kind, work, nw, want < 1 ? 1 : want);
+                CHECK_TRUE(nw == (want < 1 ? 1 : want),
+                           "kind %d, %zu bytes: %d workers, "
+                           "expected %d",
+                           kind, work, nw, want < 1 ? 1 : want);
             }
             for (int pass = 0; pass < 3; pass++) { /* plain, automatic, explicit */
                 memset(big_out, SENTINEL, tile_bytes);
@@ -498,9 +561,10 @@ static void test_auto_workers(void)
                 if (pass == 0)
                     memcpy(plain, big_out, tile_bytes);
                 else
-                    CHECK_BYTES(big_out, plain, tile_bytes, "kind %d, %zu x %zu, %s (%d "
-                                "workers)", kind, rows, cols, pass == 1 ? "automatic" :
-                                "explicit", nw);
+                    CHECK_BYTES(big_out, plain, tile_bytes,
+                                "kind %d, %zu x %zu, %s (%d "
+                                "workers)",
+                                kind, rows, cols, pass == 1 ? "automatic" : "explicit", nw);
             }
         }
     }
@@ -538,7 +602,8 @@ static void test_bad_input(void)
                  SYMM_ERR_INVALID_ARG);
     /* in not symmetric */
     int32_t *local = malloc(64 * sizeof(int32_t));
-    for (int i = 0; i < 64; i++) local[i] = i + 1;
+    for (int i = 0; i < 64; i++)
+        local[i] = i + 1;
     symm_tile_t lin = {local, 4, 6, 6};
     CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, out, lin, SYMM_INT32, SYMM_OP_SUM),
                  SYMM_ERR_NOT_SYMMETRIC);
@@ -546,7 +611,8 @@ static void test_bad_input(void)
     symm_tile_t lout = {local, 4, 6, 6};
     CHECK_STATUS(symm_tile_allreduce(SYMM_TEAM_WORLD, lout, in, SYMM_INT32, SYMM_OP_SUM),
                  SYMM_ERR_NOT_SYMMETRIC);
-    for (int i = 0; i < 64; i++) CHECK_EQ_I64(local[i], i + 1);
+    for (int i = 0; i < 64; i++)
+        CHECK_EQ_I64(local[i], i + 1);
     /* out overlapping in without being it */
     symm_tile_t shifted = in;
     shifted.base = inbuf + 4;
@@ -561,17 +627,17 @@ static void test_bad_input(void)
     if (npes >= 2) {
         symm_tile_t two[2] = {in, fill_in(1, s, SYMM_INT32, tagc++)};
         int dup[2] = {1, 1};
-        CHECK_STATUS(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, two, dup, 2, SYMM_INT32,
-                                            SYMM_OP_SUM),
-                     SYMM_ERR_INVALID_ARG);
+        CHECK_STATUS(
+            symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, two, dup, 2, SYMM_INT32, SYMM_OP_SUM),
+            SYMM_ERR_INVALID_ARG);
     }
     int r0 = 0;
     CHECK_STATUS(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, &in, &r0, npes + 1, SYMM_INT32,
                                         SYMM_OP_SUM),
                  SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, NULL, &r0, 1, SYMM_INT32,
-                                        SYMM_OP_SUM),
-                 SYMM_ERR_INVALID_ARG);
+    CHECK_STATUS(
+        symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, NULL, &r0, 1, SYMM_INT32, SYMM_OP_SUM),
+        SYMM_ERR_INVALID_ARG);
     CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "a failed call wrote out");
     /* worker forms */
     symm_pool_t pool;
@@ -584,9 +650,9 @@ static void test_bad_input(void)
                  SYMM_ERR_INVALID_ARG);
     CHECK_STATUS(symm_tile_allreduce_worker(pool, -1, 2, out, in, SYMM_INT32, SYMM_OP_SUM),
                  SYMM_ERR_INVALID_ARG);
-    CHECK_STATUS(symm_tile_allreduce_parallel((symm_pool_t)12345, 1, out, in, SYMM_INT32,
-                                              SYMM_OP_SUM),
-                 SYMM_ERR_TEAM_INVALID);
+    CHECK_STATUS(
+        symm_tile_allreduce_parallel((symm_pool_t)12345, 1, out, in, SYMM_INT32, SYMM_OP_SUM),
+        SYMM_ERR_TEAM_INVALID);
     CHECK_STATUS(symm_tile_allreduce_parallel(pool, 2, out, bad, SYMM_INT32, SYMM_OP_SUM),
                  SYMM_ERR_INVALID_ARG);
     CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "a failed worker call wrote out");
@@ -669,11 +735,11 @@ static void test_objects_legal(void)
             uint8_t *ob = me % 2 ? altbuf + 4 * (size_t)me : outbuf;
             symm_tile_t out = {ob, sh.rows, sh.cols, sh.ld};
             if (form == 0)
-                CHECK_OK(symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM,
-                                          root));
+                CHECK_OK(
+                    symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM, root));
             if (form == 1)
-                CHECK_OK(symm_tile_reduce_parallel(pool, 3, out, in, SYMM_FLOAT, SYMM_OP_SUM,
-                                                   root));
+                CHECK_OK(
+                    symm_tile_reduce_parallel(pool, 3, out, in, SYMM_FLOAT, SYMM_OP_SUM, root));
             if (form == 2)
                 CHECK_OK(symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, &in, &root, 1, SYMM_FLOAT,
                                                 SYMM_OP_SUM));
@@ -719,24 +785,32 @@ static void test_objects_differ(void)
             symm_status_t st = SYMM_SUCCESS;
             if (where == 2 && form != 1 && form != 4) continue; /* out matters in allreduce */
             switch (form) {
-            case 0: st = symm_tile_reduce(SYMM_TEAM_WORLD, out, in, t, SYMM_OP_SUM, 0); break;
-            case 1: st = symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, t, SYMM_OP_SUM); break;
+            case 0:
+                st = symm_tile_reduce(SYMM_TEAM_WORLD, out, in, t, SYMM_OP_SUM, 0);
+                break;
+            case 1:
+                st = symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, t, SYMM_OP_SUM);
+                break;
             case 2:
-                st = symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, two, roots, 2, t,
-                                            SYMM_OP_SUM);
+                st =
+                    symm_tile_reduce_multi(SYMM_TEAM_WORLD, out, two, roots, 2, t, SYMM_OP_SUM);
                 break;
             case 3:
                 st = symm_tile_reduce_parallel(pool, 2, out, in, t, SYMM_OP_SUM, odd_one);
                 break;
-            case 4: st = symm_tile_allreduce_parallel(pool, 0, out, in, t, SYMM_OP_SUM); break;
+            case 4:
+                st = symm_tile_allreduce_parallel(pool, 0, out, in, t, SYMM_OP_SUM);
+                break;
             default:
                 st = symm_tile_reduce_multi_parallel(pool, 2, out, two, roots, 2, t,
                                                      SYMM_OP_SUM);
             }
             CHECK_TRUE(st == SYMM_ERR_COLL_MISMATCH, "where %d form %d: status %d (%s)", where,
                        form, (int)st, symm_strerror(st));
-            CHECK_TRUE(strstr(symm_last_error(), want) != NULL, "where %d form %d: names the "
-                       "PE: %s", where, form, symm_last_error());
+            CHECK_TRUE(strstr(symm_last_error(), want) != NULL,
+                       "where %d form %d: names the "
+                       "PE: %s",
+                       where, form, symm_last_error());
             CHECK_ALL_BYTES(outbuf, SENTINEL, TILE_BYTES, "where %d form %d: out written",
                             where, form);
             if (where == 2)

@@ -87,8 +87,8 @@ static void check_structure(const symm_arena_t *a, const model_t *m, const char 
             used += b->size;
             prev_free = 0;
         } else {
-            CHECK_TRUE(!prev_free, "%s: two adjacent free blocks at %llu (not coalesced)",
-                       when, (unsigned long long)b->off);
+            CHECK_TRUE(!prev_free, "%s: two adjacent free blocks at %llu (not coalesced)", when,
+                       (unsigned long long)b->off);
             prev_free = 1;
         }
         at += b->size;
@@ -102,12 +102,11 @@ static void check_structure(const symm_arena_t *a, const model_t *m, const char 
                "%s: index of %llu objects, model has %zu", when,
                (unsigned long long)(a->index ? a->index->n : 0), m->n);
     for (size_t i = 0; i < m->n; i++)
-        CHECK_TRUE(a->index->obj[i].off == m->live[i].off &&
-                       a->index->obj[i].size == m->live[i].asked,
-                   "%s: index entry %zu is [%llu,+%llu), model [%llu,+%llu)", when, i,
-                   (unsigned long long)a->index->obj[i].off,
-                   (unsigned long long)a->index->obj[i].size,
-                   (unsigned long long)m->live[i].off, (unsigned long long)m->live[i].asked);
+        CHECK_TRUE(
+            a->index->obj[i].off == m->live[i].off && a->index->obj[i].size == m->live[i].asked,
+            "%s: index entry %zu is [%llu,+%llu), model [%llu,+%llu)", when, i,
+            (unsigned long long)a->index->obj[i].off, (unsigned long long)a->index->obj[i].size,
+            (unsigned long long)m->live[i].off, (unsigned long long)m->live[i].asked);
     CHECK_TRUE((a->seq & 1) == 0, "%s: seq %llu is odd outside a change", when,
                (unsigned long long)a->seq);
     uint64_t gap = 0, largest = 0;
@@ -127,12 +126,11 @@ static void check_lookup(const symm_arena_t *a, const model_t *m, test_rng_t *r)
     for (int t = 0; t < 4 && m->n; t++) {
         const live_t *l = &m->live[test_rng_below(r, m->n)];
         uint64_t in = test_rng_below(r, l->asked);
-        CHECK_TRUE(symm_arena_lookup(a, l->off + in, &o) && o.off == l->off &&
-                       o.size == l->asked,
-                   "lookup(%llu) in [%llu,+%llu) gave [%llu,+%llu)",
-                   (unsigned long long)(l->off + in), (unsigned long long)l->off,
-                   (unsigned long long)l->asked, (unsigned long long)o.off,
-                   (unsigned long long)o.size);
+        CHECK_TRUE(
+            symm_arena_lookup(a, l->off + in, &o) && o.off == l->off && o.size == l->asked,
+            "lookup(%llu) in [%llu,+%llu) gave [%llu,+%llu)", (unsigned long long)(l->off + in),
+            (unsigned long long)l->off, (unsigned long long)l->asked, (unsigned long long)o.off,
+            (unsigned long long)o.size);
         CHECK_TRUE(symm_arena_lookup(a, l->off + l->asked - 1, &o) && o.off == l->off,
                    "lookup of the last byte");
         if (l->asked < l->size) {
@@ -164,20 +162,30 @@ static void test_random(uint64_t seed, uint64_t arena_size, int steps)
         if (do_alloc) {
             uint64_t size;
             switch (test_rng_below(&r, 4)) {
-            case 0: size = 1 + test_rng_below(&r, 64); break;
-            case 1: size = 1 + test_rng_below(&r, 4096); break;
-            case 2: size = 1 + test_rng_below(&r, arena_size / 8); break;
-            default: size = 1 + test_rng_below(&r, arena_size); break;
+            case 0:
+                size = 1 + test_rng_below(&r, 64);
+                break;
+            case 1:
+                size = 1 + test_rng_below(&r, 4096);
+                break;
+            case 2:
+                size = 1 + test_rng_below(&r, arena_size / 8);
+                break;
+            default:
+                size = 1 + test_rng_below(&r, arena_size);
+                break;
             }
             uint64_t align = (uint64_t)1 << test_rng_below(&r, 14); /* 1 .. 8K */
             uint64_t want = 0, got = 0;
             int mrc = model_alloc(&m, size, align, &want);
             int rc = symm_arena_alloc(&a, size, align, &got);
-            CHECK_TRUE(rc == mrc, "step %d: alloc(%llu, align %llu) returned %d, model %d",
-                       s, (unsigned long long)size, (unsigned long long)align, rc, mrc);
+            CHECK_TRUE(rc == mrc, "step %d: alloc(%llu, align %llu) returned %d, model %d", s,
+                       (unsigned long long)size, (unsigned long long)align, rc, mrc);
             if (rc == 0) {
-                CHECK_TRUE(got == want, "step %d: alloc(%llu, align %llu) at %llu, first fit "
-                           "is %llu", s, (unsigned long long)size, (unsigned long long)align,
+                CHECK_TRUE(got == want,
+                           "step %d: alloc(%llu, align %llu) at %llu, first fit "
+                           "is %llu",
+                           s, (unsigned long long)size, (unsigned long long)align,
                            (unsigned long long)got, (unsigned long long)want);
                 CHECK_TRUE(got % align == 0, "misaligned");
                 model_add(&m, got, size);
@@ -192,8 +200,10 @@ static void test_random(uint64_t seed, uint64_t arena_size, int steps)
             /* a second free of the same offset fails and changes nothing */
             uint64_t off = m.live[i].off;
             model_remove(&m, i);
-            CHECK_TRUE(symm_arena_free(&a, off) == -1, "step %d: double free of %llu "
-                       "succeeded", s, (unsigned long long)off);
+            CHECK_TRUE(symm_arena_free(&a, off) == -1,
+                       "step %d: double free of %llu "
+                       "succeeded",
+                       s, (unsigned long long)off);
         }
         check_structure(&a, &m, "random step");
         check_lookup(&a, &m, &r);
@@ -207,8 +217,10 @@ static void test_random(uint64_t seed, uint64_t arena_size, int steps)
                        "find of a range past the block's end succeeded");
         }
     }
-    CHECK_TRUE(allocs > steps / 4 && fails > 0, "the sequence exercised too little "
-               "(%d allocs, %d failures)", allocs, fails);
+    CHECK_TRUE(allocs > steps / 4 && fails > 0,
+               "the sequence exercised too little "
+               "(%d allocs, %d failures)",
+               allocs, fails);
     /* free everything in random order: one free block again */
     while (m.n) {
         size_t i = (size_t)test_rng_below(&r, m.n);

@@ -52,8 +52,10 @@ static void test_parse_size(void)
 
 static void set(const char *name, const char *value)
 {
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
+    if (value)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
 }
 
 /* symm_init must fail with INVALID_ARG for name=value, naming the variable, and leave
@@ -68,8 +70,8 @@ static void init_rejects(const char *name, const char *value)
     }
     CHECK_TRUE(st == SYMM_ERR_INVALID_ARG, "symm_init with %s='%s' returned %d (%s)", name,
                value, (int)st, symm_strerror(st));
-    CHECK_TRUE(strstr(symm_last_error(), name) != NULL, "the error does not name %s: %s",
-               name, symm_last_error());
+    CHECK_TRUE(strstr(symm_last_error(), name) != NULL, "the error does not name %s: %s", name,
+               symm_last_error());
     CHECK_TRUE(!symm_initialized() && symm_my_pe() == -1 && symm_n_pes() == -1,
                "symm looks initialized after a failed init");
     set(name, NULL);
@@ -85,32 +87,91 @@ typedef struct {
 } env_case_t;
 
 static const env_case_t env_cases[] = {
-    {"SYMM_HEAP_SIZE", "1..64T", "1", "1", "64T", "70368744177664",
+    {"SYMM_HEAP_SIZE",
+     "1..64T",
+     "1",
+     "1",
+     "64T",
+     "70368744177664",
      {"0", "0.4", "70368744177665", "64.001T", "-1", "-1M", "lots", "1e300", "nan", NULL}},
     {"SYMM_HEAP_PREFAULT", "0 or 1", "0", "0", "1", "1", {"-1", "2", "yes", "0.5", NULL}},
-    {"SYMM_TEAM_HEAP_SIZE", "1..64T", "1", "1", "64T", "70368744177664",
+    {"SYMM_TEAM_HEAP_SIZE",
+     "1..64T",
+     "1",
+     "1",
+     "64T",
+     "70368744177664",
      {"0", "12Q", "70368744177665", "-5K", NULL}},
-    {"SYMM_TIMEOUT", "0.001..10000000", "0.001", "0.001", "1e7", "1e+07",
+    {"SYMM_TIMEOUT",
+     "0.001..10000000",
+     "0.001",
+     "0.001",
+     "1e7",
+     "1e+07",
      {"0", "-0", "-1", "0.000999", "10000000.01", "nan", "-nan", "inf", "-inf", "soon", "5s",
       NULL}},
-    {"SYMM_LOG", "one of none, error, warn, info, debug, trace", "none", "none", "TRACE",
+    {"SYMM_LOG",
+     "one of none, error, warn, info, debug, trace",
+     "none",
+     "none",
+     "TRACE",
      "trace",
      {"loud", "warning", "3", "debug ", NULL}},
-    {"SYMM_SPIN", "1..1000000000", "1", "1", "1000000000", "1000000000",
+    {"SYMM_SPIN",
+     "1..1000000000",
+     "1",
+     "1",
+     "1000000000",
+     "1000000000",
      {"0", "-1", "1000000001", "4294967297", "99999999999", "12x", "2.5", NULL}},
-    {"SYMM_YIELD_US", "0..1000000000", "0", "0", "1000000000", "1000000000",
+    {"SYMM_YIELD_US",
+     "0..1000000000",
+     "0",
+     "0",
+     "1000000000",
+     "1000000000",
      {"-1", "1000000001", "1.5", NULL}},
-    {"SYMM_SLEEP_US", "0..999999", "0", "0", "999999", "999999",
+    {"SYMM_SLEEP_US",
+     "0..999999",
+     "0",
+     "0",
+     "999999",
+     "999999",
      {"-1", "1000000", "ten", NULL}},
-    {"SYMM_BARRIER_FANIN", "1..1000000000", "1", "1", "1000000000", "1000000000",
+    {"SYMM_BARRIER_FANIN",
+     "1..1000000000",
+     "1",
+     "1",
+     "1000000000",
+     "1000000000",
      {"0", "-3", "4 ", "1000000001", NULL}},
-    {"SYMM_COLL_SMALL", "0..64T", "0", "0", "64T", "70368744177664",
+    {"SYMM_COLL_SMALL",
+     "0..64T",
+     "0",
+     "0",
+     "64T",
+     "70368744177664",
      {"-1", "70368744177665", "16Kb2", NULL}},
-    {"SYMM_NODE_CPUS", "0..1048576", "0", "0", "1048576", "1048576",
+    {"SYMM_NODE_CPUS",
+     "0..1048576",
+     "0",
+     "0",
+     "1048576",
+     "1048576",
      {"-1", "1048577", "all", NULL}},
-    {"SYMM_GPU", "one of auto, on, off", "auto", "auto", "OFF", "off",
+    {"SYMM_GPU",
+     "one of auto, on, off",
+     "auto",
+     "auto",
+     "OFF",
+     "off",
      {"yes", "1", "gpu", NULL}},
-    {"SYMM_GPU_HEAP_SIZE", "1..64T", "1", "1", "64T", "70368744177664",
+    {"SYMM_GPU_HEAP_SIZE",
+     "1..64T",
+     "1",
+     "1",
+     "64T",
+     "70368744177664",
      {"0", "big", "70368744177665", NULL}},
     {"SYMM_GPU_DEVICE", "-1..4095", "-1", "-1", "4095", "4095", {"-2", "4096", "first", NULL}},
     {"SYMM_GPU_COLL_BLOCKS", "0..65536", "0", "0", "65536", "65536", {"-1", "65537", NULL}},
@@ -122,14 +183,14 @@ static const env_case_t env_cases[] = {
 /* The loaded value of variable name, as text. */
 static void loaded_text(const char *name, char *buf, size_t len)
 {
-#define T_SIZE(f) snprintf(buf, len, "%zu", symm_config.f)
-#define T_INT(f) snprintf(buf, len, "%d", symm_config.f)
+#define T_SIZE(f)   snprintf(buf, len, "%zu", symm_config.f)
+#define T_INT(f)    snprintf(buf, len, "%d", symm_config.f)
 #define T_DOUBLE(f) snprintf(buf, len, "%g", symm_config.f)
 #define T_CHOICE(f) snprintf(buf, len, "%s", symm_config.f)
-#define T_(NAME, kind, field, def, lo, hi, help)                                         \
-    if (strcmp(name, "SYMM_" #NAME) == 0) {                                              \
-        T_##kind(field);                                                                 \
-        return;                                                                          \
+#define T_(NAME, kind, field, def, lo, hi, help)                                               \
+    if (strcmp(name, "SYMM_" #NAME) == 0) {                                                    \
+        T_##kind(field);                                                                       \
+        return;                                                                                \
     }
     SYMM_FOREACH_ENV(T_)
 #undef T_
@@ -140,14 +201,14 @@ static void loaded_text(const char *name, char *buf, size_t len)
 static void test_cases_cover_table(void)
 {
     int in_table = 0;
-#define COUNT_(NAME, kind, field, def, lo, hi, help)                                     \
-    {                                                                                    \
-        int found = 0;                                                                   \
-        for (int i = 0; i < N_ENV_CASES; i++)                                            \
-            found += strcmp(env_cases[i].name, "SYMM_" #NAME) == 0;                      \
-        CHECK_TRUE(found == 1, "SYMM_" #NAME " has %d test cases, expected 1", found);   \
-        in_table++;                                                                      \
-        set("SYMM_" #NAME, NULL);                                                        \
+#define COUNT_(NAME, kind, field, def, lo, hi, help)                                           \
+    {                                                                                          \
+        int found = 0;                                                                         \
+        for (int i = 0; i < N_ENV_CASES; i++)                                                  \
+            found += strcmp(env_cases[i].name, "SYMM_" #NAME) == 0;                            \
+        CHECK_TRUE(found == 1, "SYMM_" #NAME " has %d test cases, expected 1", found);         \
+        in_table++;                                                                            \
+        set("SYMM_" #NAME, NULL);                                                              \
     }
     SYMM_FOREACH_ENV(COUNT_)
 #undef COUNT_

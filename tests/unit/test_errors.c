@@ -34,7 +34,7 @@ static void test_strerror(void)
     CHECK_TRUE(strstr(symm_strerror(SYMM_ERR_NOT_INITIALIZED), "symm_init"), "hint");
 }
 
-#define NI SYMM_ERR_NOT_INITIALIZED
+#define NI             SYMM_ERR_NOT_INITIALIZED
 #define CHECK_NI(expr) CHECK_STATUS(expr, NI)
 
 /* when: "before init" or "after finalize". buf stands for a symmetric address (there is
@@ -155,23 +155,23 @@ static void test_not_initialized(const char *when)
     CHECK_NI(symm_tile_allreduce_parallel(12345, 0, tile, tile, SYMM_INT64, SYMM_OP_SUM));
     size_t osp[8] = {0}, ooff[8] = {0}, orows = 4242;
     CHECK_NI(symm_all_to_all_v(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, 8, osp, ooff, &orows));
-    CHECK_NI(symm_moe_dispatch(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff,
-                               &orows));
-    CHECK_NI(symm_moe_combine(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, cnt, 1, 8, osp, ooff,
-                              &orows));
+    CHECK_NI(
+        symm_moe_dispatch(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff, &orows));
+    CHECK_NI(
+        symm_moe_combine(SYMM_TEAM_WORLD, buf, 8, buf + 8, cnt, cnt, 1, 8, osp, ooff, &orows));
     CHECK_NI(symm_all_to_all_v_worker(12345, 0, 1, buf, 8, buf + 8, cnt, 8, osp, ooff, &orows));
     CHECK_NI(symm_moe_dispatch_worker(12345, 0, 1, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff,
                                       &orows));
     CHECK_NI(symm_moe_combine_worker(12345, 0, 1, buf, 8, buf + 8, cnt, cnt, 1, 8, osp, ooff,
                                      &orows));
     CHECK_NI(symm_all_to_all_v_parallel(12345, 1, buf, 8, buf + 8, cnt, 8, osp, ooff, &orows));
-    CHECK_NI(symm_moe_dispatch_parallel(12345, 1, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff,
-                                        &orows));
+    CHECK_NI(
+        symm_moe_dispatch_parallel(12345, 1, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff, &orows));
     CHECK_NI(symm_moe_combine_parallel(12345, 1, buf, 8, buf + 8, cnt, cnt, 1, 8, osp, ooff,
                                        &orows));
     /* the automatic worker count before init */
-    CHECK_NI(symm_moe_dispatch_parallel(12345, 0, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff,
-                                        &orows));
+    CHECK_NI(
+        symm_moe_dispatch_parallel(12345, 0, buf, 8, buf + 8, cnt, 1, 8, 1, osp, ooff, &orows));
     CHECK_TRUE(orows == 4242 && osp[0] == 0 && ooff[0] == 0, "all-to-all-v wrote outputs %s",
                when);
     CHECK_TRUE(symm_last_status() == NI, "last status %d", (int)symm_last_status());

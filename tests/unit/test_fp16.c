@@ -50,11 +50,23 @@ static uint16_t ref_round(float f, int mbits, int emin, int ebias)
     return sign | (uint16_t)((biased << mbits) | (int)(r - ((uint64_t)1 << mbits)));
 }
 
-static uint16_t ref_fp16(float f) { return ref_round(f, 10, -14, 15); }
-static uint16_t ref_bf16(float f) { return ref_round(f, 7, -126, 127); }
+static uint16_t ref_fp16(float f)
+{
+    return ref_round(f, 10, -14, 15);
+}
+static uint16_t ref_bf16(float f)
+{
+    return ref_round(f, 7, -126, 127);
+}
 
-static int is_nan16(uint16_t h) { return (h & 0x7c00) == 0x7c00 && (h & 0x3ff); }
-static int is_nan_bf16(uint16_t b) { return (b & 0x7f80) == 0x7f80 && (b & 0x7f); }
+static int is_nan16(uint16_t h)
+{
+    return (h & 0x7c00) == 0x7c00 && (h & 0x3ff);
+}
+static int is_nan_bf16(uint16_t b)
+{
+    return (b & 0x7f80) == 0x7f80 && (b & 0x7f);
+}
 
 static int failures;
 
@@ -70,9 +82,11 @@ static void check_one(float f)
     }
     uint16_t rh = ref_fp16(f), rb = ref_bf16(f);
     if (h != rh && failures++ < 20)
-        fprintf(stderr, "fp16(%a = 0x%08x) = 0x%04x, reference 0x%04x\n", (double)f, f2u(f), h, rh);
+        fprintf(stderr, "fp16(%a = 0x%08x) = 0x%04x, reference 0x%04x\n", (double)f, f2u(f), h,
+                rh);
     if (b != rb && failures++ < 20)
-        fprintf(stderr, "bf16(%a = 0x%08x) = 0x%04x, reference 0x%04x\n", (double)f, f2u(f), b, rb);
+        fprintf(stderr, "bf16(%a = 0x%08x) = 0x%04x, reference 0x%04x\n", (double)f, f2u(f), b,
+                rb);
 #if defined(__FLT16_MAX__) && (defined(__x86_64__) || defined(__aarch64__))
     _Float16 c = (_Float16)f;
     uint16_t ch;
@@ -137,8 +151,8 @@ static void test_ties(void)
     }
     for (uint32_t i = 0; i < 0x7f80; i++) {
         float lo = symm_bf16_to_float((uint16_t)i);
-        double hi = i + 1 < 0x7f80 ? (double)symm_bf16_to_float((uint16_t)(i + 1))
-                                   : ldexp(1.0, 128);
+        double hi =
+            i + 1 < 0x7f80 ? (double)symm_bf16_to_float((uint16_t)(i + 1)) : ldexp(1.0, 128);
         double mid = ((double)lo + hi) / 2;
         if ((double)(float)mid != mid) continue; /* beyond float range: cannot be input */
         uint16_t want = (i & 1) ? (uint16_t)(i + 1) : (uint16_t)i;
@@ -153,19 +167,44 @@ static void test_ties(void)
 
 static void test_hand_picked(void)
 {
-    const float v[] = {0.0f, -0.0f, 1.0f, -1.0f, 0.5f, 2.0f, 65504.0f, 65519.99f, 65520.0f,
-                       65536.0f, 1e10f, -1e10f, FLT_MAX, -FLT_MAX, INFINITY, -INFINITY,
+    const float v[] = {0.0f,
+                       -0.0f,
+                       1.0f,
+                       -1.0f,
+                       0.5f,
+                       2.0f,
+                       65504.0f,
+                       65519.99f,
+                       65520.0f,
+                       65536.0f,
+                       1e10f,
+                       -1e10f,
+                       FLT_MAX,
+                       -FLT_MAX,
+                       INFINITY,
+                       -INFINITY,
                        5.9604644775390625e-8f,  /* smallest fp16 subnormal */
                        2.98023223876953125e-8f, /* half of it: ties to 0 */
                        2.98023259404089e-8f,    /* just above half: rounds up */
                        8.940696716308594e-8f,   /* 1.5 ulp: ties to 2 ulp */
                        6.103515625e-5f,         /* smallest fp16 normal */
                        6.1005353927612305e-5f,  /* largest subnormal */
-                       FLT_MIN, FLT_TRUE_MIN, -FLT_TRUE_MIN, 1.0009765625f, 1.00048828125f,
-                       1.00146484375f, 3.14159265f, -2.71828183f, 0.1f, 1.0f / 3.0f,
-                       3.3895313892515355e38f /* largest bf16 */, 3.3961775292304797e38f,
-                       NAN, -NAN};
-    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++) check_one(v[i]);
+                       FLT_MIN,
+                       FLT_TRUE_MIN,
+                       -FLT_TRUE_MIN,
+                       1.0009765625f,
+                       1.00048828125f,
+                       1.00146484375f,
+                       3.14159265f,
+                       -2.71828183f,
+                       0.1f,
+                       1.0f / 3.0f,
+                       3.3895313892515355e38f /* largest bf16 */,
+                       3.3961775292304797e38f,
+                       NAN,
+                       -NAN};
+    for (size_t i = 0; i < sizeof v / sizeof v[0]; i++)
+        check_one(v[i]);
     /* exact expectations that do not depend on the reference */
     CHECK_EQ_U64(symm_float_to_fp16(1.0f), 0x3c00);
     CHECK_EQ_U64(symm_float_to_fp16(-2.0f), 0xc000);
@@ -178,13 +217,13 @@ static void test_hand_picked(void)
     CHECK_EQ_U64(symm_float_to_fp16(5.9604644775390625e-8f), 0x0001);
     CHECK_EQ_U64(symm_float_to_fp16(2.98023223876953125e-8f), 0x0000);
     CHECK_EQ_U64(symm_float_to_fp16(8.940696716308594e-8f), 0x0002);
-    CHECK_EQ_U64(symm_float_to_fp16(1.00048828125f), 0x3c00);   /* tie -> even */
-    CHECK_EQ_U64(symm_float_to_fp16(1.00146484375f), 0x3c02);   /* tie -> even (up) */
+    CHECK_EQ_U64(symm_float_to_fp16(1.00048828125f), 0x3c00); /* tie -> even */
+    CHECK_EQ_U64(symm_float_to_fp16(1.00146484375f), 0x3c02); /* tie -> even (up) */
     CHECK_EQ_U64(symm_float_to_bf16(1.0f), 0x3f80);
     CHECK_EQ_U64(symm_float_to_bf16(u2f(0x3f808000u)), 0x3f80); /* tie -> even */
     CHECK_EQ_U64(symm_float_to_bf16(u2f(0x3f818000u)), 0x3f82); /* tie -> even (up) */
     CHECK_EQ_U64(symm_float_to_bf16(u2f(0x3f808001u)), 0x3f81);
-    CHECK_EQ_U64(symm_float_to_bf16(FLT_MAX), 0x7f80);          /* rounds to infinity */
+    CHECK_EQ_U64(symm_float_to_bf16(FLT_MAX), 0x7f80); /* rounds to infinity */
     CHECK_EQ_U64(symm_float_to_bf16(u2f(0x7f7f7fffu)), 0x7f7f);
     CHECK_EQ_U64(symm_float_to_bf16(-INFINITY), 0xff80);
     CHECK_TRUE(symm_fp16_to_float(0x7c00) == INFINITY, "fp16 inf");

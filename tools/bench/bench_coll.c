@@ -12,7 +12,10 @@ static char *src_region, *dst_region;
 static size_t region_bytes;
 static size_t *cnt_a, *cnt_b; /* alltoallv send counts; received counts and displs */
 
-static size_t stride_of(size_t bytes) { return (bytes + 4095) & ~(size_t)4095; }
+static size_t stride_of(size_t bytes)
+{
+    return (bytes + 4095) & ~(size_t)4095;
+}
 
 /* Each of the two regions (source, destination): the largest buffer, or the rotation. */
 static size_t coll_region_for(size_t max, size_t rotate)
@@ -41,7 +44,8 @@ static symm_status_t run_op(int op, const coll_size_t *z, int k)
     void *src = src_region + off, *dst = dst_region + off;
     int n = sb_npes;
     switch (op) {
-    case OP_BROADCAST: return symm_broadcast(SYMM_TEAM_WORLD, dst, src, z->bytes, 0);
+    case OP_BROADCAST:
+        return symm_broadcast(SYMM_TEAM_WORLD, dst, src, z->bytes, 0);
     case OP_REDUCE:
         return symm_reduce(SYMM_TEAM_WORLD, dst, src, z->count, SYMM_FLOAT, SYMM_OP_SUM, 0);
     case OP_ALLREDUCE:
@@ -49,10 +53,13 @@ static symm_status_t run_op(int op, const coll_size_t *z, int k)
     case OP_REDUCE_SCATTER:
         return symm_reduce_scatter(SYMM_TEAM_WORLD, dst, src, z->block, SYMM_FLOAT,
                                    SYMM_OP_SUM);
-    case OP_FCOLLECT: return symm_fcollect(SYMM_TEAM_WORLD, dst, src, z->block * 4);
-    case OP_ALLTOALL: return symm_alltoall(SYMM_TEAM_WORLD, dst, src, z->block * 4);
+    case OP_FCOLLECT:
+        return symm_fcollect(SYMM_TEAM_WORLD, dst, src, z->block * 4);
+    case OP_ALLTOALL:
+        return symm_alltoall(SYMM_TEAM_WORLD, dst, src, z->block * 4);
     case OP_ALLTOALLV:
-        for (int j = 0; j < n; j++) cnt_a[j] = z->block;
+        for (int j = 0; j < n; j++)
+            cnt_a[j] = z->block;
         return symm_alltoallv(SYMM_TEAM_WORLD, dst, z->block * (size_t)n, src, cnt_a, NULL, 4,
                               cnt_b, cnt_b + n);
     }
@@ -64,8 +71,10 @@ static long check_op(int op, const coll_size_t *z)
 {
     float *src = (float *)src_region, *dst = (float *)dst_region;
     size_t nsrc = coll_src_elems(op, z), ndst = coll_dst_elems(op, z);
-    for (size_t i = 0; i < nsrc; i++) src[i] = coll_pattern(op, sb_me, i);
-    for (size_t i = 0; i < ndst; i++) dst[i] = -1.0f;
+    for (size_t i = 0; i < nsrc; i++)
+        src[i] = coll_pattern(op, sb_me, i);
+    for (size_t i = 0; i < ndst; i++)
+        dst[i] = -1.0f;
     SB_CHECK(symm_barrier_all());
     SB_CHECK(run_op(op, z, 0));
     SB_CHECK(symm_barrier_all());
@@ -94,11 +103,13 @@ static bench_stat_t time_op(int op, const coll_size_t *z, int iters)
     /* barriers back to back: the barrier is what is measured */
     int reps = sb_opts.reps;
     double *v = calloc((size_t)reps, sizeof *v);
-    for (int w = 0; w < warmup; w++) SB_CHECK(run_op(op, z, 0));
+    for (int w = 0; w < warmup; w++)
+        SB_CHECK(run_op(op, z, 0));
     for (int r = 0; r < reps; r++) {
         SB_CHECK(symm_barrier_all());
         double t0 = bench_now();
-        for (int i = 0; i < iters; i++) SB_CHECK(run_op(op, z, 0));
+        for (int i = 0; i < iters; i++)
+            SB_CHECK(run_op(op, z, 0));
         v[r] = sb_avg_all(1e6 * (bench_now() - t0) / iters);
     }
     bench_stat_t s = bench_stats(v, reps);
@@ -183,7 +194,8 @@ int sb_suite_coll(void)
             double m = sb_anchor_us("coll", "barrier", 0);
             lat[op][0] = (lat_row_t){0, s.median, m};
             nlat[op] = 1;
-            if (sb_me == 0) bench_tsv_row(&sb_opts, "coll", "barrier", 0, s, 0, m, s.median / m);
+            if (sb_me == 0)
+                bench_tsv_row(&sb_opts, "coll", "barrier", 0, s, 0, m, s.median / m);
             continue;
         }
         SB_PRINT("\n# %s%s\n%12s %12s %6s %6s %12s %10s %12s %12s %7s %12s %16s %13s\n",

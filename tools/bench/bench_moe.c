@@ -12,7 +12,7 @@
 
 enum { M_DISPATCH, M_COMBINE, M_DISPATCH_PAR, M_COMBINE_PAR, M_COUNT };
 static const char *const m_name[M_COUNT] = {"dispatch", "combine", "dispatch_par",
-                                             "combine_par"};
+                                            "combine_par"};
 static const char *const m_anchor[M_COUNT] = {"dispatch", "combine", "dispatch", "combine"};
 
 static char *in_region, *mid_region, *back_region; /* input, dispatched, combined */
@@ -21,7 +21,10 @@ static size_t *splits, *mid_splits, *mid_offs, *back_splits, *back_offs;
 static symm_pool_t m_pool;
 static int m_workers; /* nworkers passed to the _parallel forms: --workers, or 0 */
 
-static size_t round_page(size_t b) { return (b + 4095) & ~(size_t)4095; }
+static size_t round_page(size_t b)
+{
+    return (b + 4095) & ~(size_t)4095;
+}
 
 /* The regions for a largest message of max bytes: in and back of foot bytes each (the
  * rotation, at least the largest input), mid of as many dispatch outputs (each n times
@@ -187,8 +190,10 @@ int sb_suite_moe(void)
                  "# size(B)", "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)",
                  "#wrong", "MPI busbw", "ratio(symm/MPI)", par ? "  workers" : "");
         for (size_t sz = lo; sz <= hi; sz *= 4) {
-            size_t rows = sz / MOE_ROW_BYTES ? sz / MOE_ROW_BYTES : 1, bytes = rows * MOE_ROW_BYTES;
-            for (int g = 0; g < ng; g++) splits[g] = moe_split(sb_me, n, rows, g);
+            size_t rows = sz / MOE_ROW_BYTES ? sz / MOE_ROW_BYTES : 1,
+                   bytes = rows * MOE_ROW_BYTES;
+            for (int g = 0; g < ng; g++)
+                splits[g] = moe_split(sb_me, n, rows, g);
             in_stride = round_page(bytes);
             mid_stride = round_page(((size_t)n * rows + MOE_NE * MOE_ALIGN) * MOE_ROW_BYTES);
             nslots = bytes >= sb_opts.rotate_min ? foot / in_stride : 1;

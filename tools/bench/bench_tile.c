@@ -11,17 +11,20 @@
 #include "tile_moe_spec.h"
 
 enum { T_REDUCE, T_ALLREDUCE, T_REDUCE_PAR, T_ALLREDUCE_PAR, T_COUNT };
-static const char *const t_name[T_COUNT] = {"tile_reduce", "tile_allreduce",
-                                             "tile_reduce_par", "tile_allreduce_par"};
+static const char *const t_name[T_COUNT] = {"tile_reduce", "tile_allreduce", "tile_reduce_par",
+                                            "tile_allreduce_par"};
 static const char *const t_anchor[T_COUNT] = {"tile_reduce", "tile_allreduce", "tile_reduce",
-                                               "tile_allreduce"};
+                                              "tile_allreduce"};
 
 static char *in_region, *out_region;
 static size_t region_bytes;
 static symm_pool_t t_pool;
 static int t_workers; /* nworkers passed to the _parallel forms: --workers, or 0 */
 
-static size_t slot_bytes(size_t rows) { return (rows * TILE_LD * 4 + 4095) & ~(size_t)4095; }
+static size_t slot_bytes(size_t rows)
+{
+    return (rows * TILE_LD * 4 + 4095) & ~(size_t)4095;
+}
 
 /* Each of the two regions (in, out): the largest tile's matrix, or twice the rotation
  * (the matrix is twice the tile). */
@@ -31,7 +34,10 @@ static size_t t_region_for(size_t max, size_t rotate)
     return r > 2 * rotate ? r : 2 * rotate;
 }
 
-static size_t t_footprint(size_t max, size_t rotate) { return 2 * t_region_for(max, rotate); }
+static size_t t_footprint(size_t max, size_t rotate)
+{
+    return 2 * t_region_for(max, rotate);
+}
 
 static symm_status_t t_run(int op, size_t rows, size_t k)
 {
@@ -39,7 +45,8 @@ static symm_status_t t_run(int op, size_t rows, size_t k)
     symm_tile_t in = {in_region + off, rows, TILE_COLS, TILE_LD};
     symm_tile_t out = {out_region + off, rows, TILE_COLS, TILE_LD};
     switch (op) {
-    case T_REDUCE: return symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM, 0);
+    case T_REDUCE:
+        return symm_tile_reduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM, 0);
     case T_ALLREDUCE:
         return symm_tile_allreduce(SYMM_TEAM_WORLD, out, in, SYMM_FLOAT, SYMM_OP_SUM);
     case T_REDUCE_PAR:
@@ -116,15 +123,16 @@ int sb_suite_tile(void)
         SB_PRINT("\n# %s\n%12s %8s %12s %10s %12s %12s %7s %12s %16s%s\n", t_name[op],
                  "# size(B)", "rows", "time(us)", "spread(%)", "algbw(GB/s)", "busbw(GB/s)",
                  "#wrong", "MPI busbw", "ratio(symm/MPI)", par ? "  workers" : "");
-        double f = (op == T_ALLREDUCE || op == T_ALLREDUCE_PAR) ? 2.0 * (sb_npes - 1) / sb_npes
-                                                                : 1.0;
+        double f =
+            (op == T_ALLREDUCE || op == T_ALLREDUCE_PAR) ? 2.0 * (sb_npes - 1) / sb_npes : 1.0;
         for (size_t sz = lo; sz <= hi; sz *= 4) {
             size_t rows = tile_rows_for(sz), bytes = rows * TILE_COLS * 4;
             long wrong = (long)sb_max_all((double)t_check(op, rows));
             total_wrong += wrong;
             bench_stat_t s = t_time(op, rows, bench_iters_for(bytes, sb_opts.quick));
             int nw = par ? sb_workers_used(t_pool, t_workers, bytes) : 0;
-            sb_tm_row("tile", t_name[op], t_anchor[op], bytes, rows, s, f, wrong, nw, t_workers);
+            sb_tm_row("tile", t_name[op], t_anchor[op], bytes, rows, s, f, wrong, nw,
+                      t_workers);
         }
     }
     SB_PRINT("\n# total wrong elements: %ld\n", total_wrong);

@@ -35,7 +35,10 @@ bench_stat_t bench_stats(const double *v, int n)
     return s;
 }
 
-double bench_nan(void) { return NAN; }
+double bench_nan(void)
+{
+    return NAN;
+}
 
 int bench_parse_size(const char *s, size_t *out)
 {
@@ -43,10 +46,23 @@ int bench_parse_size(const char *s, size_t *out)
     unsigned long long v = strtoull(s, &end, 10);
     if (end == s) return -1;
     switch (*end) {
-    case 'k': case 'K': v <<= 10; end++; break;
-    case 'm': case 'M': v <<= 20; end++; break;
-    case 'g': case 'G': v <<= 30; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+        v <<= 10;
+        end++;
+        break;
+    case 'm':
+    case 'M':
+        v <<= 20;
+        end++;
+        break;
+    case 'g':
+    case 'G':
+        v <<= 30;
+        end++;
+        break;
+    default:
+        break;
     }
     if (*end) return -1;
     *out = (size_t)v;
@@ -98,8 +114,10 @@ static void usage(FILE *f, const char *prog)
     if (!strcmp(prog, "symm-bench"))
         fprintf(f,
                 "or:    %s gpu-coll|gpu-tile-moe [their options]\n"
-                "  the GPU tables (symm-gpu-bench [pool|barrier|coll], symm-gpu-tile-moe-bench: the\n"
-                "  programs next to this one, built with the CUDA part; gpu-tile-moe takes --quick,\n"
+                "  the GPU tables (symm-gpu-bench [pool|barrier|coll], "
+                "symm-gpu-tile-moe-bench: the\n"
+                "  programs next to this one, built with the CUDA part; gpu-tile-moe takes "
+                "--quick,\n"
                 "  --tokens N, --prof)\n",
                 prog);
 }
@@ -137,20 +155,34 @@ int bench_parse_opts(int argc, char **argv, bench_opts_t *o, const char *prog)
             usage(stderr, prog);
             return -1;
         }
-        if (!strcmp(a, "--reps")) o->reps = atoi(v);
-        else if (!strcmp(a, "--min")) bad = bench_parse_size(v, &o->min_size);
-        else if (!strcmp(a, "--max")) bad = bench_parse_size(v, &o->max_size);
-        else if (!strcmp(a, "--rotate")) bad = bench_parse_size(v, &o->rotate);
-        else if (!strcmp(a, "--rotate-min")) bad = bench_parse_size(v, &o->rotate_min);
-        else if (!strcmp(a, "--max-pool")) bad = bench_parse_size(v, &o->max_pool);
-        else if (!strcmp(a, "--max-conc")) o->max_conc = atoi(v);
-        else if (!strcmp(a, "--dup-limit")) o->dup_limit_s = atof(v);
-        else if (!strcmp(a, "--dup-limit-max")) bad = bench_parse_size(v, &o->dup_limit_max);
-        else if (!strcmp(a, "--workers")) bad = (o->workers = atoi(v)) < 0;
-        else if (!strcmp(a, "--ops")) o->ops = v;
-        else if (!strcmp(a, "--tsv")) o->tsv = v;
-        else if (!strcmp(a, "--anchor")) o->anchor = v;
-        else bad = 1;
+        if (!strcmp(a, "--reps"))
+            o->reps = atoi(v);
+        else if (!strcmp(a, "--min"))
+            bad = bench_parse_size(v, &o->min_size);
+        else if (!strcmp(a, "--max"))
+            bad = bench_parse_size(v, &o->max_size);
+        else if (!strcmp(a, "--rotate"))
+            bad = bench_parse_size(v, &o->rotate);
+        else if (!strcmp(a, "--rotate-min"))
+            bad = bench_parse_size(v, &o->rotate_min);
+        else if (!strcmp(a, "--max-pool"))
+            bad = bench_parse_size(v, &o->max_pool);
+        else if (!strcmp(a, "--max-conc"))
+            o->max_conc = atoi(v);
+        else if (!strcmp(a, "--dup-limit"))
+            o->dup_limit_s = atof(v);
+        else if (!strcmp(a, "--dup-limit-max"))
+            bad = bench_parse_size(v, &o->dup_limit_max);
+        else if (!strcmp(a, "--workers"))
+            bad = (o->workers = atoi(v)) < 0;
+        else if (!strcmp(a, "--ops"))
+            o->ops = v;
+        else if (!strcmp(a, "--tsv"))
+            o->tsv = v;
+        else if (!strcmp(a, "--anchor"))
+            o->anchor = v;
+        else
+            bad = 1;
         if (bad) {
             fprintf(stderr, "%s: bad option %s %s\n", prog, a, v);
             usage(stderr, prog);
@@ -217,8 +249,8 @@ int bench_anchor_load(const char *path, bench_anchor_t *a)
     return 0;
 }
 
-const bench_row_t *bench_anchor_find(const bench_anchor_t *a, const char *suite,
-                                     const char *op, int64_t size)
+const bench_row_t *bench_anchor_find(const bench_anchor_t *a, const char *suite, const char *op,
+                                     int64_t size)
 {
     for (size_t i = a->n; i-- > 0;)
         if (a->rows[i].size == size && !strcmp(a->rows[i].op, op) &&
@@ -254,7 +286,7 @@ void bench_tsv_row(const bench_opts_t *o, const char *suite, const char *op, int
     if (!o->tsv) return;
     FILE *f = fopen(o->tsv, "a");
     if (!f) return;
-    fprintf(f, "%s\t%s\t%lld\t%.4f\t%.4f\t%.4f\t%.6g\t%.4f\t%.4g\n", suite, op,
-            (long long)size, us.median, us.min, us.max, extra, anchor_us, ratio);
+    fprintf(f, "%s\t%s\t%lld\t%.4f\t%.4f\t%.4f\t%.6g\t%.4f\t%.4g\n", suite, op, (long long)size,
+            us.median, us.min, us.max, extra, anchor_us, ratio);
     fclose(f);
 }

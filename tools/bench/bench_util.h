@@ -24,11 +24,11 @@ static inline double bench_spread_pct(bench_stat_t s)
 
 /* ---- options common to both programs */
 typedef struct {
-    const char *suite;  /* teams | coll | tile | moe */
-    int quick;          /* tiny sizes and counts: smoke test */
-    int reps;           /* repetitions per point (median and spread over them) */
+    const char *suite; /* teams | coll | tile | moe */
+    int quick;         /* tiny sizes and counts: smoke test */
+    int reps;          /* repetitions per point (median and spread over them) */
     size_t min_size, max_size;
-    size_t rotate;      /* footprint of rotating buffers for sizes >= rotate_min */
+    size_t rotate; /* footprint of rotating buffers for sizes >= rotate_min */
     size_t rotate_min;
     size_t max_pool;    /* largest pool (teams) */
     int max_conc;       /* most concurrent duplicates (teams) */
@@ -66,8 +66,8 @@ typedef struct {
     size_t n;
 } bench_anchor_t;
 int bench_anchor_load(const char *path, bench_anchor_t *a); /* missing file: 0 rows */
-const bench_row_t *bench_anchor_find(const bench_anchor_t *a, const char *suite,
-                                     const char *op, int64_t size);
+const bench_row_t *bench_anchor_find(const bench_anchor_t *a, const char *suite, const char *op,
+                                     int64_t size);
 void bench_anchor_free(bench_anchor_t *a);
 
 /* Appends a comment line ("# " and the formatted text) to the TSV: readers skip it. */

@@ -18,9 +18,9 @@ enum {
     OP_COUNT
 };
 
-static const char *const coll_op_name[OP_COUNT] = {
-    "barrier", "broadcast", "reduce", "allreduce", "reduce_scatter", "fcollect", "alltoall",
-    "alltoallv"};
+static const char *const coll_op_name[OP_COUNT] = {"barrier",   "broadcast",      "reduce",
+                                                   "allreduce", "reduce_scatter", "fcollect",
+                                                   "alltoall",  "alltoallv"};
 
 static inline int coll_is_reduction(int op)
 {
@@ -82,11 +82,15 @@ static inline float coll_expected(int op, const coll_size_t *z, int me, int n, s
 {
     float tri = (float)(n * (n + 1) / 2);
     switch (op) {
-    case OP_BROADCAST: return coll_pattern(op, 0, i);
+    case OP_BROADCAST:
+        return coll_pattern(op, 0, i);
     case OP_REDUCE:
-    case OP_ALLREDUCE: return (float)(i % 13 + 1) * tri;
-    case OP_REDUCE_SCATTER: return (float)((me * z->block + i) % 13 + 1) * tri;
-    case OP_FCOLLECT: return coll_pattern(op, (int)(i / z->block), i % z->block);
+    case OP_ALLREDUCE:
+        return (float)(i % 13 + 1) * tri;
+    case OP_REDUCE_SCATTER:
+        return (float)((me * z->block + i) % 13 + 1) * tri;
+    case OP_FCOLLECT:
+        return coll_pattern(op, (int)(i / z->block), i % z->block);
     case OP_ALLTOALL:
     case OP_ALLTOALLV:
         return coll_pattern(op, (int)(i / z->block), (size_t)me * z->block + i % z->block);

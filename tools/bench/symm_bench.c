@@ -29,7 +29,8 @@ void sb_fail(const char *what, const char *file, int line, symm_status_t st)
 /* All-gather of one double through puts and the world barrier. */
 static void sb_allgather_double(double v)
 {
-    for (int p = 0; p < sb_npes; p++) SB_CHECK(symm_put(&sb_scratch[sb_me], &v, sizeof v, p));
+    for (int p = 0; p < sb_npes; p++)
+        SB_CHECK(symm_put(&sb_scratch[sb_me], &v, sizeof v, p));
     SB_CHECK(symm_barrier_all());
 }
 
@@ -37,7 +38,8 @@ double sb_avg_all(double v)
 {
     sb_allgather_double(v);
     double s = 0;
-    for (int p = 0; p < sb_npes; p++) s += sb_scratch[p];
+    for (int p = 0; p < sb_npes; p++)
+        s += sb_scratch[p];
     SB_CHECK(symm_barrier_all()); /* nobody overwrites sb_scratch before all have read */
     return s / sb_npes;
 }
@@ -49,7 +51,8 @@ bench_stat_t sb_time_slots(sb_run_fn run, const void *ctx, int op, size_t nrot, 
     if (nrot < 1) nrot = 1;
     double *v = calloc((size_t)reps, sizeof *v);
     if (!v) sb_fail("calloc", __FILE__, __LINE__, SYMM_ERR_NO_MEMORY);
-    for (int w = 0; w < warmup; w++) SB_CHECK(run(ctx, op, (size_t)w % nrot));
+    for (int w = 0; w < warmup; w++)
+        SB_CHECK(run(ctx, op, (size_t)w % nrot));
     size_t k = 0;
     for (int r = 0; r < reps; r++) {
         double acc = 0;
@@ -72,7 +75,8 @@ double sb_max_all(double v)
 {
     sb_allgather_double(v);
     double m = sb_scratch[0];
-    for (int p = 1; p < sb_npes; p++) m = sb_scratch[p] > m ? sb_scratch[p] : m;
+    for (int p = 1; p < sb_npes; p++)
+        m = sb_scratch[p] > m ? sb_scratch[p] : m;
     SB_CHECK(symm_barrier_all());
     return m;
 }
@@ -99,17 +103,21 @@ void *sb_symm_region(size_t bytes)
 /* "128 MiB", "512 KiB", "100 B": a size for the reader. */
 static void size_str(size_t bytes, char *buf, size_t len)
 {
-    if (bytes >= (1 << 20) && bytes % (1 << 20) == 0) snprintf(buf, len, "%zu MiB", bytes >> 20);
+    if (bytes >= (1 << 20) && bytes % (1 << 20) == 0)
+        snprintf(buf, len, "%zu MiB", bytes >> 20);
     else if (bytes >= (1 << 10) && bytes % (1 << 10) == 0)
         snprintf(buf, len, "%zu KiB", bytes >> 10);
-    else snprintf(buf, len, "%zu B", bytes);
+    else
+        snprintf(buf, len, "%zu B", bytes);
 }
 
 /* "1280M", "2G": a size as SYMM_HEAP_SIZE takes it. */
 static void heap_size_str(size_t bytes, char *buf, size_t len)
 {
-    if (bytes % ((size_t)1 << 30) == 0) snprintf(buf, len, "%zuG", bytes >> 30);
-    else snprintf(buf, len, "%zuM", bytes >> 20);
+    if (bytes % ((size_t)1 << 30) == 0)
+        snprintf(buf, len, "%zuG", bytes >> 30);
+    else
+        snprintf(buf, len, "%zuM", bytes >> 20);
 }
 
 int sb_fit_heap(const char *suite, sb_footprint_fn footprint, size_t lo)
@@ -132,10 +140,11 @@ int sb_fit_heap(const char *suite, sb_footprint_fn footprint, size_t lo)
             max /= 2;
         } else {
             if (sb_me == 0)
-                fprintf(stderr, "symm-bench %s: the buffers of the smallest size need %zu "
+                fprintf(stderr,
+                        "symm-bench %s: the buffers of the smallest size need %zu "
                         "bytes of symmetric heap per PE, %zu of %zu are free; "
-                        "SYMM_HEAP_SIZE=%s runs it all\n", suite, footprint(lo, rot) + slack,
-                        free_bytes, info.heap_size, need);
+                        "SYMM_HEAP_SIZE=%s runs it all\n",
+                        suite, footprint(lo, rot) + slack, free_bytes, info.heap_size, need);
             return -1;
         }
     }
@@ -146,11 +155,12 @@ int sb_fit_heap(const char *suite, sb_footprint_fn footprint, size_t lo)
         char from[32], to[32];
         size_str(sb_opts.rotate, from, sizeof from);
         size_str(rot, to, sizeof to);
-        snprintf(what + strlen(what), sizeof what - strlen(what),
-                 "%s--rotate %s instead of %s", *what ? "; " : "", to, from);
+        snprintf(what + strlen(what), sizeof what - strlen(what), "%s--rotate %s instead of %s",
+                 *what ? "; " : "", to, from);
     }
     SB_PRINT("# note: %s: the symmetric heap has %zu of %zu bytes free per PE, %zu needed; "
-             "SYMM_HEAP_SIZE=%s runs it all\n", what, free_bytes, info.heap_size, want, need);
+             "SYMM_HEAP_SIZE=%s runs it all\n",
+             what, free_bytes, info.heap_size, want, need);
     if (sb_me == 0)
         bench_tsv_note(&sb_opts, "heap\t%s\t%s\tSYMM_HEAP_SIZE=%s", suite, what, need);
     sb_opts.max_size = max;
@@ -175,8 +185,10 @@ void sb_workers_desc(symm_pool_t pool, int forced, size_t max_bytes, char *buf, 
     if (max_bytes != SIZE_MAX)
         snprintf(at, sizeof at, " at %zu %s", max_bytes >> (max_bytes >> 20 ? 20 : 10),
                  max_bytes >> 20 ? "MiB" : "KiB");
-    snprintf(buf, len, "automatic worker count (nworkers = 0): %d per PE%s with %ld CPUs and "
-             "%d PEs (workers column)", nw, at, sysconf(_SC_NPROCESSORS_ONLN), sb_npes);
+    snprintf(buf, len,
+             "automatic worker count (nworkers = 0): %d per PE%s with %ld CPUs and "
+             "%d PEs (workers column)",
+             nw, at, sysconf(_SC_NPROCESSORS_ONLN), sb_npes);
 }
 
 void sb_tsv_workers(const char *suite, const char *op, size_t bytes, int nw, int forced)
@@ -240,8 +252,10 @@ static void teams_pools(void)
             cr[r] = sb_avg_all(1e6 * (t1 - t0));
             de[r] = sb_avg_all(1e6 * (t3 - t2));
             if (team_heap_used() != before && sb_me == 0)
-                fprintf(stderr, "# warning: team heap not returned after destroying a pool"
-                        " of %zu (%zu -> %zu bytes)\n", n, before, team_heap_used());
+                fprintf(stderr,
+                        "# warning: team heap not returned after destroying a pool"
+                        " of %zu (%zu -> %zu bytes)\n",
+                        n, before, team_heap_used());
         }
         bench_stat_t c = bench_stats(cr, reps), d = bench_stats(de, reps);
         double mpi = sb_anchor_us("teams", "pool_create", (int64_t)n);
@@ -266,7 +280,8 @@ static void teams_plain(void)
 {
     int reps = sb_opts.quick ? 5 : 101;
     int *ranks = malloc((size_t)sb_npes * sizeof *ranks);
-    for (int i = 0; i < sb_npes; i++) ranks[i] = i;
+    for (int i = 0; i < sb_npes; i++)
+        ranks[i] = i;
     SB_PRINT("\n# plain teams over all %d PEs: create, then destroy; median of %d\n"
              "# anchor: MPI_Comm_split (split) and MPI_Comm_create_group (rank list), "
              "then MPI_Comm_free\n",
@@ -296,7 +311,8 @@ static void teams_plain(void)
         char op[32], opd[32];
         snprintf(op, sizeof op, "%s_create", names[how]);
         snprintf(opd, sizeof opd, "%s_destroy", names[how]);
-        double mc = sb_anchor_us("teams", op, sb_npes), md = sb_anchor_us("teams", opd, sb_npes);
+        double mc = sb_anchor_us("teams", op, sb_npes),
+               md = sb_anchor_us("teams", opd, sb_npes);
         SB_PRINT("%-8s %12.2f %10.1f %12.2f %14.2f %14.2f %16.1f\n", names[how], c.median,
                  bench_spread_pct(c), d.median, mc, md, mc / c.median);
         if (sb_me == 0) {
@@ -323,7 +339,8 @@ static void *conc_worker(void *p)
         pthread_barrier_wait(a->start);
         int iters = *a->iters;
         if (!iters) break;
-        for (int i = 0; i < iters; i++) SB_CHECK(symm_barrier(a->team));
+        for (int i = 0; i < iters; i++)
+            SB_CHECK(symm_barrier(a->team));
         pthread_barrier_wait(a->end);
     }
     return NULL;
@@ -367,12 +384,15 @@ static void teams_concurrent(void)
             args[i] = (conc_arg_t){symm_pool_team(pool, (size_t)i), &iters_var, &start, &end};
             pthread_create(&th[i], NULL, conc_worker, &args[i]);
         }
-        int iters = bench_conc_iters(sb_opts.quick, conc_round(&iters_var, 10, &start, &end) / 10);
+        int iters =
+            bench_conc_iters(sb_opts.quick, conc_round(&iters_var, 10, &start, &end) / 10);
         double *lat = calloc((size_t)reps, sizeof *lat);
-        for (int r = 0; r < reps; r++) lat[r] = conc_round(&iters_var, iters, &start, &end) / iters;
+        for (int r = 0; r < reps; r++)
+            lat[r] = conc_round(&iters_var, iters, &start, &end) / iters;
         iters_var = 0;
         pthread_barrier_wait(&start);
-        for (int i = 0; i < d; i++) pthread_join(th[i], NULL);
+        for (int i = 0; i < d; i++)
+            pthread_join(th[i], NULL);
         pthread_barrier_destroy(&start);
         pthread_barrier_destroy(&end);
         bench_stat_t s = bench_stats(lat, reps);
@@ -470,13 +490,18 @@ int main(int argc, char **argv)
     if (sb_opts.anchor && !sb_anchor.n)
         SB_PRINT("# note: no anchor rows in %s: ratio columns are nan\n", sb_opts.anchor);
     int rc;
-    if (!strcmp(sb_opts.suite, "teams")) rc = sb_suite_teams();
-    else if (!strcmp(sb_opts.suite, "coll")) rc = sb_suite_coll();
-    else if (!strcmp(sb_opts.suite, "tile")) rc = sb_suite_tile();
-    else if (!strcmp(sb_opts.suite, "moe")) rc = sb_suite_moe();
+    if (!strcmp(sb_opts.suite, "teams"))
+        rc = sb_suite_teams();
+    else if (!strcmp(sb_opts.suite, "coll"))
+        rc = sb_suite_coll();
+    else if (!strcmp(sb_opts.suite, "tile"))
+        rc = sb_suite_tile();
+    else if (!strcmp(sb_opts.suite, "moe"))
+        rc = sb_suite_moe();
     else {
-        fprintf(stderr, "symm-bench: unknown suite %s (teams, coll, tile, moe, gpu-coll, "
-                        "gpu-tile-moe)\n",
+        fprintf(stderr,
+                "symm-bench: unknown suite %s (teams, coll, tile, moe, gpu-coll, "
+                "gpu-tile-moe)\n",
                 sb_opts.suite);
         rc = 2;
     }

@@ -15,10 +15,10 @@ extern bench_anchor_t sb_anchor;
 extern int sb_me, sb_npes;
 
 /* Aborts the job naming the call that failed. */
-#define SB_CHECK(call)                                                                   \
-    do {                                                                                 \
-        symm_status_t sb_st_ = (call);                                                   \
-        if (sb_st_ != SYMM_SUCCESS) sb_fail(#call, __FILE__, __LINE__, sb_st_);          \
+#define SB_CHECK(call)                                                                         \
+    do {                                                                                       \
+        symm_status_t sb_st_ = (call);                                                         \
+        if (sb_st_ != SYMM_SUCCESS) sb_fail(#call, __FILE__, __LINE__, sb_st_);                \
     } while (0)
 void sb_fail(const char *what, const char *file, int line, symm_status_t st);
 
@@ -34,12 +34,12 @@ bench_stat_t sb_time_slots(sb_run_fn run, const void *ctx, int op, size_t nrot, 
                            int warmup);
 double sb_max_all(double v);
 /* PE 0 prints; the others stay quiet. */
-#define SB_PRINT(...)                                                                    \
-    do {                                                                                 \
-        if (sb_me == 0) {                                                                \
-            printf(__VA_ARGS__);                                                         \
-            fflush(stdout);                                                              \
-        }                                                                                \
+#define SB_PRINT(...)                                                                          \
+    do {                                                                                       \
+        if (sb_me == 0) {                                                                      \
+            printf(__VA_ARGS__);                                                               \
+            fflush(stdout);                                                                    \
+        }                                                                                      \
     } while (0)
 
 /* Anchor median (us) for a row, NaN if absent. */

@@ -17,21 +17,22 @@
 
 #include "symm/impl/plan__combine.h"
 
-namespace symm_detail {
+namespace symm_detail
+{
 
 /* ---------------------------------------------------------------- primitives */
 /* 64-bit loads and stores with a memory-model qualifier ("acquire.sys", ...). */
-#define SYMM_DEV_LD_(name, sem)                                                          \
-    SYMM_DEV uint64_t name(const uint64_t *p)                                           \
-    {                                                                                   \
-        uint64_t v;                                                                     \
-        asm volatile("ld." sem ".global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");  \
-        return v;                                                                       \
+#define SYMM_DEV_LD_(name, sem)                                                                \
+    SYMM_DEV uint64_t name(const uint64_t *p)                                                  \
+    {                                                                                          \
+        uint64_t v;                                                                            \
+        asm volatile("ld." sem ".global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");         \
+        return v;                                                                              \
     }
-#define SYMM_DEV_ST_(name, sem)                                                          \
-    SYMM_DEV void name(uint64_t *p, uint64_t v)                                         \
-    {                                                                                   \
-        asm volatile("st." sem ".global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");    \
+#define SYMM_DEV_ST_(name, sem)                                                                \
+    SYMM_DEV void name(uint64_t *p, uint64_t v)                                                \
+    {                                                                                          \
+        asm volatile("st." sem ".global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");           \
     }
 SYMM_DEV_LD_(ld_acquire_sys, "acquire.sys")
 SYMM_DEV_LD_(ld_acquire_gpu, "acquire.gpu")
@@ -49,10 +50,16 @@ SYMM_DEV void add_release_sys(uint64_t *p, uint64_t v)
 SYMM_DEV uint64_t or_acquire_gpu(uint64_t *p, uint64_t v)
 {
     uint64_t old;
-    asm volatile("atom.acquire.gpu.global.or.b64 %0, [%1], %2;" : "=l"(old) : "l"(p), "l"(v) : "memory");
+    asm volatile("atom.acquire.gpu.global.or.b64 %0, [%1], %2;"
+                 : "=l"(old)
+                 : "l"(p), "l"(v)
+                 : "memory");
     return old;
 }
-SYMM_DEV void fence_sys(void) { asm volatile("fence.acq_rel.sys;" ::: "memory"); }
+SYMM_DEV void fence_sys(void)
+{
+    asm volatile("fence.acq_rel.sys;" ::: "memory");
+}
 /* Programmatic dependent launch (sm_90): wait for the kernels before this one on the
  * stream to complete (their memory visible), and let the next one start launching. Both
  * are no-ops in a kernel launched without the attribute. */
@@ -88,8 +95,14 @@ SYMM_DEV uint32_t thread_linear(void)
 {
     return threadIdx.x + blockDim.x * (threadIdx.y + blockDim.y * threadIdx.z);
 }
-SYMM_DEV uint32_t block_threads(void) { return blockDim.x * blockDim.y * blockDim.z; }
-SYMM_DEV uint32_t lane_id(void) { return thread_linear() & 31u; }
+SYMM_DEV uint32_t block_threads(void)
+{
+    return blockDim.x * blockDim.y * blockDim.z;
+}
+SYMM_DEV uint32_t lane_id(void)
+{
+    return thread_linear() & 31u;
+}
 
 /* Who holds a duplicate: grid id (bits 33..), a bit that keeps the tag non-zero, the
  * block (bits 11..31) and the scope inside it (0: the block, 1 + w: warp w, 64 + t:
@@ -156,7 +169,8 @@ SYMM_DEV_COLD uint64_t held_by(const uint64_t *w)
 {
     uint64_t h = ld_relaxed_gpu(w + 1);
 #pragma unroll 1
-    for (int i = 0; h == 0 && i < 256; i++) h = ld_relaxed_gpu(w + 1);
+    for (int i = 0; h == 0 && i < 256; i++)
+        h = ld_relaxed_gpu(w + 1);
     return h;
 }
 /* claim() on a held duplicate: 0 if this holder has it (a call inside
@@ -190,7 +204,10 @@ SYMM_DEV int claim(const symm_dev_team_t &t, uint32_t what, uint64_t tag, uint64
     return claim_held(t, what, tag);
 }
 /* The holder's episode counter, and its update (the holder only). */
-SYMM_DEV uint64_t episode(const symm_dev_team_t &t) { return ld_relaxed_gpu(my_block(t)) >> 1; }
+SYMM_DEV uint64_t episode(const symm_dev_team_t &t)
+{
+    return ld_relaxed_gpu(my_block(t)) >> 1;
+}
 SYMM_DEV void set_episode(const symm_dev_team_t &t, uint64_t ep)
 {
     st_relaxed_gpu(my_block(t), (ep << 1) | 1);
@@ -202,7 +219,10 @@ SYMM_DEV void unclaim_ep(const symm_dev_team_t &t, uint64_t ep)
     st_relaxed_gpu(w + 1, 0);
     st_release_gpu(w, ep << 1);
 }
-SYMM_DEV void unclaim(const symm_dev_team_t &t) { unclaim_ep(t, episode(t)); }
+SYMM_DEV void unclaim(const symm_dev_team_t &t)
+{
+    unclaim_ep(t, episode(t));
+}
 
 /* A round's flag, read and written at the team's scope (SYMM_DEV_ONE_GPU: GPU). */
 SYMM_DEV uint64_t ld_flag(const symm_dev_team_t &t, const uint64_t *p)
@@ -211,13 +231,15 @@ SYMM_DEV uint64_t ld_flag(const symm_dev_team_t &t, const uint64_t *p)
 }
 SYMM_DEV void st_flag(const symm_dev_team_t &t, uint64_t *p, uint64_t v)
 {
-    if (t.flags & SYMM_DEV_ONE_GPU) st_release_gpu(p, v);
-    else st_release_sys(p, v);
+    if (t.flags & SYMM_DEV_ONE_GPU)
+        st_release_gpu(p, v);
+    else
+        st_release_sys(p, v);
 }
 
 /* Waits until *flag >= ep, bounded by the team's timeout. */
-SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep,
-                     uint32_t what, int pe)
+SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep, uint32_t what,
+                     int pe)
 {
     if (ld_flag(t, flag) >= ep) return 0;
     uint64_t start = globaltimer();
@@ -231,8 +253,8 @@ SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep
 }
 
 /* One round by threads [first, first + stride ...) of a group; ep is the episode. */
-SYMM_DEV int round_part(const symm_dev_team_t &t, uint64_t ep, uint32_t first,
-                        uint32_t stride, uint32_t what)
+SYMM_DEV int round_part(const symm_dev_team_t &t, uint64_t ep, uint32_t first, uint32_t stride,
+                        uint32_t what)
 {
     for (int pe = (int)first; pe < t.n; pe += (int)stride)
         if (pe != t.me) st_flag(t, flag_at_peer(t, pe), ep);
@@ -308,8 +330,10 @@ SYMM_DEV int claim_round_block(const symm_dev_team_t &t, uint32_t what)
  * round left a stale line in this SM's L1. A local source may be any memory (shared too). */
 template <typename W, bool PEER> SYMM_DEV W load_word(const W *p)
 {
-    if constexpr (PEER) return __ldcg(p);
-    else return *p;
+    if constexpr (PEER)
+        return __ldcg(p);
+    else
+        return *p;
 }
 template <bool PEER>
 SYMM_DEV void copy_part(void *dst, const void *src, size_t n, uint32_t i0, uint32_t step)
@@ -318,19 +342,23 @@ SYMM_DEV void copy_part(void *dst, const void *src, size_t n, uint32_t i0, uint3
     if ((a & 15) == 0) {
         uint4 *d = (uint4 *)dst;
         const uint4 *s = (const uint4 *)src;
-        for (size_t i = i0; i < n / 16; i += step) d[i] = load_word<uint4, PEER>(s + i);
+        for (size_t i = i0; i < n / 16; i += step)
+            d[i] = load_word<uint4, PEER>(s + i);
     } else if ((a & 7) == 0) {
         uint2 *d = (uint2 *)dst;
         const uint2 *s = (const uint2 *)src;
-        for (size_t i = i0; i < n / 8; i += step) d[i] = load_word<uint2, PEER>(s + i);
+        for (size_t i = i0; i < n / 8; i += step)
+            d[i] = load_word<uint2, PEER>(s + i);
     } else if ((a & 3) == 0) {
         unsigned *d = (unsigned *)dst;
         const unsigned *s = (const unsigned *)src;
-        for (size_t i = i0; i < n / 4; i += step) d[i] = load_word<unsigned, PEER>(s + i);
+        for (size_t i = i0; i < n / 4; i += step)
+            d[i] = load_word<unsigned, PEER>(s + i);
     } else {
         unsigned char *d = (unsigned char *)dst;
         const unsigned char *s = (const unsigned char *)src;
-        for (size_t i = i0; i < n; i += step) d[i] = load_word<unsigned char, PEER>(s + i);
+        for (size_t i = i0; i < n; i += step)
+            d[i] = load_word<unsigned char, PEER>(s + i);
     }
 }
 
@@ -387,13 +415,20 @@ template <typename T> SYMM_DEV T ldcg(const T *p)
 /* a op b by the rule of plan__combine.h (acc::step rounds fp16/bf16 after it). */
 template <typename A, int OP> SYMM_DEV A apply(A a, A b)
 {
-    if constexpr (OP == SYMM_OP_SUM) return SYMM_PLAN_OP_SUM(a, b);
-    else if constexpr (OP == SYMM_OP_PROD) return SYMM_PLAN_OP_PROD(a, b);
-    else if constexpr (OP == SYMM_OP_MIN) return SYMM_PLAN_OP_MIN(a, b);
-    else if constexpr (OP == SYMM_OP_MAX) return SYMM_PLAN_OP_MAX(a, b);
-    else if constexpr (OP == SYMM_OP_AND) return SYMM_PLAN_OP_AND(a, b);
-    else if constexpr (OP == SYMM_OP_OR) return SYMM_PLAN_OP_OR(a, b);
-    else return SYMM_PLAN_OP_XOR(a, b);
+    if constexpr (OP == SYMM_OP_SUM)
+        return SYMM_PLAN_OP_SUM(a, b);
+    else if constexpr (OP == SYMM_OP_PROD)
+        return SYMM_PLAN_OP_PROD(a, b);
+    else if constexpr (OP == SYMM_OP_MIN)
+        return SYMM_PLAN_OP_MIN(a, b);
+    else if constexpr (OP == SYMM_OP_MAX)
+        return SYMM_PLAN_OP_MAX(a, b);
+    else if constexpr (OP == SYMM_OP_AND)
+        return SYMM_PLAN_OP_AND(a, b);
+    else if constexpr (OP == SYMM_OP_OR)
+        return SYMM_PLAN_OP_OR(a, b);
+    else
+        return SYMM_PLAN_OP_XOR(a, b);
 }
 
 /* Elements [lo, hi) owned by this member: reduce over members in team order (member 0
@@ -413,7 +448,8 @@ SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size
         if (root >= 0) {
             peer(t, dest, root)[i] = r;
         } else {
-            for (int j = 0; j < t.n; j++) peer(t, dest, j)[i] = r;
+            for (int j = 0; j < t.n; j++)
+                peer(t, dest, j)[i] = r;
         }
     }
 }
@@ -431,9 +467,10 @@ __device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest,
 {
     typedef acc<T> C;
     constexpr uint32_t V = 16 / sizeof(T);
-    bool vec = hi - lo >= 2 * V &&
-               ((((uintptr_t)(src + lo)) ^ ((uintptr_t)(dest + lo))) & 15) == 0;
-    for (int j = 0; vec && j < t.n; j++) vec = (t.heap_delta[j] & 15) == 0;
+    bool vec =
+        hi - lo >= 2 * V && ((((uintptr_t)(src + lo)) ^ ((uintptr_t)(dest + lo))) & 15) == 0;
+    for (int j = 0; vec && j < t.n; j++)
+        vec = (t.heap_delta[j] & 15) == 0;
     if (!vec) {
         reduce_slice<T, OP>(t, dest, src, lo, hi, root, i0, step);
         return;
@@ -448,7 +485,8 @@ __device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest,
         uint4 w = __ldcg((const uint4 *)(peer(t, src, 0) + i));
         memcpy(x, &w, 16);
 #pragma unroll
-        for (uint32_t e = 0; e < V; e++) a[e] = C::in(x[e]);
+        for (uint32_t e = 0; e < V; e++)
+            a[e] = C::in(x[e]);
         for (int j = 1; j < t.n; j++) {
             w = __ldcg((const uint4 *)(peer(t, src, j) + i));
             memcpy(x, &w, 16);
@@ -457,12 +495,14 @@ __device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest,
                 a[e] = C::step(apply<typename C::type, OP>(a[e], C::in(x[e])));
         }
 #pragma unroll
-        for (uint32_t e = 0; e < V; e++) x[e] = C::out(a[e]);
+        for (uint32_t e = 0; e < V; e++)
+            x[e] = C::out(a[e]);
         memcpy(&w, x, 16);
         if (root >= 0) {
             *(uint4 *)(peer(t, dest, root) + i) = w;
         } else {
-            for (int j = 0; j < t.n; j++) *(uint4 *)(peer(t, dest, j) + i) = w;
+            for (int j = 0; j < t.n; j++)
+                *(uint4 *)(peer(t, dest, j) + i) = w;
         }
     }
     reduce_slice<T, OP>(t, dest, src, v0 + nv * V, hi, root, i0, step);
@@ -482,21 +522,25 @@ template <typename T>
 SYMM_DEV int reduce_dispatch(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
                              size_t hi, symm_op_t op, int root, uint32_t i0, uint32_t step)
 {
-#define SYMM_RD_CASE_(o)                                                                  \
-    case o: reduce_slice_vec<T, o>(t, dest, src, lo, hi, root, i0, step); return 0;
+#define SYMM_RD_CASE_(o)                                                                       \
+    case o:                                                                                    \
+        reduce_slice_vec<T, o>(t, dest, src, lo, hi, root, i0, step);                          \
+        return 0;
     switch (op) {
         SYMM_RD_CASE_(SYMM_OP_SUM)
         SYMM_RD_CASE_(SYMM_OP_PROD)
         SYMM_RD_CASE_(SYMM_OP_MIN)
         SYMM_RD_CASE_(SYMM_OP_MAX)
-    default: break;
+    default:
+        break;
     }
     if constexpr (is_int_type<T>::value) {
         switch (op) {
             SYMM_RD_CASE_(SYMM_OP_AND)
             SYMM_RD_CASE_(SYMM_OP_OR)
             SYMM_RD_CASE_(SYMM_OP_XOR)
-        default: break;
+        default:
+            break;
         }
     }
 #undef SYMM_RD_CASE_
@@ -563,8 +607,14 @@ SYMM_DEV symm_dev_team_t symm_dev_pool_team(const symm_dev_pool_t &pool, uint32_
     return t;
 }
 
-SYMM_DEV int symm_dev_team_my_pe(const symm_dev_team_t &t) { return t.n > 0 ? t.me : -1; }
-SYMM_DEV int symm_dev_team_n_pes(const symm_dev_team_t &t) { return t.n > 0 ? t.n : -1; }
+SYMM_DEV int symm_dev_team_my_pe(const symm_dev_team_t &t)
+{
+    return t.n > 0 ? t.me : -1;
+}
+SYMM_DEV int symm_dev_team_n_pes(const symm_dev_team_t &t)
+{
+    return t.n > 0 ? t.n : -1;
+}
 
 template <typename T> SYMM_DEV T *symm_dev_ptr(const symm_dev_team_t &t, T *addr, int pe)
 {
@@ -669,11 +719,11 @@ template <typename T>
 SYMM_DEV int symm_dev_allreduce_block(const symm_dev_team_t &t, T *dest, const T *src,
                                       size_t count, symm_op_t op)
 {
-    return symm_detail::reduce_block_impl(t, dest, src, count, op, -1,
-                                          SYMM_DEV_WHAT_ALLREDUCE);
+    return symm_detail::reduce_block_impl(t, dest, src, count, op, -1, SYMM_DEV_WHAT_ALLREDUCE);
 }
 
-namespace symm_detail {
+namespace symm_detail
+{
 /* fcollect (alltoall == false: member j's src into block j of dest) and alltoall (block
  * me of member j's src into block j of dest), one block. */
 SYMM_DEV int gather_block_impl(const symm_dev_team_t &t, void *dest, const void *src,
@@ -714,35 +764,35 @@ SYMM_DEV void symm_dev_put_block(const symm_dev_team_t &t, void *dest, const voi
                                  size_t nbytes, int pe)
 {
     symm_detail::copy_part<false>(symm_detail::peer(t, dest, pe), src, nbytes,
-                           symm_detail::thread_linear(), symm_detail::block_threads());
+                                  symm_detail::thread_linear(), symm_detail::block_threads());
 }
 SYMM_DEV void symm_dev_get_block(const symm_dev_team_t &t, void *dest, const void *src,
                                  size_t nbytes, int pe)
 {
     symm_detail::copy_part<true>(dest, symm_detail::peer(t, src, pe), nbytes,
-                           symm_detail::thread_linear(), symm_detail::block_threads());
+                                 symm_detail::thread_linear(), symm_detail::block_threads());
 }
 SYMM_DEV void symm_dev_put_warp(const symm_dev_team_t &t, void *dest, const void *src,
                                 size_t nbytes, int pe)
 {
     symm_detail::copy_part<false>(symm_detail::peer(t, dest, pe), src, nbytes,
-                           symm_detail::lane_id(), 32);
+                                  symm_detail::lane_id(), 32);
     __syncwarp();
 }
 SYMM_DEV void symm_dev_get_warp(const symm_dev_team_t &t, void *dest, const void *src,
                                 size_t nbytes, int pe)
 {
     symm_detail::copy_part<true>(dest, symm_detail::peer(t, src, pe), nbytes,
-                           symm_detail::lane_id(), 32);
+                                 symm_detail::lane_id(), 32);
     __syncwarp();
 }
-SYMM_DEV void symm_dev_put(const symm_dev_team_t &t, void *dest, const void *src,
-                           size_t nbytes, int pe)
+SYMM_DEV void symm_dev_put(const symm_dev_team_t &t, void *dest, const void *src, size_t nbytes,
+                           int pe)
 {
     symm_detail::copy_part<false>(symm_detail::peer(t, dest, pe), src, nbytes, 0, 1);
 }
-SYMM_DEV void symm_dev_get(const symm_dev_team_t &t, void *dest, const void *src,
-                           size_t nbytes, int pe)
+SYMM_DEV void symm_dev_get(const symm_dev_team_t &t, void *dest, const void *src, size_t nbytes,
+                           int pe)
 {
     symm_detail::copy_part<true>(dest, symm_detail::peer(t, src, pe), nbytes, 0, 1);
 }
@@ -751,8 +801,10 @@ SYMM_DEV void symm_dev_signal(const symm_dev_team_t &t, uint64_t *sig, uint64_t 
                               symm_sigop_t sigop, int pe)
 {
     uint64_t *p = symm_detail::peer(t, sig, pe);
-    if (sigop == SYMM_SIGNAL_ADD) symm_detail::add_release_sys(p, signal);
-    else symm_detail::st_release_sys(p, signal);
+    if (sigop == SYMM_SIGNAL_ADD)
+        symm_detail::add_release_sys(p, signal);
+    else
+        symm_detail::st_release_sys(p, signal);
 }
 
 SYMM_DEV void symm_dev_put_signal(const symm_dev_team_t &t, void *dest, const void *src,
@@ -763,9 +815,9 @@ SYMM_DEV void symm_dev_put_signal(const symm_dev_team_t &t, void *dest, const vo
     symm_dev_signal(t, sig, signal, sigop, pe);
 }
 
-SYMM_DEV void symm_dev_put_signal_block(const symm_dev_team_t &t, void *dest,
-                                        const void *src, size_t nbytes, uint64_t *sig,
-                                        uint64_t signal, symm_sigop_t sigop, int pe)
+SYMM_DEV void symm_dev_put_signal_block(const symm_dev_team_t &t, void *dest, const void *src,
+                                        size_t nbytes, uint64_t *sig, uint64_t signal,
+                                        symm_sigop_t sigop, int pe)
 {
     symm_dev_put_block(t, dest, src, nbytes, pe);
     __syncthreads(); /* the release below is cumulative over the block's stores */
@@ -773,27 +825,39 @@ SYMM_DEV void symm_dev_put_signal_block(const symm_dev_team_t &t, void *dest,
     __syncthreads();
 }
 
-SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig,
-                                        symm_cmp_t cmp, uint64_t value,
-                                        uint64_t *value_out)
+SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig, symm_cmp_t cmp,
+                                        uint64_t value, uint64_t *value_out)
 {
     uint64_t start = 0;
     for (uint32_t i = 0;; i++) {
         uint64_t v = symm_detail::ld_acquire_sys(sig);
         bool ok;
         switch (cmp) {
-        case SYMM_CMP_EQ: ok = v == value; break;
-        case SYMM_CMP_NE: ok = v != value; break;
-        case SYMM_CMP_GT: ok = v > value; break;
-        case SYMM_CMP_GE: ok = v >= value; break;
-        case SYMM_CMP_LT: ok = v < value; break;
-        default: ok = v <= value; break;
+        case SYMM_CMP_EQ:
+            ok = v == value;
+            break;
+        case SYMM_CMP_NE:
+            ok = v != value;
+            break;
+        case SYMM_CMP_GT:
+            ok = v > value;
+            break;
+        case SYMM_CMP_GE:
+            ok = v >= value;
+            break;
+        case SYMM_CMP_LT:
+            ok = v < value;
+            break;
+        default:
+            ok = v <= value;
+            break;
         }
         if (ok) {
             if (value_out) *value_out = v;
             return 0;
         }
-        if (i == 0) start = symm_detail::globaltimer();
+        if (i == 0)
+            start = symm_detail::globaltimer();
         else if ((i & 1023u) == 0 && symm_detail::globaltimer() - start > t.timeout_ns) {
             symm_detail::record(t, SYMM_ERR_TIMEOUT, SYMM_DEV_WHAT_SIGNAL_WAIT, 0xffffffffu, v);
             return SYMM_ERR_TIMEOUT;
@@ -801,6 +865,9 @@ SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig,
     }
 }
 
-SYMM_DEV void symm_dev_quiet(void) { symm_detail::fence_sys(); }
+SYMM_DEV void symm_dev_quiet(void)
+{
+    symm_detail::fence_sys();
+}
 
 #endif

@@ -21,21 +21,21 @@ extern "C" {
  *   [32] flag[n]: flag[k] = last episode member k signalled to this member
  * rounded up to SYMM_DEV_BLOCK_ALIGN bytes: 32 + 8 n bytes per member per duplicate. */
 #define SYMM_DEV_BLOCK_MAILBOX 16
-#define SYMM_DEV_BLOCK_HDR 32
-#define SYMM_DEV_BLOCK_ALIGN 64
+#define SYMM_DEV_BLOCK_HDR     32
+#define SYMM_DEV_BLOCK_ALIGN   64
 
 /* What a device call was doing when it failed (for the host's message). */
-#define SYMM_DEV_FOREACH_WHAT(X)                                                        \
-    X(SYMM_DEV_WHAT_CLAIM, "claim")                                                     \
-    X(SYMM_DEV_WHAT_BARRIER, "barrier")                                                 \
-    X(SYMM_DEV_WHAT_SYNC, "sync")                                                       \
-    X(SYMM_DEV_WHAT_BROADCAST, "broadcast")                                             \
-    X(SYMM_DEV_WHAT_REDUCE, "reduce")                                                   \
-    X(SYMM_DEV_WHAT_ALLREDUCE, "allreduce")                                             \
-    X(SYMM_DEV_WHAT_FCOLLECT, "fcollect")                                               \
-    X(SYMM_DEV_WHAT_ALLTOALL, "alltoall")                                               \
-    X(SYMM_DEV_WHAT_SIGNAL_WAIT, "signal_wait")                                         \
-    X(SYMM_DEV_WHAT_TILE, "tile_reduce")                                                \
+#define SYMM_DEV_FOREACH_WHAT(X)                                                               \
+    X(SYMM_DEV_WHAT_CLAIM, "claim")                                                            \
+    X(SYMM_DEV_WHAT_BARRIER, "barrier")                                                        \
+    X(SYMM_DEV_WHAT_SYNC, "sync")                                                              \
+    X(SYMM_DEV_WHAT_BROADCAST, "broadcast")                                                    \
+    X(SYMM_DEV_WHAT_REDUCE, "reduce")                                                          \
+    X(SYMM_DEV_WHAT_ALLREDUCE, "allreduce")                                                    \
+    X(SYMM_DEV_WHAT_FCOLLECT, "fcollect")                                                      \
+    X(SYMM_DEV_WHAT_ALLTOALL, "alltoall")                                                      \
+    X(SYMM_DEV_WHAT_SIGNAL_WAIT, "signal_wait")                                                \
+    X(SYMM_DEV_WHAT_TILE, "tile_reduce")                                                       \
     X(SYMM_DEV_WHAT_MOE, "moe all-to-all-v")
 
 typedef enum {
@@ -47,13 +47,13 @@ typedef enum {
 
 /* One device-side error, written by the block that met it. */
 typedef struct symm_dev_err_rec {
-    int32_t status;    /* symm_status_t: SYMM_ERR_TEAM_BUSY, SYMM_ERR_TIMEOUT, ... */
-    uint32_t what;     /* symm_dev_what_t */
-    uint32_t pool_id;  /* host pool slot (names the pool in the message) */
-    uint32_t dup;      /* duplicate number */
-    uint32_t block;    /* linear block index of the reporting block */
-    uint32_t other;    /* BUSY: block index of the holder; TIMEOUT: team PE not arrived */
-    uint64_t holder;   /* BUSY: the holder's tag (grid id << 24 | block + 1) */
+    int32_t status;   /* symm_status_t: SYMM_ERR_TEAM_BUSY, SYMM_ERR_TIMEOUT, ... */
+    uint32_t what;    /* symm_dev_what_t */
+    uint32_t pool_id; /* host pool slot (names the pool in the message) */
+    uint32_t dup;     /* duplicate number */
+    uint32_t block;   /* linear block index of the reporting block */
+    uint32_t other;   /* BUSY: block index of the holder; TIMEOUT: team PE not arrived */
+    uint64_t holder;  /* BUSY: the holder's tag (grid id << 24 | block + 1) */
 } symm_dev_err_rec_t;
 
 #define SYMM_DEV_ERR_MAX 16
@@ -80,16 +80,16 @@ typedef struct symm_dev_chunk {
 /* A pool on the device, passed to kernels by value. Block b uses duplicate b:
  * symm_dev_pool_team(pool, blockIdx.x) is two dependent loads. */
 typedef struct symm_dev_pool {
-    const uint32_t *dup_chunk;       /* [size]: chunk index of each duplicate */
-    const symm_dev_chunk_t *chunks;  /* [nchunks] */
-    const int64_t *heap_delta;       /* [n]: member j's GPU heap address - mine */
-    symm_dev_err_buf_t *err;         /* this PE's device error buffer */
-    uint64_t timeout_ns;             /* bound on every device wait (SYMM_TIMEOUT) */
-    uint32_t size;                   /* duplicates */
-    uint32_t block_size;             /* bytes per duplicate per member */
-    int32_t n, me;                   /* members; my team number */
+    const uint32_t *dup_chunk;      /* [size]: chunk index of each duplicate */
+    const symm_dev_chunk_t *chunks; /* [nchunks] */
+    const int64_t *heap_delta;      /* [n]: member j's GPU heap address - mine */
+    symm_dev_err_buf_t *err;        /* this PE's device error buffer */
+    uint64_t timeout_ns;            /* bound on every device wait (SYMM_TIMEOUT) */
+    uint32_t size;                  /* duplicates */
+    uint32_t block_size;            /* bytes per duplicate per member */
+    int32_t n, me;                  /* members; my team number */
     uint32_t pool_id;
-    uint32_t flags;                  /* SYMM_DEV_ONE_GPU */
+    uint32_t flags; /* SYMM_DEV_ONE_GPU */
 } symm_dev_pool_t;
 
 /* One duplicate (a team) on the device: what a collective needs, resolved. */
@@ -99,9 +99,9 @@ typedef struct symm_dev_team {
     const int64_t *heap_delta;   /* [n] */
     symm_dev_err_buf_t *err;
     uint64_t timeout_ns;
-    int32_t n, me;               /* n == 0: invalid team (index out of range) */
+    int32_t n, me; /* n == 0: invalid team (index out of range) */
     uint32_t dup, pool_id;
-    uint32_t flags, pad;         /* the pool's flags */
+    uint32_t flags, pad; /* the pool's flags */
 } symm_dev_team_t;
 
 #ifdef __cplusplus

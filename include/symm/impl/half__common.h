@@ -29,7 +29,10 @@ SYMM_HALF_HD float symm_half_u2f(uint32_t u)
     return f;
 }
 
-SYMM_HALF_HD float symm_half_bf16_to_float(uint16_t b) { return symm_half_u2f((uint32_t)b << 16); }
+SYMM_HALF_HD float symm_half_bf16_to_float(uint16_t b)
+{
+    return symm_half_u2f((uint32_t)b << 16);
+}
 
 /* Branch-free (a select for NaN), so that the bf16 loops vectorise. */
 SYMM_HALF_HD uint16_t symm_half_float_to_bf16(float f)

@@ -20,13 +20,13 @@
  * - fp16, bf16: float, and the result rounded to the half type (nearest even) after every
  *   combine, before the next member is folded in.
  * min keeps u on ties (v < u ? v : u), max likewise, so NaN and -0/+0 pick alike. */
-#define SYMM_PLAN_OP_SUM(u, v) ((u) + (v))
+#define SYMM_PLAN_OP_SUM(u, v)  ((u) + (v))
 #define SYMM_PLAN_OP_PROD(u, v) ((u) * (v))
-#define SYMM_PLAN_OP_MIN(u, v) ((v) < (u) ? (v) : (u))
-#define SYMM_PLAN_OP_MAX(u, v) ((v) > (u) ? (v) : (u))
-#define SYMM_PLAN_OP_AND(u, v) ((u) & (v))
-#define SYMM_PLAN_OP_OR(u, v) ((u) | (v))
-#define SYMM_PLAN_OP_XOR(u, v) ((u) ^ (v))
+#define SYMM_PLAN_OP_MIN(u, v)  ((v) < (u) ? (v) : (u))
+#define SYMM_PLAN_OP_MAX(u, v)  ((v) > (u) ? (v) : (u))
+#define SYMM_PLAN_OP_AND(u, v)  ((u) & (v))
+#define SYMM_PLAN_OP_OR(u, v)   ((u) | (v))
+#define SYMM_PLAN_OP_XOR(u, v)  ((u) ^ (v))
 
 /* a op b for two fp16 (bf16 != 0: bf16) values, by the rule above; op is sum, prod, min
  * or max (a constant where inlined: the switch folds away). */

@@ -14,7 +14,10 @@
 #include "symm/impl/plan__hd.h"
 
 /* A tile with no element: it is still collective, and its base and ld are not read. */
-SYMM_HD int symm_plan_tile_empty(const symm_tile_t *t) { return t->rows == 0 || t->cols == 0; }
+SYMM_HD int symm_plan_tile_empty(const symm_tile_t *t)
+{
+    return t->rows == 0 || t->cols == 0;
+}
 
 /* What is wrong with a tile, first fault first (SYMM_PLAN_TILE_OK: nothing). */
 enum {

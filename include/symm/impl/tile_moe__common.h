@@ -1,8 +1,8 @@
 /* tile_moe__common.h — arithmetic shared by the device tile reduce / MoE code
  * (tile_moe__funcs.cuh) and the host: the fp16/bf16 conversions of the CPU reduction
- * kernels (half__common.h), band splitting (plan__tile.h), the tile's work units, MoE segment alignment and the size of the MoE workspace.
- * Valid C11 and CUDA C++, host and device, so a CPU unit test checks the very code the
- * kernels run. */
+ * kernels (half__common.h), band splitting (plan__tile.h), the tile's work units, MoE segment
+ * alignment and the size of the MoE workspace. Valid C11 and CUDA C++, host and device, so a
+ * CPU unit test checks the very code the kernels run. */
 #ifndef SYMM_IMPL_TILE_MOE__COMMON_H
 #define SYMM_IMPL_TILE_MOE__COMMON_H
 
@@ -31,7 +31,7 @@
  * of SYMM_TM_A2A_HDR words (status, out_capacity, the byte offset of the member's in from
  * its workspace, argument fingerprint), then
  * (count, source offset) for every (receiver j, index e), receiver-major. */
-#define SYMM_TM_A2A_HDR 4
+#define SYMM_TM_A2A_HDR    4
 #define SYMM_TM_A2A_COPIES 32
 /* Bytes of workspace a team of n members with ne experts each needs (0 on overflow). */
 SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)

@@ -49,21 +49,22 @@
 #ifndef SYMM_IMPL_TILE_MOE__FUNCS_CUH
 #define SYMM_IMPL_TILE_MOE__FUNCS_CUH
 
-#include "symm_device.cuh"
 #include "symm/impl/tile_moe__common.h"
+#include "symm_device.cuh"
 
 #ifdef __CUDACC__
 
-namespace symm_tm {
+namespace symm_tm
+{
 
 /* ---------------------------------------------------------------- types and ops */
 template <int TY> struct ty;
-#define SYMM_TM_TY_(E, T_, U_, INT_, SIGNED_)                                              \
-    template <> struct ty<E> {                                                             \
-        typedef T_ T;                                                                      \
-        typedef U_ U;                                                                      \
-        static constexpr bool integer = INT_;                                              \
-        static constexpr bool is_signed = SIGNED_;                                         \
+#define SYMM_TM_TY_(E, T_, U_, INT_, SIGNED_)                                                  \
+    template <> struct ty<E> {                                                                 \
+        typedef T_ T;                                                                          \
+        typedef U_ U;                                                                          \
+        static constexpr bool integer = INT_;                                                  \
+        static constexpr bool is_signed = SIGNED_;                                             \
     };
 SYMM_TM_TY_(SYMM_INT8, int8_t, uint8_t, true, true)
 SYMM_TM_TY_(SYMM_INT16, int16_t, uint16_t, true, true)
@@ -81,20 +82,48 @@ SYMM_TM_TY_(SYMM_BF16, uint16_t, uint16_t, false, true)
 
 /* The symm_type_t of a C++ element type (for the typed public calls). */
 template <typename T> struct type_of;
-template <> struct type_of<int8_t> { static constexpr int value = SYMM_INT8; };
-template <> struct type_of<int16_t> { static constexpr int value = SYMM_INT16; };
-template <> struct type_of<int32_t> { static constexpr int value = SYMM_INT32; };
-template <> struct type_of<long> { static constexpr int value = sizeof(long) == 8 ? SYMM_INT64 : SYMM_INT32; };
-template <> struct type_of<long long> { static constexpr int value = SYMM_INT64; };
-template <> struct type_of<uint8_t> { static constexpr int value = SYMM_UINT8; };
-template <> struct type_of<uint16_t> { static constexpr int value = SYMM_UINT16; };
-template <> struct type_of<uint32_t> { static constexpr int value = SYMM_UINT32; };
-template <> struct type_of<unsigned long> { static constexpr int value = sizeof(long) == 8 ? SYMM_UINT64 : SYMM_UINT32; };
-template <> struct type_of<unsigned long long> { static constexpr int value = SYMM_UINT64; };
-template <> struct type_of<float> { static constexpr int value = SYMM_FLOAT; };
-template <> struct type_of<double> { static constexpr int value = SYMM_DOUBLE; };
-template <> struct type_of<__half> { static constexpr int value = SYMM_FP16; };
-template <> struct type_of<__nv_bfloat16> { static constexpr int value = SYMM_BF16; };
+template <> struct type_of<int8_t> {
+    static constexpr int value = SYMM_INT8;
+};
+template <> struct type_of<int16_t> {
+    static constexpr int value = SYMM_INT16;
+};
+template <> struct type_of<int32_t> {
+    static constexpr int value = SYMM_INT32;
+};
+template <> struct type_of<long> {
+    static constexpr int value = sizeof(long) == 8 ? SYMM_INT64 : SYMM_INT32;
+};
+template <> struct type_of<long long> {
+    static constexpr int value = SYMM_INT64;
+};
+template <> struct type_of<uint8_t> {
+    static constexpr int value = SYMM_UINT8;
+};
+template <> struct type_of<uint16_t> {
+    static constexpr int value = SYMM_UINT16;
+};
+template <> struct type_of<uint32_t> {
+    static constexpr int value = SYMM_UINT32;
+};
+template <> struct type_of<unsigned long> {
+    static constexpr int value = sizeof(long) == 8 ? SYMM_UINT64 : SYMM_UINT32;
+};
+template <> struct type_of<unsigned long long> {
+    static constexpr int value = SYMM_UINT64;
+};
+template <> struct type_of<float> {
+    static constexpr int value = SYMM_FLOAT;
+};
+template <> struct type_of<double> {
+    static constexpr int value = SYMM_DOUBLE;
+};
+template <> struct type_of<__half> {
+    static constexpr int value = SYMM_FP16;
+};
+template <> struct type_of<__nv_bfloat16> {
+    static constexpr int value = SYMM_BF16;
+};
 
 /* a op b with a the running result (member 0 first): the rule of plan__combine.h, as
  * src/coll/reduce_ops.c applies it. */
@@ -106,19 +135,30 @@ SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b
     if constexpr (TY == SYMM_FP16 || TY == SYMM_BF16) {
         return symm_plan_half_combine(TY == SYMM_BF16, OP, a, b);
     } else if constexpr (!ty<TY>::integer) {
-        if constexpr (OP == SYMM_OP_SUM) return SYMM_PLAN_OP_SUM(a, b);
-        else if constexpr (OP == SYMM_OP_PROD) return SYMM_PLAN_OP_PROD(a, b);
-        else if constexpr (OP == SYMM_OP_MIN) return SYMM_PLAN_OP_MIN(a, b);
-        else return SYMM_PLAN_OP_MAX(a, b);
+        if constexpr (OP == SYMM_OP_SUM)
+            return SYMM_PLAN_OP_SUM(a, b);
+        else if constexpr (OP == SYMM_OP_PROD)
+            return SYMM_PLAN_OP_PROD(a, b);
+        else if constexpr (OP == SYMM_OP_MIN)
+            return SYMM_PLAN_OP_MIN(a, b);
+        else
+            return SYMM_PLAN_OP_MAX(a, b);
     } else {
         uint64_t x = (uint64_t)a, y = (uint64_t)b; /* sign-extended, as the CPU does */
-        if constexpr (OP == SYMM_OP_SUM) return (T)(U)SYMM_PLAN_OP_SUM(x, y);
-        else if constexpr (OP == SYMM_OP_PROD) return (T)(U)SYMM_PLAN_OP_PROD(x, y);
-        else if constexpr (OP == SYMM_OP_MIN) return SYMM_PLAN_OP_MIN(a, b);
-        else if constexpr (OP == SYMM_OP_MAX) return SYMM_PLAN_OP_MAX(a, b);
-        else if constexpr (OP == SYMM_OP_AND) return (T)(U)SYMM_PLAN_OP_AND(x, y);
-        else if constexpr (OP == SYMM_OP_OR) return (T)(U)SYMM_PLAN_OP_OR(x, y);
-        else return (T)(U)SYMM_PLAN_OP_XOR(x, y);
+        if constexpr (OP == SYMM_OP_SUM)
+            return (T)(U)SYMM_PLAN_OP_SUM(x, y);
+        else if constexpr (OP == SYMM_OP_PROD)
+            return (T)(U)SYMM_PLAN_OP_PROD(x, y);
+        else if constexpr (OP == SYMM_OP_MIN)
+            return SYMM_PLAN_OP_MIN(a, b);
+        else if constexpr (OP == SYMM_OP_MAX)
+            return SYMM_PLAN_OP_MAX(a, b);
+        else if constexpr (OP == SYMM_OP_AND)
+            return (T)(U)SYMM_PLAN_OP_AND(x, y);
+        else if constexpr (OP == SYMM_OP_OR)
+            return (T)(U)SYMM_PLAN_OP_OR(x, y);
+        else
+            return (T)(U)SYMM_PLAN_OP_XOR(x, y);
     }
 }
 
@@ -126,7 +166,8 @@ SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b
 SYMM_TM_HD int op_valid(int type, int op)
 {
     if (type < 0 || type >= SYMM_TYPE_COUNT || op < 0 || op >= SYMM_OP_COUNT) return 0;
-    int flt = type == SYMM_FLOAT || type == SYMM_DOUBLE || type == SYMM_FP16 || type == SYMM_BF16;
+    int flt =
+        type == SYMM_FLOAT || type == SYMM_DOUBLE || type == SYMM_FP16 || type == SYMM_BF16;
     return !(flt && op >= SYMM_OP_AND);
 }
 
@@ -174,12 +215,14 @@ SYMM_DEV void tile_piece(const symm_dev_team_t &t, const uint8_t *src, uint8_t *
                     T b[V];
                     memcpy(b, &r[k], 16);
 #pragma unroll
-                    for (uint32_t e = 0; e < V; e++) acc[e] = combine<TY, OP>(acc[e], b[e]);
+                    for (uint32_t e = 0; e < V; e++)
+                        acc[e] = combine<TY, OP>(acc[e], b[e]);
                 }
             }
             memcpy(&q, acc, 16);
             if (all_dst) {
-                for (int m = 0; m < n; m++) *(uint4 *)(dst + dl[m] + off) = q;
+                for (int m = 0; m < n; m++)
+                    *(uint4 *)(dst + dl[m] + off) = q;
             } else {
                 *(uint4 *)(dst + off) = q;
             }
@@ -187,9 +230,11 @@ SYMM_DEV void tile_piece(const symm_dev_team_t &t, const uint8_t *src, uint8_t *
             uint64_t k = j < head ? j : head + nvec * V + (j - head - nvec);
             uint64_t off = k * ES;
             T a = symm_detail::ldcg(at<T>(src, dl[0], off));
-            for (int m = 1; m < n; m++) a = combine<TY, OP>(a, symm_detail::ldcg(at<T>(src, dl[m], off)));
+            for (int m = 1; m < n; m++)
+                a = combine<TY, OP>(a, symm_detail::ldcg(at<T>(src, dl[m], off)));
             if (all_dst) {
-                for (int m = 0; m < n; m++) *(T *)(dst + dl[m] + off) = a;
+                for (int m = 0; m < n; m++)
+                    *(T *)(dst + dl[m] + off) = a;
             } else {
                 *(T *)(dst + off) = a;
             }
@@ -199,8 +244,9 @@ SYMM_DEV void tile_piece(const symm_dev_team_t &t, const uint8_t *src, uint8_t *
 
 /* Units [u0, u1) of tile in -> out. */
 template <int TY, int OP>
-SYMM_DEV void tile_units(const symm_dev_team_t &t, const symm_tile_t &out, const symm_tile_t &in,
-                         bool all_dst, uint64_t u0, uint64_t u1, bool deltas16)
+SYMM_DEV void tile_units(const symm_dev_team_t &t, const symm_tile_t &out,
+                         const symm_tile_t &in, bool all_dst, uint64_t u0, uint64_t u1,
+                         bool deltas16)
 {
     constexpr uint32_t ES = sizeof(typename ty<TY>::T);
     uint64_t cum = 0;
@@ -220,8 +266,14 @@ SYMM_DEV void tile_units(const symm_dev_team_t &t, const symm_tile_t &out, const
  * streaming hint (.cs: evict first), so that the streamed bytes do not push the kernels'
  * code, the split tables and the round flags out of the L2 between calls; the hint pays
  * only on both sides together. */
-SYMM_DEV uint4 ld_once(const uint4 *p) { return __ldcs(p); }
-SYMM_DEV void st_once(uint4 *p, const uint4 &v) { __stcs(p, v); }
+SYMM_DEV uint4 ld_once(const uint4 *p)
+{
+    return __ldcs(p);
+}
+SYMM_DEV void st_once(uint4 *p, const uint4 &v)
+{
+    __stcs(p, v);
+}
 
 /* The fast form of tile_units for tiles whose rows all start 16-byte aligned (in and out,
  * on every member) and hold whole 16-byte vectors: the tile is a flat sequence of
@@ -282,7 +334,8 @@ SYMM_DEV void tile_flat(const symm_dev_team_t &t, const symm_tile_t &out, const 
                     memcpy(x, &acc[k], 16);
                     memcpy(y, &b[k], 16);
 #pragma unroll
-                    for (uint32_t e = 0; e < V; e++) x[e] = combine<TY, OP>(x[e], y[e]);
+                    for (uint32_t e = 0; e < V; e++)
+                        x[e] = combine<TY, OP>(x[e], y[e]);
                     memcpy(&acc[k], x, 16);
                 }
             }
@@ -299,9 +352,8 @@ SYMM_DEV void tile_flat(const symm_dev_team_t &t, const symm_tile_t &out, const 
 
 /* 1 if tile_flat applies to in -> out (d16: every heap delta is a multiple of 16); the
  * host wrappers ask too, to launch the kernel compiled for that path. */
-static __host__ __device__ __forceinline__ bool tile_flat_ok(const symm_tile_t &out,
-                                                             const symm_tile_t &in, size_t es,
-                                                             bool d16)
+static __host__ __device__ __forceinline__ bool
+tile_flat_ok(const symm_tile_t &out, const symm_tile_t &in, size_t es, bool d16)
 {
     return d16 && ((uintptr_t)in.base & 15) == 0 && ((uintptr_t)out.base & 15) == 0 &&
            (in.ld * es) % 16 == 0 && (out.ld * es) % 16 == 0 && (in.cols * es) % 16 == 0;
@@ -310,15 +362,16 @@ static __host__ __device__ __forceinline__ bool tile_flat_ok(const symm_tile_t &
 /* The tile's total vectors, in 32-bit index arithmetic where it fits. */
 template <int TY, int OP>
 SYMM_DEV void tile_flat_range(const symm_dev_team_t &t, const symm_tile_t &out,
-                              const symm_tile_t &in, bool all_dst, uint64_t total, uint32_t part,
-                              uint32_t nparts, uint32_t share, uint32_t nshares)
+                              const symm_tile_t &in, bool all_dst, uint64_t total,
+                              uint32_t part, uint32_t nparts, uint32_t share, uint32_t nshares)
 {
     constexpr int U = 4; /* 4 vectors per thread per member: more spills registers */
     if (total + SYMM_TM_TILE_CHUNK <= UINT32_MAX)
-        tile_flat<TY, OP, U, uint32_t>(t, out, in, all_dst, (uint32_t)total, part, nparts, share,
-                                       nshares);
+        tile_flat<TY, OP, U, uint32_t>(t, out, in, all_dst, (uint32_t)total, part, nparts,
+                                       share, nshares);
     else
-        tile_flat<TY, OP, U, uint64_t>(t, out, in, all_dst, total, part, nparts, share, nshares);
+        tile_flat<TY, OP, U, uint64_t>(t, out, in, all_dst, total, part, nparts, share,
+                                       nshares);
 }
 
 #define SYMM_TM_FLAT_ARGS_ t, out, in, all_dst, total, part, nparts, share, nshares
@@ -328,18 +381,34 @@ SYMM_DEV void tile_flat_op(const symm_dev_team_t &t, int op, const symm_tile_t &
                            uint32_t nparts, uint32_t share, uint32_t nshares)
 {
     switch (op) {
-    case SYMM_OP_SUM: tile_flat_range<TY, SYMM_OP_SUM>(SYMM_TM_FLAT_ARGS_); return;
-    case SYMM_OP_PROD: tile_flat_range<TY, SYMM_OP_PROD>(SYMM_TM_FLAT_ARGS_); return;
-    case SYMM_OP_MIN: tile_flat_range<TY, SYMM_OP_MIN>(SYMM_TM_FLAT_ARGS_); return;
-    case SYMM_OP_MAX: tile_flat_range<TY, SYMM_OP_MAX>(SYMM_TM_FLAT_ARGS_); return;
-    default: break;
+    case SYMM_OP_SUM:
+        tile_flat_range<TY, SYMM_OP_SUM>(SYMM_TM_FLAT_ARGS_);
+        return;
+    case SYMM_OP_PROD:
+        tile_flat_range<TY, SYMM_OP_PROD>(SYMM_TM_FLAT_ARGS_);
+        return;
+    case SYMM_OP_MIN:
+        tile_flat_range<TY, SYMM_OP_MIN>(SYMM_TM_FLAT_ARGS_);
+        return;
+    case SYMM_OP_MAX:
+        tile_flat_range<TY, SYMM_OP_MAX>(SYMM_TM_FLAT_ARGS_);
+        return;
+    default:
+        break;
     }
     if constexpr (ty<TY>::integer) {
         switch (op) {
-        case SYMM_OP_AND: tile_flat_range<TY, SYMM_OP_AND>(SYMM_TM_FLAT_ARGS_); return;
-        case SYMM_OP_OR: tile_flat_range<TY, SYMM_OP_OR>(SYMM_TM_FLAT_ARGS_); return;
-        case SYMM_OP_XOR: tile_flat_range<TY, SYMM_OP_XOR>(SYMM_TM_FLAT_ARGS_); return;
-        default: break;
+        case SYMM_OP_AND:
+            tile_flat_range<TY, SYMM_OP_AND>(SYMM_TM_FLAT_ARGS_);
+            return;
+        case SYMM_OP_OR:
+            tile_flat_range<TY, SYMM_OP_OR>(SYMM_TM_FLAT_ARGS_);
+            return;
+        case SYMM_OP_XOR:
+            tile_flat_range<TY, SYMM_OP_XOR>(SYMM_TM_FLAT_ARGS_);
+            return;
+        default:
+            break;
         }
     }
 }
@@ -351,23 +420,42 @@ SYMM_DEV void tile_units_op(const symm_dev_team_t &t, int op, const symm_tile_t 
                             bool d16)
 {
     switch (op) {
-    case SYMM_OP_SUM: tile_units<TY, SYMM_OP_SUM>(t, out, in, all_dst, u0, u1, d16); return;
-    case SYMM_OP_PROD: tile_units<TY, SYMM_OP_PROD>(t, out, in, all_dst, u0, u1, d16); return;
-    case SYMM_OP_MIN: tile_units<TY, SYMM_OP_MIN>(t, out, in, all_dst, u0, u1, d16); return;
-    case SYMM_OP_MAX: tile_units<TY, SYMM_OP_MAX>(t, out, in, all_dst, u0, u1, d16); return;
-    default: break;
+    case SYMM_OP_SUM:
+        tile_units<TY, SYMM_OP_SUM>(t, out, in, all_dst, u0, u1, d16);
+        return;
+    case SYMM_OP_PROD:
+        tile_units<TY, SYMM_OP_PROD>(t, out, in, all_dst, u0, u1, d16);
+        return;
+    case SYMM_OP_MIN:
+        tile_units<TY, SYMM_OP_MIN>(t, out, in, all_dst, u0, u1, d16);
+        return;
+    case SYMM_OP_MAX:
+        tile_units<TY, SYMM_OP_MAX>(t, out, in, all_dst, u0, u1, d16);
+        return;
+    default:
+        break;
     }
     if constexpr (ty<TY>::integer) {
         switch (op) {
-        case SYMM_OP_AND: tile_units<TY, SYMM_OP_AND>(t, out, in, all_dst, u0, u1, d16); return;
-        case SYMM_OP_OR: tile_units<TY, SYMM_OP_OR>(t, out, in, all_dst, u0, u1, d16); return;
-        case SYMM_OP_XOR: tile_units<TY, SYMM_OP_XOR>(t, out, in, all_dst, u0, u1, d16); return;
-        default: break;
+        case SYMM_OP_AND:
+            tile_units<TY, SYMM_OP_AND>(t, out, in, all_dst, u0, u1, d16);
+            return;
+        case SYMM_OP_OR:
+            tile_units<TY, SYMM_OP_OR>(t, out, in, all_dst, u0, u1, d16);
+            return;
+        case SYMM_OP_XOR:
+            tile_units<TY, SYMM_OP_XOR>(t, out, in, all_dst, u0, u1, d16);
+            return;
+        default:
+            break;
         }
     }
 }
 
-SYMM_DEV bool tile_empty(const symm_tile_t &x) { return symm_plan_tile_empty(&x); }
+SYMM_DEV bool tile_empty(const symm_tile_t &x)
+{
+    return symm_plan_tile_empty(&x);
+}
 /* Shape and alignment of one tile (empty tiles are always fine): the host's checks that
  * need no arithmetic (symm_plan_tile_span ran on the host). */
 SYMM_DEV bool tile_ok(const symm_tile_t &x, uint32_t es)
@@ -414,17 +502,21 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     const int n = t.n, me = t.me;
     /* Arguments every member passes alike: every member gives up alike, without a round. */
     int bad = 0;
-    if (!op_valid(TY, op) || nparts == 0 || part >= nparts) bad = SYMM_ERR_INVALID_ARG;
+    if (!op_valid(TY, op) || nparts == 0 || part >= nparts)
+        bad = SYMM_ERR_INVALID_ARG;
     else if (kind == TILE_ALL) {
-        if (!tile_ok(in[0], ES) || !tile_ok(out, ES)) bad = SYMM_ERR_INVALID_ARG;
+        if (!tile_ok(in[0], ES) || !tile_ok(out, ES))
+            bad = SYMM_ERR_INVALID_ARG;
         else if (!tile_empty(in[0]) && (out.rows != in[0].rows || out.cols != in[0].cols))
             bad = SYMM_ERR_INVALID_ARG;
     } else if (nroots < 0 || nroots > n || (nroots && (!in || !roots))) {
         bad = SYMM_ERR_INVALID_ARG;
     } else {
         for (int k = 0; k < nroots && !bad; k++) {
-            if (roots[k] < 0 || roots[k] >= n) bad = SYMM_ERR_PE_OUT_OF_RANGE;
-            else if (!tile_ok(in[k], ES)) bad = SYMM_ERR_INVALID_ARG;
+            if (roots[k] < 0 || roots[k] >= n)
+                bad = SYMM_ERR_PE_OUT_OF_RANGE;
+            else if (!tile_ok(in[k], ES))
+                bad = SYMM_ERR_INVALID_ARG;
             for (int j = 0; j < k && !bad; j++)
                 if (roots[j] == roots[k]) bad = SYMM_ERR_INVALID_ARG;
         }
@@ -440,7 +532,8 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     bool d16 = PATH == TILE_PATH_FLAT;
     if (PATH == TILE_PATH_ANY || PATH == TILE_PATH_UNITS) {
         d16 = true;
-        for (int m = 0; m < n; m++) d16 = d16 && (t.heap_delta[m] & 15) == 0;
+        for (int m = 0; m < n; m++)
+            d16 = d16 && (t.heap_delta[m] & 15) == 0;
     }
     /* Shared rooted reduction (above): every tile flat, alike on every member. */
     bool can_share = PATH != TILE_PATH_UNITS && kind == TILE_MULTI && !bad && d16 &&
@@ -490,8 +583,10 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     auto finish = [&]() {
         __syncthreads();
         if (tid == 0) {
-            if (owned) unclaim_ep(t, ep_end);
-            else set_episode(t, ep_end);
+            if (owned)
+                unclaim_ep(t, ep_end);
+            else
+                set_episode(t, ep_end);
         }
     };
     if (bad) {
@@ -520,8 +615,8 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
                 ok = ((w >> 2) & 0x3fffffu) == ((ep + 1) & 0x3fffffu) && (w & TM_MB_FLAT);
                 sh = ok && (w & TM_MB_SHARED);
                 const symm_tile_t &src = in[k];
-                s_dst[k] = {(uint8_t *)src.base + t.heap_delta[roots[k]] + (int64_t)off, src.rows,
-                            src.cols, (size_t)(w >> 24)};
+                s_dst[k] = {(uint8_t *)src.base + t.heap_delta[roots[k]] + (int64_t)off,
+                            src.rows, src.cols, (size_t)(w >> 24)};
             }
             const bool all_ok = __all_sync(0xffffffffu, ok);
             const uint32_t m = __ballot_sync(0xffffffffu, sh);
@@ -540,7 +635,8 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
                                      (uint32_t)me, (uint32_t)n);
         /* The allreduce's share; a root's own tile, when not shared. */
         const bool all = kind == TILE_ALL;
-        if (work && !local && (all || (mine >= 0 && !(share_mask && ((share_mask >> mine) & 1))))) {
+        if (work && !local &&
+            (all || (mine >= 0 && !(share_mask && ((share_mask >> mine) & 1))))) {
             const symm_tile_t &src = in[all ? 0 : mine];
             /* Every member decides alike: the tiles are symmetric and d16 is a property of
              * the heaps, so an allreduce's members split bands alike. */
@@ -550,8 +646,9 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
             if constexpr (PATH != TILE_PATH_UNITS)
                 if (flat)
                     tile_flat_op<TY>(t, op, out, src, all,
-                                     tile_empty(src) ? 0 : src.rows * (src.cols * ES / 16), part,
-                                     nparts, all ? (uint32_t)me : 0, all ? (uint32_t)n : 1);
+                                     tile_empty(src) ? 0 : src.rows * (src.cols * ES / 16),
+                                     part, nparts, all ? (uint32_t)me : 0,
+                                     all ? (uint32_t)n : 1);
             if constexpr (PATH != TILE_PATH_FLAT)
                 if (!flat) {
                     uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
@@ -565,7 +662,8 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         __syncthreads();
         /* Every member runs the closing round, whatever happened above. */
         ep_end = ep + 2;
-        rc = round_part(t, ep + 2, tid, nthr, W); /* band written everywhere; inputs no longer read */
+        rc = round_part(t, ep + 2, tid, nthr,
+                        W); /* band written everywhere; inputs no longer read */
         rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
     }
     if (!rc && local) {
@@ -590,8 +688,8 @@ struct a2a_args {
     size_t major_align;
     size_t *out_splits, *out_offsets, *out_rows;
     void *ws;
-    int fail; /* != 0: this member publishes this status instead of its table (the host
-               * wrapper's local argument errors, so that every member fails alike) */
+    int fail;    /* != 0: this member publishes this status instead of its table (the host
+                  * wrapper's local argument errors, so that every member fails alike) */
     int trigger; /* the stream form (programmatic dependent launch): wait for the kernel
                   * before on the stream inside the body, let the next one launch after
                   * the first round */
@@ -606,7 +704,10 @@ SYMM_DEV uint64_t warp_incl_scan(uint64_t v, uint32_t lane)
     }
     return v;
 }
-SYMM_DEV uint64_t sat_add(uint64_t a, uint64_t b) { return a + b < a ? UINT64_MAX : a + b; }
+SYMM_DEV uint64_t sat_add(uint64_t a, uint64_t b)
+{
+    return a + b < a ? UINT64_MAX : a + b;
+}
 /* Inclusive saturating sum over the warp's lanes, in lane order. */
 SYMM_DEV uint64_t warp_scan_sat(uint64_t v, uint32_t lane)
 {
@@ -629,7 +730,8 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
     int vec = (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
     uint64_t head, nvec, tail;
     symm_tm_split16((uintptr_t)src, nbytes, 1, vec, &head, &nvec, &tail);
-    for (uint64_t i = tid; i < head; i += nthr) dst[i] = __ldcg(src + i);
+    for (uint64_t i = tid; i < head; i += nthr)
+        dst[i] = __ldcg(src + i);
     const uint4 *s4 = (const uint4 *)(src + head);
     uint4 *d4 = (uint4 *)(dst + head);
     for (uint64_t b = tid; b < nvec; b += U * (uint64_t)nthr) {
@@ -642,11 +744,12 @@ SYMM_DEV void copy_from_peer(uint8_t *dst, const uint8_t *src, uint64_t nbytes)
             if (b + k * (uint64_t)nthr < nvec) st_once(d4 + b + k * (uint64_t)nthr, v[k]);
     }
     uint64_t t0 = head + nvec * 16;
-    for (uint64_t k = tid; k < tail; k += nthr) dst[t0 + k] = __ldcg(src + t0 + k);
+    for (uint64_t k = tid; k < tail; k += nthr)
+        dst[t0 + k] = __ldcg(src + t0 + k);
 }
 
 #define SYMM_TM_WIN 256
-#define SYMM_TM_DL 32 /* heap deltas and sources' inputs kept in shared memory */
+#define SYMM_TM_DL  32 /* heap deltas and sources' inputs kept in shared memory */
 
 /* Inclusive saturating sum of v over the block's threads, in thread order (block size a
  * multiple of 32); *total: the block's sum. Every thread calls. */
@@ -738,8 +841,8 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         /* A fingerprint of the arguments every member passes alike, by one thread (the
          * others would only take issue slots from it): in s_fp for the header checks.
          * (An earlier call of this block read s_fp before its closing round.) */
-        uint64_t fp = symm_tm_a2a_args_fp((uint64_t)a.kind, (uint64_t)ne, a.row_bytes,
-                                          a.major_align);
+        uint64_t fp =
+            symm_tm_a2a_args_fp((uint64_t)a.kind, (uint64_t)ne, a.row_bytes, a.major_align);
         fp = symm_tm_mix(fp, nparts);
         s_fp = symm_tm_mix(fp, (uint64_t)n);
     }
@@ -770,7 +873,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     uint64_t *ws = (uint64_t *)a.ws + copy;
     int bad = 0;
     uint64_t run = 0; /* dispatch / 1-D: source offset of the chunk's first entry */
-    if (N <= 32) { /* one warp: a warp scan, no block barriers */
+    if (N <= 32) {    /* one warp: a warp scan, no block barriers */
         if (warp == 0 && publish) {
             uint64_t cnt = cnt0, off = off0;
             if (a.kind == SYMM_TM_A2A_COMBINE) {
@@ -804,7 +907,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         }
     }
     bad = __syncthreads_or(bad);
-    const int mine = a.fail ? a.fail : !bad ? 0 : a.in ? SYMM_ERR_OVERFLOW : SYMM_ERR_INVALID_ARG;
+    const int mine = a.fail ? a.fail
+                     : !bad ? 0
+                     : a.in ? SYMM_ERR_OVERFLOW
+                            : SYMM_ERR_INVALID_ARG;
     if (tid == 0) {
         ws[0] = (uint64_t)(int64_t)mine;
         ws[1] = a.out_capacity;
@@ -824,8 +930,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     if (__syncthreads_or(rc != 0)) { /* every member's table and input are ready */
         __syncthreads();
         if (tid == 0) {
-            if (owned) unclaim_ep(t, ep + 1);
-            else set_episode(t, ep + 1);
+            if (owned)
+                unclaim_ep(t, ep + 1);
+            else
+                set_episode(t, ep + 1);
         }
         return SYMM_ERR_TIMEOUT;
     }
@@ -836,7 +944,8 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     const uint64_t *wsb = (const uint64_t *)a.ws + copy;
     const uint64_t fp = s_fp;
     auto wsp = [&](int s) {
-        return (const uint64_t *)((const char *)wsb + (s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s]));
+        return (const uint64_t *)((const char *)wsb +
+                                  (s < SYMM_TM_DL ? s_dl[s] : t.heap_delta[s]));
     };
     const bool pad_mode = a.kind == SYMM_TM_A2A_DISPATCH && a.major_align > 0;
     const int inner = a.kind == SYMM_TM_A2A_DISPATCH ? n : ne;
@@ -908,8 +1017,7 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
             }
             /* the entries with chunks of mine, in order */
             const uint32_t hm = __ballot_sync(0xffffffffu, has);
-            if (has)
-                s_list[c_list + __popc(hm & ((1u << lane) - 1u))] = (uint16_t)(o - w0);
+            if (has) s_list[c_list + __popc(hm & ((1u << lane) - 1u))] = (uint16_t)(o - w0);
             c_list += __popc(hm);
             uint32_t starts = __ballot_sync(0xffffffffu, valid && j == 0);
             if (starts) c_gsm = __shfl_sync(0xffffffffu, mov, 31 - __clz(starts));
@@ -931,26 +1039,30 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
         }
     }
     if (!roles || warp == 0)
-        load_window(0, N < SYMM_TM_WIN ? N : SYMM_TM_WIN, roles ? lane : tid, roles ? 32 : nthr);
+        load_window(0, N < SYMM_TM_WIN ? N : SYMM_TM_WIN, roles ? lane : tid,
+                    roles ? 32 : nthr);
     if (early && warp == 0) {
         __syncwarp();
         uint64_t mv = 0; /* my column's sum: the rows I receive */
-        for (uint64_t w = lane; w < N; w += 32) mv = sat_add(mv, s_cnt[w]);
+        for (uint64_t w = lane; w < N; w += 32)
+            mv = sat_add(mv, s_cnt[w]);
 #pragma unroll
-        for (int d = 16; d > 0; d >>= 1) mv = sat_add(mv, __shfl_xor_sync(0xffffffffu, mv, d));
+        for (int d = 16; d > 0; d >>= 1)
+            mv = sat_add(mv, __shfl_xor_sync(0xffffffffu, mv, d));
         const uint64_t R = symm_tm_moe_chunk_rows(mv, rb, nparts);
         if (lane == 0) s_R = R;
         layout_window(0, N, R, false);
     }
-    for (int m = (int)(warp - need_first); warp >= need_first && m < n && warp < need_first + need_warps;
-         m += (int)need_warps) {
+    for (int m = (int)(warp - need_first);
+         warp >= need_first && m < n && warp < need_first + need_warps; m += (int)need_warps) {
         uint64_t need = 0, moved = 0, cap = ldcg(wsp(m) + 1);
         for (int e = (int)lane; e < ne; e += 32) {
             uint64_t len = 0;
             for (int s = 0; s < n; s++)
                 len = sat_add(len, ldcg(wsp(s) + SYMM_TM_A2A_HDR + 2 * ((uint64_t)m * ne + e)));
             uint64_t al;
-            if (len == UINT64_MAX || symm_tm_aligned_len(len, pad_mode ? a.major_align : 0, &al))
+            if (len == UINT64_MAX ||
+                symm_tm_aligned_len(len, pad_mode ? a.major_align : 0, &al))
                 al = UINT64_MAX;
             need = sat_add(need, al);
             moved = sat_add(moved, len);
@@ -1005,16 +1117,16 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
                 const uint64_t m0 = s_mov[w], cn = s_cnt[w], cl = s_cl[w];
                 const int s = s_sm[w];
                 /* source s's in, from my a.ws (as s published it) */
-                const int64_t sin = s < SYMM_TM_DL ? s_in[s]
-                                                   : t.heap_delta[s] + (int64_t)ldcg(wsp(s) + 2);
+                const int64_t sin =
+                    s < SYMM_TM_DL ? s_in[s] : t.heap_delta[s] + (int64_t)ldcg(wsp(s) + 2);
                 for (uint64_t c = s_c1[w]; c <= cl; c += nparts) {
                     uint64_t a0 = c * R > m0 ? c * R : m0;
                     uint64_t a1 = (c + 1) * R < m0 + cn ? (c + 1) * R : m0 + cn;
                     uint64_t d0 = s_dst[w] + (a0 - m0), r = a1 - a0;
                     if (d0 > a.out_capacity || r > a.out_capacity - d0)
                         continue; /* cannot happen */
-                    const uint8_t *src = (const uint8_t *)a.ws + sin +
-                                         (s_src[w] + (a0 - m0)) * rb;
+                    const uint8_t *src =
+                        (const uint8_t *)a.ws + sin + (s_src[w] + (a0 - m0)) * rb;
                     copy_from_peer((uint8_t *)a.out + d0 * rb, src, r * rb);
                 }
             }
@@ -1031,8 +1143,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0; /* nobody reads my input or ws */
     __syncthreads();
     if (tid == 0) { /* the episode this call leaves, and the release if the claim was ours */
-        if (owned) unclaim_ep(t, ep + 2);
-        else set_episode(t, ep + 2);
+        if (owned)
+            unclaim_ep(t, ep + 2);
+        else
+            set_episode(t, ep + 2);
     }
     return agreed ? agreed : rc;
 }
@@ -1046,13 +1160,11 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
  * root reads every member's tile alone). */
 template <typename T>
 SYMM_DEV int symm_dev_tile_reduce_block(const symm_dev_team_t &t, symm_tile_t out,
-                                        symm_tile_t in, symm_op_t op, int root,
-                                        uint32_t part, uint32_t nparts,
-                                        bool out_symmetric = false)
+                                        symm_tile_t in, symm_op_t op, int root, uint32_t part,
+                                        uint32_t nparts, bool out_symmetric = false)
 {
-    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_MULTI, out, &in,
-                                                          &root, 1, op, part, nparts, true,
-                                                          out_symmetric);
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(
+        t, symm_tm::TILE_MULTI, out, &in, &root, 1, op, part, nparts, true, out_symmetric);
 }
 template <typename T>
 SYMM_DEV int symm_dev_tile_allreduce_block(const symm_dev_team_t &t, symm_tile_t out,
@@ -1070,15 +1182,14 @@ SYMM_DEV int symm_dev_tile_reduce_multi_block(const symm_dev_team_t &t, symm_til
                                               int nroots, symm_op_t op, uint32_t part,
                                               uint32_t nparts, bool out_symmetric = false)
 {
-    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_MULTI, out, in,
-                                                          roots, nroots, op, part, nparts, true,
-                                                          out_symmetric);
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(
+        t, symm_tm::TILE_MULTI, out, in, roots, nroots, op, part, nparts, true, out_symmetric);
 }
 
 /* MoE: the arguments of the CPU calls of symm.h, plus in_capacity (rows of in: every
  * member checks its own splits against it; ignored when in is NULL) and ws (see above).
- * in is symmetric, any object on each member, or NULL on a member that sends no rows. The count arrays are in
- * this GPU's memory, as size_t. */
+ * in is symmetric, any object on each member, or NULL on a member that sends no rows. The count
+ * arrays are in this GPU's memory, as size_t. */
 SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
                                          size_t out_capacity, const void *in,
                                          size_t in_capacity, const size_t *in_splits,
@@ -1086,9 +1197,9 @@ SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
                                          size_t *out_offsets, size_t *out_rows, void *ws,
                                          uint32_t part, uint32_t nparts)
 {
-    symm_tm::a2a_args a = {SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
-                           nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows, ws,
-                           0, 0};
+    symm_tm::a2a_args a = {
+        SYMM_TM_A2A_1D, out, out_capacity, in,          in_capacity, in_splits, nullptr, 1,
+        row_bytes,      0,   out_splits,   out_offsets, out_rows,    ws,        0,       0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
@@ -1099,22 +1210,47 @@ SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
                                          size_t *out_rows, void *ws, uint32_t part,
                                          uint32_t nparts)
 {
-    symm_tm::a2a_args a = {SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity,
-                           in_splits, nullptr, ne, row_bytes, major_align, out_splits,
-                           out_offsets, out_rows, ws, 0, 0};
+    symm_tm::a2a_args a = {SYMM_TM_A2A_DISPATCH,
+                           out,
+                           out_capacity,
+                           in,
+                           in_capacity,
+                           in_splits,
+                           nullptr,
+                           ne,
+                           row_bytes,
+                           major_align,
+                           out_splits,
+                           out_offsets,
+                           out_rows,
+                           ws,
+                           0,
+                           0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
-                                        size_t out_capacity, const void *in,
-                                        size_t in_capacity, const size_t *in_splits,
-                                        const size_t *in_offsets, int ne, size_t row_bytes,
-                                        size_t *out_splits, size_t *out_offsets,
-                                        size_t *out_rows, void *ws, uint32_t part,
-                                        uint32_t nparts)
+                                        size_t out_capacity, const void *in, size_t in_capacity,
+                                        const size_t *in_splits, const size_t *in_offsets,
+                                        int ne, size_t row_bytes, size_t *out_splits,
+                                        size_t *out_offsets, size_t *out_rows, void *ws,
+                                        uint32_t part, uint32_t nparts)
 {
-    symm_tm::a2a_args a = {SYMM_TM_A2A_COMBINE, out, out_capacity, in, in_capacity,
-                           in_splits, in_offsets, ne, row_bytes, 0, out_splits, out_offsets,
-                           out_rows, ws, 0, 0};
+    symm_tm::a2a_args a = {SYMM_TM_A2A_COMBINE,
+                           out,
+                           out_capacity,
+                           in,
+                           in_capacity,
+                           in_splits,
+                           in_offsets,
+                           ne,
+                           row_bytes,
+                           0,
+                           out_splits,
+                           out_offsets,
+                           out_rows,
+                           ws,
+                           0,
+                           0};
     return symm_tm::a2a_impl(t, a, part, nparts);
 }
 

@@ -13,7 +13,8 @@ extern "C" {
 }
 #include "coll/cuda/cuda_coll.h"
 
-namespace {
+namespace
+{
 
 const int kThreads = 512;
 
@@ -96,17 +97,16 @@ __global__ void __launch_bounds__(kThreads)
 /* alltoall == false: fcollect (member j's src into block j of dest); true: alltoall
  * (block me of member j's src into block j of dest). */
 __global__ void __launch_bounds__(kThreads)
-    k_gather_grid(symm_dev_team_t t, void *dest, const void *src, size_t nbytes,
-                  bool alltoall, grid_tag g)
+    k_gather_grid(symm_dev_team_t t, void *dest, const void *src, size_t nbytes, bool alltoall,
+                  grid_tag g)
 {
     grid_run(t, alltoall ? SYMM_DEV_WHAT_ALLTOALL : SYMM_DEV_WHAT_FCOLLECT, true, g,
              [&](uint32_t i0, uint32_t step) {
                  for (int j = 0; j < t.n; j++)
-                     symm_detail::copy_part<true>(
-                         (char *)dest + (size_t)j * nbytes,
-                         (const char *)symm_detail::peer(t, src, j) +
-                             (alltoall ? (size_t)t.me * nbytes : 0),
-                         nbytes, i0, step);
+                     symm_detail::copy_part<true>((char *)dest + (size_t)j * nbytes,
+                                                  (const char *)symm_detail::peer(t, src, j) +
+                                                      (alltoall ? (size_t)t.me * nbytes : 0),
+                                                  nbytes, i0, step);
              });
 }
 
@@ -156,7 +156,10 @@ bool coop_launch(const void *kernel, int nb, void **args, cudaStream_t s)
     return false;
 }
 
-__global__ void k_barrier(symm_dev_team_t t) { symm_dev_barrier_block(t); }
+__global__ void k_barrier(symm_dev_team_t t)
+{
+    symm_dev_barrier_block(t);
+}
 
 __global__ void k_broadcast(symm_dev_team_t t, void *dest, const void *src, size_t nbytes,
                             int root)
@@ -168,8 +171,10 @@ template <typename T>
 __global__ void k_reduce(symm_dev_team_t t, T *dest, const T *src, size_t count, symm_op_t op,
                          int root)
 {
-    if (root < 0) symm_dev_allreduce_block(t, dest, src, count, op);
-    else symm_dev_reduce_block(t, dest, src, count, op, root);
+    if (root < 0)
+        symm_dev_allreduce_block(t, dest, src, count, op);
+    else
+        symm_dev_reduce_block(t, dest, src, count, op, root);
 }
 
 __global__ void k_fcollect(symm_dev_team_t t, void *dest, const void *src, size_t nbytes)
@@ -216,8 +221,8 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
     if (!es) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid type %d", fn, (int)type);
     if ((int)op < 0 || op >= SYMM_OP_COUNT)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid op %d", fn, (int)op);
-    int is_float = type == SYMM_FLOAT || type == SYMM_DOUBLE || type == SYMM_FP16 ||
-                   type == SYMM_BF16;
+    int is_float =
+        type == SYMM_FLOAT || type == SYMM_DOUBLE || type == SYMM_FP16 || type == SYMM_BF16;
     if (is_float && op >= SYMM_OP_AND)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: %s is not defined on %s", fn,
                               symm_op_name(op), symm_type_name(type));
@@ -229,19 +234,44 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
         return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d of a team of %d", fn, root,
                               t.n);
     switch (type) {
-    case SYMM_INT8: launch_reduce<int8_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_INT16: launch_reduce<int16_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_INT32: launch_reduce<int32_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_INT64: launch_reduce<int64_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_UINT8: launch_reduce<uint8_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_UINT16: launch_reduce<uint16_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_UINT32: launch_reduce<uint32_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_UINT64: launch_reduce<uint64_t>(t, dest, src, count, op, root, s); break;
-    case SYMM_FLOAT: launch_reduce<float>(t, dest, src, count, op, root, s); break;
-    case SYMM_DOUBLE: launch_reduce<double>(t, dest, src, count, op, root, s); break;
-    case SYMM_FP16: launch_reduce<__half>(t, dest, src, count, op, root, s); break;
-    case SYMM_BF16: launch_reduce<__nv_bfloat16>(t, dest, src, count, op, root, s); break;
-    default: return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: type %d", fn, (int)type);
+    case SYMM_INT8:
+        launch_reduce<int8_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_INT16:
+        launch_reduce<int16_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_INT32:
+        launch_reduce<int32_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_INT64:
+        launch_reduce<int64_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_UINT8:
+        launch_reduce<uint8_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_UINT16:
+        launch_reduce<uint16_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_UINT32:
+        launch_reduce<uint32_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_UINT64:
+        launch_reduce<uint64_t>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_FLOAT:
+        launch_reduce<float>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_DOUBLE:
+        launch_reduce<double>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_FP16:
+        launch_reduce<__half>(t, dest, src, count, op, root, s);
+        break;
+    case SYMM_BF16:
+        launch_reduce<__nv_bfloat16>(t, dest, src, count, op, root, s);
+        break;
+    default:
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: type %d", fn, (int)type);
     }
     return launched(fn);
 }
@@ -281,9 +311,8 @@ extern "C" symm_status_t symm_reduce_on_stream(symm_team_t team, void *dest, con
     return reduce_common(__func__, team, dest, src, count, type, op, root, stream);
 }
 
-extern "C" symm_status_t symm_allreduce_on_stream(symm_team_t team, void *dest,
-                                                  const void *src, size_t count,
-                                                  symm_type_t type, symm_op_t op,
+extern "C" symm_status_t symm_allreduce_on_stream(symm_team_t team, void *dest, const void *src,
+                                                  size_t count, symm_type_t type, symm_op_t op,
                                                   cudaStream_t stream)
 {
     return reduce_common(__func__, team, dest, src, count, type, op, -1, stream);

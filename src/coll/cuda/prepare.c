@@ -17,11 +17,15 @@ symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_
         return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s: PE %d is not a member of the team", fn,
                               symm_g.me);
     if (dest_bytes && !symm_cuda_in_heap(dest, dest_bytes))
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: dest %p (+%zu bytes) is not in the "
-                              "GPU symmetric heap (symm_gpu_malloc)", fn, dest, dest_bytes);
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: dest %p (+%zu bytes) is not in the "
+                              "GPU symmetric heap (symm_gpu_malloc)",
+                              fn, dest, dest_bytes);
     if (src_bytes && !symm_cuda_in_heap(src, src_bytes))
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: src %p (+%zu bytes) is not in the "
-                              "GPU symmetric heap (symm_gpu_malloc)", fn, src, src_bytes);
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: src %p (+%zu bytes) is not in the "
+                              "GPU symmetric heap (symm_gpu_malloc)",
+                              fn, src, src_bytes);
     CHECK(symm_cuda_pool_attach(p));
     symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), t);
     return SYMM_SUCCESS;

@@ -1,13 +1,14 @@
 /* tile_moe.cu — the stream forms of the device tile reduce and MoE all-to-all-v
  * (symm/impl/tile_moe__funcs.cuh): the argument checks shared with tile.c and moe.c
  * (coll/check.h), the automatic block count, and one kernel whose block b runs the
- * block-scoped call on pool duplicate b. Errors only this member can see still launch a kernel that takes part
- * in the synchronisation (and, for MoE, publishes the failure so every member fails). */
+ * block-scoped call on pool duplicate b. Errors only this member can see still launch a kernel
+ * that takes part in the synchronisation (and, for MoE, publishes the failure so every member
+ * fails). */
 #include <cstdio>
 #include <cstring>
 
-#include "symm_device.cuh"
 #include "symm/impl/tile_moe__funcs.cuh"
+#include "symm_device.cuh"
 
 extern "C" {
 #include "core/log.h"
@@ -15,7 +16,8 @@ extern "C" {
 #include "coll/check.h"
 #include "coll/cuda/cuda_coll.h"
 
-namespace {
+namespace
+{
 
 const int kThreads = 512;
 /* The MoE kernel's shape: 512 threads a block, one block per SM, so that a thread may
@@ -100,13 +102,14 @@ __global__ void __launch_bounds__(kA2aThreads, 1) k_a2a(const __grid_constant__ 
 const void *tile_kernel(symm_type_t type, bool flat)
 {
     switch (type) {
-#define TM_CASE_(e, name, ctype)                                                          \
-    case e:                                                                               \
-        return flat ? (const void *)k_tile<e, symm_tm::TILE_PATH_FLAT>                    \
+#define TM_CASE_(e, name, ctype)                                                               \
+    case e:                                                                                    \
+        return flat ? (const void *)k_tile<e, symm_tm::TILE_PATH_FLAT>                         \
                     : (const void *)k_tile<e, symm_tm::TILE_PATH_UNITS>;
         SYMM_FOREACH_TYPE(TM_CASE_)
 #undef TM_CASE_
-    default: return nullptr;
+    default:
+        return nullptr;
     }
 }
 
@@ -167,11 +170,12 @@ symm_status_t pick_blocks(const char *fn, int cap, const symm_dev_pool_t &dp, in
                               "grow it with symm_pool_grow)",
                               fn, nblocks, dp.size);
     if (nblocks > cap && cap > 0)
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s: nblocks = %d but at most %d blocks of %d threads can be "
-                              "resident at once on this PE's share of the GPU (blocks that wait "
-                              "on peers would wait for ever)",
-                              fn, nblocks, cap, threads);
+        return symm_error_set(
+            SYMM_ERR_INVALID_ARG,
+            "%s: nblocks = %d but at most %d blocks of %d threads can be "
+            "resident at once on this PE's share of the GPU (blocks that wait "
+            "on peers would wait for ever)",
+            fn, nblocks, cap, threads);
     *out = nblocks ? nblocks : auto_blocks(cap, dp, kind, bytes);
     return SYMM_SUCCESS;
 }
@@ -198,7 +202,10 @@ int dev_accessible(const void *p)
            (at.type == cudaMemoryTypeHost && at.devicePointer);
 }
 
-int tile_empty(const symm_tile_t &t) { return symm_plan_tile_empty(&t); }
+int tile_empty(const symm_tile_t &t)
+{
+    return symm_plan_tile_empty(&t);
+}
 
 /* The shared argument checks' view of a stream form (coll/check.h). */
 symm_check_where_t gpu_where(const char *fn)
@@ -256,8 +263,10 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
         out_symm = !local && chk.ohi > chk.olo &&
                    in_gpu_heap((const void *)chk.olo, chk.ohi - chk.olo);
         if (!local && out.base && !out_symm && !dev_accessible(out.base))
-            local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p of root %d is not "
-                                   "memory this GPU can write", fn, out.base, me);
+            local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                                   "%s: out %p of root %d is not "
+                                   "memory this GPU can write",
+                                   fn, out.base, me);
     }
     /* The flat vector path when the tiles allow it: the same choice on every member of an
      * allreduce. Multi-root (per kernel, i.e. per chunk of roots): every member's kernel
@@ -298,8 +307,8 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
             for (int k = 0; k < cnt; k++) {
                 p.in[k] = in[k0 + k];
                 p.roots[k] = roots[k0 + k];
-                in_flat = in_flat && (tile_empty(in[k0 + k]) ||
-                                      host_flat_ok(in[k0 + k], in[k0 + k], es));
+                in_flat = in_flat &&
+                          (tile_empty(in[k0 + k]) || host_flat_ok(in[k0 + k], in[k0 + k], es));
                 if (roots[k0 + k] == me) mine = k0 + k;
             }
             bool flat = in_flat;
@@ -342,32 +351,45 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
     size_t in_bytes = 0, out_bytes = 0;
     uintptr_t wlo = (uintptr_t)a.ws, whi = wlo + wsb;
     if (a.in && __builtin_mul_overflow(a.in_capacity, a.row_bytes, &in_bytes))
-        local = symm_error_set(SYMM_ERR_OVERFLOW, "%s: in_capacity %zu rows of %zu bytes "
-                               "overflows", fn, a.in_capacity, a.row_bytes);
+        local = symm_error_set(SYMM_ERR_OVERFLOW,
+                               "%s: in_capacity %zu rows of %zu bytes "
+                               "overflows",
+                               fn, a.in_capacity, a.row_bytes);
     else if (in_bytes && !in_gpu_heap(a.in, in_bytes))
-        local = symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
-                               "%s: in %p + %zu bytes (%zu rows of %zu bytes) is not in the GPU "
-                               "symmetric heap", fn, a.in, in_bytes, a.in_capacity, a.row_bytes);
-    else if ((local = symm_check_a2a_out(&w, a.out, a.out_capacity, a.row_bytes, a.in,
-                                         in_bytes, &out_bytes)))
+        local =
+            symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                           "%s: in %p + %zu bytes (%zu rows of %zu bytes) is not in the GPU "
+                           "symmetric heap",
+                           fn, a.in, in_bytes, a.in_capacity, a.row_bytes);
+    else if ((local = symm_check_a2a_out(&w, a.out, a.out_capacity, a.row_bytes, a.in, in_bytes,
+                                         &out_bytes)))
         ;
     else if (out_bytes && !dev_accessible(a.out))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out %p (out_capacity %zu) is not "
-                               "memory this GPU can write", fn, a.out, a.out_capacity);
+        local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                               "%s: out %p (out_capacity %zu) is not "
+                               "memory this GPU can write",
+                               fn, a.out, a.out_capacity);
     else if (symm_check_overlap(wlo, whi, (uintptr_t)a.in, (uintptr_t)a.in + in_bytes) ||
              symm_check_overlap(wlo, whi, (uintptr_t)a.out, (uintptr_t)a.out + out_bytes))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: the workspace overlaps in or out", fn);
+        local =
+            symm_error_set(SYMM_ERR_INVALID_ARG, "%s: the workspace overlaps in or out", fn);
     else if (!a.in_splits || !dev_accessible(a.in_splits))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: in_splits %p is not memory this GPU "
-                               "can read", fn, (const void *)a.in_splits);
+        local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                               "%s: in_splits %p is not memory this GPU "
+                               "can read",
+                               fn, (const void *)a.in_splits);
     else if (a.kind == SYMM_TM_A2A_COMBINE && (!a.in_offsets || !dev_accessible(a.in_offsets)))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: in_offsets %p is not memory this GPU "
-                               "can read", fn, (const void *)a.in_offsets);
+        local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                               "%s: in_offsets %p is not memory this GPU "
+                               "can read",
+                               fn, (const void *)a.in_offsets);
     else if ((a.out_splits && !dev_accessible(a.out_splits)) ||
              (a.out_offsets && !dev_accessible(a.out_offsets)) ||
              (a.out_rows && !dev_accessible(a.out_rows)))
-        local = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out_splits, out_offsets or out_rows "
-                               "is not memory this GPU can write", fn);
+        local = symm_error_set(SYMM_ERR_INVALID_ARG,
+                               "%s: out_splits, out_offsets or out_rows "
+                               "is not memory this GPU can write",
+                               fn);
     int nb;
     CHECK(pick_blocks(fn, resident_cap((const void *)k_a2a, nullptr, kA2aThreads), dp, 1, 0,
                       nblocks, &nb, kA2aThreads));
@@ -386,9 +408,8 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
     p.a = a;
     p.a.trigger = 1;
     void *args[] = {&p};
-    symm_status_t st =
-        launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb), dim3(kA2aThreads), args,
-                                          0, stream));
+    symm_status_t st = launched(fn, symm_cuda_launch_pdl((const void *)k_a2a, dim3(nb),
+                                                         dim3(kA2aThreads), args, 0, stream));
     if (st) return st;
     if (local) return symm_error_set(local, "%s", why);
     return SYMM_SUCCESS;
@@ -454,13 +475,11 @@ extern "C" size_t symm_cuda_a2a_workspace_bytes(int n, int ne)
     return symm_tm_a2a_ws_bytes(n, ne);
 }
 
-extern "C" symm_status_t symm_all_to_all_v_on_stream(symm_pool_t pool, void *out,
-                                                     size_t out_capacity, const void *in,
-                                                     size_t in_capacity,
-                                                     const size_t *in_splits, size_t row_bytes,
-                                                     size_t *out_splits, size_t *out_offsets,
-                                                     size_t *out_rows, void *workspace,
-                                                     int nblocks, cudaStream_t stream)
+extern "C" symm_status_t
+symm_all_to_all_v_on_stream(symm_pool_t pool, void *out, size_t out_capacity, const void *in,
+                            size_t in_capacity, const size_t *in_splits, size_t row_bytes,
+                            size_t *out_splits, size_t *out_offsets, size_t *out_rows,
+                            void *workspace, int nblocks, cudaStream_t stream)
 {
     return a2a_run(__func__, pool,
                    a2a_make(SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
@@ -469,30 +488,24 @@ extern "C" symm_status_t symm_all_to_all_v_on_stream(symm_pool_t pool, void *out
                    nblocks, stream);
 }
 
-extern "C" symm_status_t symm_moe_dispatch_on_stream(symm_pool_t pool, void *out,
-                                                     size_t out_capacity, const void *in,
-                                                     size_t in_capacity,
-                                                     const size_t *in_splits, int ne,
-                                                     size_t row_bytes, size_t major_align,
-                                                     size_t *out_splits, size_t *out_offsets,
-                                                     size_t *out_rows, void *workspace,
-                                                     int nblocks, cudaStream_t stream)
+extern "C" symm_status_t symm_moe_dispatch_on_stream(
+    symm_pool_t pool, void *out, size_t out_capacity, const void *in, size_t in_capacity,
+    const size_t *in_splits, int ne, size_t row_bytes, size_t major_align, size_t *out_splits,
+    size_t *out_offsets, size_t *out_rows, void *workspace, int nblocks, cudaStream_t stream)
 {
     return a2a_run(__func__, pool,
-                   a2a_make(SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity,
-                            in_splits, nullptr, ne, row_bytes, major_align, out_splits,
-                            out_offsets, out_rows, workspace),
+                   a2a_make(SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity, in_splits,
+                            nullptr, ne, row_bytes, major_align, out_splits, out_offsets,
+                            out_rows, workspace),
                    nblocks, stream);
 }
 
-extern "C" symm_status_t symm_moe_combine_on_stream(symm_pool_t pool, void *out,
-                                                    size_t out_capacity, const void *in,
-                                                    size_t in_capacity, const size_t *in_splits,
-                                                    const size_t *in_offsets, int ne,
-                                                    size_t row_bytes, size_t *out_splits,
-                                                    size_t *out_offsets, size_t *out_rows,
-                                                    void *workspace, int nblocks,
-                                                    cudaStream_t stream)
+extern "C" symm_status_t
+symm_moe_combine_on_stream(symm_pool_t pool, void *out, size_t out_capacity, const void *in,
+                           size_t in_capacity, const size_t *in_splits,
+                           const size_t *in_offsets, int ne, size_t row_bytes,
+                           size_t *out_splits, size_t *out_offsets, size_t *out_rows,
+                           void *workspace, int nblocks, cudaStream_t stream)
 {
     return a2a_run(__func__, pool,
                    a2a_make(SYMM_TM_A2A_COMBINE, out, out_capacity, in, in_capacity, in_splits,

@@ -17,16 +17,16 @@ typedef struct symm_cuda_chunk {
 
 /* GPU state of one pool object. */
 typedef struct symm_cuda_pool {
-    size_t size;             /* duplicates with GPU state */
+    size_t size; /* duplicates with GPU state */
     uint32_t block_size;
     symm_cuda_chunk_t *chunks;
     size_t nchunks;
-    uint64_t delta_off;      /* device array [n] of heap deltas */
-    uint64_t tables_off;     /* current dup_chunk + chunks tables */
-    uint64_t *retired;       /* earlier tables: kernels launched before a growth use them */
+    uint64_t delta_off;  /* device array [n] of heap deltas */
+    uint64_t tables_off; /* current dup_chunk + chunks tables */
+    uint64_t *retired;   /* earlier tables: kernels launched before a growth use them */
     size_t nretired;
     symm_dev_pool_t dev;
-    symm_cuda_fast_t fast;   /* the first chunk, for kernel parameters (cuda_pool_dev.h) */
+    symm_cuda_fast_t fast; /* the first chunk, for kernel parameters (cuda_pool_dev.h) */
 } symm_cuda_pool_t;
 
 /* Ensures p's GPU state covers all of its duplicates (collective over the members

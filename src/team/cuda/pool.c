@@ -39,7 +39,8 @@ static void pool_release(symm_pool_obj_t *p)
         }
         if (g->nchunks) symm_cuda_region_free(g->delta_off);
         if (g->nchunks) symm_cuda_region_free(g->tables_off);
-        for (size_t i = 0; i < g->nretired; i++) symm_cuda_region_free(g->retired[i]);
+        for (size_t i = 0; i < g->nretired; i++)
+            symm_cuda_region_free(g->retired[i]);
     }
     free(g->chunks);
     free(g->retired);
@@ -62,7 +63,8 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
     uint64_t my_off = UINT64_MAX, bases_off = UINT64_MAX, tables_off = UINT64_MAX;
     uint64_t delta_off = g->nchunks ? g->delta_off : UINT64_MAX;
     size_t nch = g->nchunks + 1;
-    size_t tab_bytes = ((target * sizeof(uint32_t) + 15) & ~(size_t)15) + nch * sizeof(symm_dev_chunk_t);
+    size_t tab_bytes =
+        ((target * sizeof(uint32_t) + 15) & ~(size_t)15) + nch * sizeof(symm_dev_chunk_t);
     uint8_t *host = NULL;
     symm_cuda_chunk_t *chunks = realloc(g->chunks, nch * sizeof *chunks);
     if (!chunks) return symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
@@ -71,13 +73,14 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
         symm_cuda_region_alloc(n * sizeof(uint8_t *), &bases_off) ||
         symm_cuda_region_alloc(tab_bytes, &tables_off) ||
         (!g->nchunks && symm_cuda_region_alloc(n * sizeof(int64_t), &delta_off))) {
-        st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: %zu duplicates of %d members do not fit "
-                            "in the GPU team region (%zu bytes)", fn, count, p->n,
-                            symm_cuda.team_size);
+        st = symm_error_set(SYMM_ERR_NO_MEMORY,
+                            "%s: %zu duplicates of %d members do not fit "
+                            "in the GPU team region (%zu bytes)",
+                            fn, count, p->n, symm_cuda.team_size);
     }
     if (!st) {
-        cudaError_t e = cudaMemsetAsync(symm_cuda_team_ptr(my_off), 0,
-                                        count * g->block_size, symm_cuda.stream);
+        cudaError_t e = cudaMemsetAsync(symm_cuda_team_ptr(my_off), 0, count * g->block_size,
+                                        symm_cuda.stream);
         if (e == cudaSuccess) e = cudaStreamSynchronize(symm_cuda.stream);
         if (e != cudaSuccess) st = symm_cuda_error(fn, e);
     }
@@ -95,10 +98,12 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
     if (!st) st = xst;
     for (size_t j = 0; j < n && !st; j++)
         if (recv[j] == UINT64_MAX)
-            st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: failed on world PE %d", fn, p->world[j]);
+            st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: failed on world PE %d", fn,
+                                p->world[j]);
     /* Device tables, one upload: [member bases of the new chunk][deltas][dup_chunk][chunks]. */
     size_t host_bytes = n * sizeof(uint8_t *) + n * sizeof(int64_t) + tab_bytes;
-    if (!st && !(host = calloc(1, host_bytes))) st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
+    if (!st && !(host = calloc(1, host_bytes)))
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s", fn);
     if (!st) {
         uint8_t **bases = (uint8_t **)host;
         int64_t *delta = (int64_t *)(host + n * sizeof(uint8_t *));
@@ -127,9 +132,9 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
             for (size_t i = chunks[k].first; i < chunks[k].first + chunks[k].count; i++)
                 dup_chunk[i] = (uint32_t)k;
         }
-        cudaError_t e = cudaMemcpyAsync(symm_cuda_team_ptr(bases_off), bases,
-                                        n * sizeof(uint8_t *), cudaMemcpyHostToDevice,
-                                        symm_cuda.stream);
+        cudaError_t e =
+            cudaMemcpyAsync(symm_cuda_team_ptr(bases_off), bases, n * sizeof(uint8_t *),
+                            cudaMemcpyHostToDevice, symm_cuda.stream);
         if (e == cudaSuccess && !g->nchunks)
             e = cudaMemcpyAsync(symm_cuda_team_ptr(delta_off), delta, n * sizeof(int64_t),
                                 cudaMemcpyHostToDevice, symm_cuda.stream);
@@ -255,8 +260,10 @@ symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
     if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", fn);
     symm_pool_obj_t *p = (pool & SYMM_H_POOL_BIT) ? symm_handle_resolve(pool) : NULL;
     if (!p)
-        return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool handle 0x%llx is invalid or "
-                              "was destroyed", fn, (unsigned long long)pool);
+        return symm_error_set(SYMM_ERR_TEAM_INVALID,
+                              "%s: pool handle 0x%llx is invalid or "
+                              "was destroyed",
+                              fn, (unsigned long long)pool);
     CHECK(symm_cuda_pool_attach(p));
     *out = ((symm_cuda_pool_t *)p->gpu)->dev;
     if (fast) *fast = ((symm_cuda_pool_t *)p->gpu)->fast;

@@ -5,8 +5,8 @@
 #ifndef SYMM_TRANSPORT_CUDA_H
 #define SYMM_TRANSPORT_CUDA_H
 
-#include <pthread.h>
 #include <cuda_runtime_api.h>
+#include <pthread.h>
 
 #include "core/arena.h"
 #include "symm_cuda.h"
@@ -19,17 +19,17 @@
 typedef struct symm_cuda_state {
     int initialized;
     int device;
-    int sharers;          /* PEs of the node on my GPU */
+    int sharers; /* PEs of the node on my GPU */
     int sm_count;
-    uint8_t *base;        /* my allocation: [0, heap_size) heap, then the team region */
+    uint8_t *base; /* my allocation: [0, heap_size) heap, then the team region */
     size_t heap_size, team_size;
-    uint8_t **peer_base;  /* [npes] every PE's allocation as mapped here (mine = base) */
-    int64_t *delta;       /* [npes] peer_base[j] - base */
-    uint8_t *same_gpu;    /* [npes] 1: PE j's heap is on my GPU (same PCI bus id) */
+    uint8_t **peer_base; /* [npes] every PE's allocation as mapped here (mine = base) */
+    int64_t *delta;      /* [npes] peer_base[j] - base */
+    uint8_t *same_gpu;   /* [npes] 1: PE j's heap is on my GPU (same PCI bus id) */
     symm_arena_t heap_arena, team_arena;
     pthread_mutex_t lock; /* both arenas */
     symm_dev_err_buf_t *err;
-    cudaStream_t stream;  /* internal: zeroing and table uploads */
+    cudaStream_t stream; /* internal: zeroing and table uploads */
     uint64_t timeout_ns;
 } symm_cuda_state_t;
 

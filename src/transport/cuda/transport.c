@@ -31,13 +31,13 @@ symm_status_t symm_cuda_require(const char *fn)
     return SYMM_SUCCESS;
 }
 
-#define CUDA_CHECK_GOTO(fn, expr, st, label)                                             \
-    do {                                                                                 \
-        cudaError_t ce_ = (expr);                                                        \
-        if (ce_ != cudaSuccess) {                                                        \
-            (st) = symm_cuda_error(fn, ce_);                                             \
-            goto label;                                                                  \
-        }                                                                                \
+#define CUDA_CHECK_GOTO(fn, expr, st, label)                                                   \
+    do {                                                                                       \
+        cudaError_t ce_ = (expr);                                                              \
+        if (ce_ != cudaSuccess) {                                                              \
+            (st) = symm_cuda_error(fn, ce_);                                                   \
+            goto label;                                                                        \
+        }                                                                                      \
     } while (0)
 
 int symm_cuda_in_heap(const void *p, size_t n)
@@ -77,7 +77,8 @@ static void unmap_peers(void)
 {
     if (!symm_cuda.peer_base) return;
     for (int j = 0; j < symm_g.npes; j++)
-        if (j != symm_g.me && symm_cuda.peer_base[j]) cudaIpcCloseMemHandle(symm_cuda.peer_base[j]);
+        if (j != symm_g.me && symm_cuda.peer_base[j])
+            cudaIpcCloseMemHandle(symm_cuda.peer_base[j]);
     free(symm_cuda.peer_base);
     free(symm_cuda.delta);
     free(symm_cuda.same_gpu);
@@ -126,16 +127,22 @@ symm_status_t symm_cuda_transport_init(const char *fn)
     /* Local steps first; the outcome travels in the card, so that a PE that failed does
      * not leave the others waiting for its handle. */
     if (dev >= ndev) {
-        st = symm_error_set(SYMM_ERR_INVALID_ARG, "%s: SYMM_GPU_DEVICE=%d but only %d GPUs "
-                            "are visible", fn, dev, ndev);
+        st = symm_error_set(SYMM_ERR_INVALID_ARG,
+                            "%s: SYMM_GPU_DEVICE=%d but only %d GPUs "
+                            "are visible",
+                            fn, dev, ndev);
     } else {
         cudaError_t e = cudaSetDevice(dev);
         if (e == cudaSuccess) e = cudaDeviceGetPCIBusId(mine.bus_id, sizeof mine.bus_id, dev);
-        if (e == cudaSuccess) e = cudaDeviceGetAttribute(&symm_cuda.sm_count, cudaDevAttrMultiProcessorCount, dev);
+        if (e == cudaSuccess)
+            e = cudaDeviceGetAttribute(&symm_cuda.sm_count, cudaDevAttrMultiProcessorCount,
+                                       dev);
         if (e == cudaSuccess) e = cudaMalloc((void **)&symm_cuda.base, mine.size);
         if (e == cudaSuccess) e = cudaIpcGetMemHandle(&mine.handle, symm_cuda.base);
-        if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&symm_cuda.stream, cudaStreamNonBlocking);
-        if (e != cudaSuccess) st = symm_cuda_error(fn, e);
+        if (e == cudaSuccess)
+            e = cudaStreamCreateWithFlags(&symm_cuda.stream, cudaStreamNonBlocking);
+        if (e != cudaSuccess)
+            st = symm_cuda_error(fn, e);
         else if (symm_arena_init(&symm_cuda.heap_arena, heap) ||
                  symm_arena_init(&symm_cuda.team_arena, SYMM_CUDA_TEAM_REGION))
             st = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: GPU heap allocators", fn);
@@ -237,7 +244,10 @@ static void cuda_unmap(int pe)
 
 /* A device pointer: loads and stores reach it from kernels (peer access), not from the
  * host. */
-static void *cuda_ptr(const void *addr, int pe) { return symm_gpu_ptr(addr, pe); }
+static void *cuda_ptr(const void *addr, int pe)
+{
+    return symm_gpu_ptr(addr, pe);
+}
 
 static symm_status_t cuda_copy(const char *fn, void *dest, const void *src, size_t n)
 {
@@ -277,9 +287,18 @@ static const symm_transport_ops_t cuda_transport = {
     .flush = cuda_sync,
 };
 
-int symm_cuda_initialized(void) { return symm_cuda.initialized; }
-int symm_cuda_device(void) { return symm_cuda.initialized ? symm_cuda.device : -1; }
-int symm_cuda_device_sharers(void) { return symm_cuda.initialized ? symm_cuda.sharers : 1; }
+int symm_cuda_initialized(void)
+{
+    return symm_cuda.initialized;
+}
+int symm_cuda_device(void)
+{
+    return symm_cuda.initialized ? symm_cuda.device : -1;
+}
+int symm_cuda_device_sharers(void)
+{
+    return symm_cuda.initialized ? symm_cuda.sharers : 1;
+}
 
 void *symm_gpu_ptr(const void *addr, int pe)
 {
@@ -362,11 +381,13 @@ static symm_status_t launch(const char *fn, const void *kernel, dim3 grid, dim3 
     int threads = (int)(block.x * block.y * block.z);
     int max = symm_cuda_max_resident_blocks(kernel, threads, shared_mem);
     if (blocks > (uint64_t)max)
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: a grid of %llu blocks of %d threads "
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: a grid of %llu blocks of %d threads "
                               "cannot be resident at once on this PE's share of GPU %d (at "
                               "most %d: %d SMs, %d PEs on the GPU); blocks that wait on peers "
-                              "would wait for ever", fn, (unsigned long long)blocks, threads,
-                              symm_cuda.device, max, symm_cuda.sm_count, symm_cuda.sharers);
+                              "would wait for ever",
+                              fn, (unsigned long long)blocks, threads, symm_cuda.device, max,
+                              symm_cuda.sm_count, symm_cuda.sharers);
     cudaError_t e;
     if (pdl && symm_config.gpu_pdl) {
         cudaLaunchAttribute attr;
@@ -425,21 +446,25 @@ symm_status_t symm_cuda_check(void)
     const symm_dev_err_rec_t *r = &buf.rec[0];
     switch (r->status) {
     case SYMM_ERR_TEAM_BUSY:
-        return symm_error_set(SYMM_ERR_TEAM_BUSY, "device: block %u called %s on pool %u dup %u "
+        return symm_error_set(SYMM_ERR_TEAM_BUSY,
+                              "device: block %u called %s on pool %u dup %u "
                               "while block %u (grid 0x%llx) of PE %d held that duplicate; give "
                               "each concurrent block its own duplicate "
                               "(symm_dev_pool_team(pool, blockIdx.x)) [%u device error(s)]",
                               r->block, what_name(r->what), r->pool_id, r->dup, r->other,
                               (unsigned long long)(r->holder >> 33), symm_g.me, buf.count);
     case SYMM_ERR_TIMEOUT:
-        return symm_error_set(SYMM_ERR_TIMEOUT, "device: block %u timed out in %s on pool %u "
+        return symm_error_set(SYMM_ERR_TIMEOUT,
+                              "device: block %u timed out in %s on pool %u "
                               "dup %u waiting for team PE %d (SYMM_TIMEOUT=%gs) [%u device "
-                              "error(s)]", r->block, what_name(r->what), r->pool_id, r->dup,
-                              (int)r->other, symm_config.timeout, buf.count);
+                              "error(s)]",
+                              r->block, what_name(r->what), r->pool_id, r->dup, (int)r->other,
+                              symm_config.timeout, buf.count);
     default:
-        return symm_error_set((symm_status_t)r->status, "device: block %u: %s on pool %u dup %u: "
-                              "%s [%u device error(s)]", r->block, what_name(r->what),
-                              r->pool_id, r->dup, symm_strerror((symm_status_t)r->status),
-                              buf.count);
+        return symm_error_set((symm_status_t)r->status,
+                              "device: block %u: %s on pool %u dup %u: "
+                              "%s [%u device error(s)]",
+                              r->block, what_name(r->what), r->pool_id, r->dup,
+                              symm_strerror((symm_status_t)r->status), buf.count);
     }
 }

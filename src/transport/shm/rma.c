@@ -9,17 +9,18 @@
 /* arg names the symmetric argument in messages. A range outside the heap is refused as
  * it always was (running past the heap's end is an overflow); one inside it must lie in
  * one live object. */
-__attribute__((noinline)) static symm_status_t check_remote_slow(const char *fn,
-                                                                 const char *arg,
-                                                                 const void *addr, size_t n)
+__attribute__((noinline)) static symm_status_t
+check_remote_slow(const char *fn, const char *arg, const void *addr, size_t n)
 {
     if (SYMM_UNLIKELY(!addr))
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: symmetric address %s is NULL", fn,
                               arg);
     if (SYMM_UNLIKELY(!symm_in_heap(addr, n))) {
         if (symm_in_heap(addr, 0))
-            return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %s, %zu bytes at %p, runs past the "
-                                  "end of the symmetric heap", fn, arg, n, addr);
+            return symm_error_set(SYMM_ERR_OVERFLOW,
+                                  "%s: %s, %zu bytes at %p, runs past the "
+                                  "end of the symmetric heap",
+                                  fn, arg, n, addr);
         return symm_error_set(SYMM_ERR_NOT_SYMMETRIC, "%s: %s %p is not a symmetric address",
                               fn, arg, addr);
     }
@@ -89,14 +90,16 @@ static symm_status_t typed_bytes(const char *fn, size_t count, symm_type_t type,
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_put_typed(void *dest, const void *src, size_t count, symm_type_t type, int pe)
+symm_status_t symm_put_typed(void *dest, const void *src, size_t count, symm_type_t type,
+                             int pe)
 {
     size_t n;
     CHECK(typed_bytes(__func__, count, type, &n));
     return symm_put(dest, src, n, pe);
 }
 
-symm_status_t symm_get_typed(void *dest, const void *src, size_t count, symm_type_t type, int pe)
+symm_status_t symm_get_typed(void *dest, const void *src, size_t count, symm_type_t type,
+                             int pe)
 {
     size_t n;
     CHECK(typed_bytes(__func__, count, type, &n));
@@ -119,62 +122,77 @@ symm_status_t symm_quiet(void)
 
 void *symm_ptr(const void *addr, int pe)
 {
-    if (!symm_g.initialized || pe < 0 || pe >= symm_g.npes || !symm_in_heap(addr, 1)) return NULL;
+    if (!symm_g.initialized || pe < 0 || pe >= symm_g.npes || !symm_in_heap(addr, 1))
+        return NULL;
     return symm_shm_ptr(addr, pe);
 }
 
 /* ---------------------------------------------------------------- atomics */
-#define SYMM_AMO_BODY(T)                                                                 \
-    {                                                                                    \
-        if (SYMM_UNLIKELY((unsigned)op >= SYMM_AMO_COUNT))                               \
-            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid operation %d",      \
-                                  __func__, (int)op);                                    \
-        CHECK(check_remote(__func__, "dest", dest, sizeof(T), pe));                      \
-        if (SYMM_UNLIKELY((uintptr_t)dest % sizeof(T)))                                  \
-            return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: %p is not %zu-byte aligned",  \
-                                  __func__, (void *)dest, sizeof(T));                    \
-        int fetching = op == SYMM_AMO_FETCH || op == SYMM_AMO_SWAP ||                    \
-                       op == SYMM_AMO_CSWAP || op == SYMM_AMO_FETCH_ADD ||               \
-                       op == SYMM_AMO_FETCH_AND || op == SYMM_AMO_FETCH_OR ||            \
-                       op == SYMM_AMO_FETCH_XOR;                                         \
-        if (SYMM_UNLIKELY(fetching && !fetched))                                         \
-            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: fetching operation %d "     \
-                                  "needs a result pointer", __func__, (int)op);          \
-        T *p = symm_shm_ptr(dest, pe), old = 0;                                          \
-        switch (op) {                                                                    \
-        case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;          \
-        case SYMM_AMO_SET: __atomic_store_n(p, value, __ATOMIC_SEQ_CST); break;          \
-        case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST); break; \
-        case SYMM_AMO_CSWAP:                                                             \
-            old = cond;                                                                  \
-            __atomic_compare_exchange_n(p, &old, value, 0, __ATOMIC_SEQ_CST,             \
-                                        __ATOMIC_SEQ_CST);                               \
-            break;                                                                       \
-        case SYMM_AMO_ADD:                                                               \
-        case SYMM_AMO_FETCH_ADD: old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST); break; \
-        case SYMM_AMO_AND:                                                               \
-        case SYMM_AMO_FETCH_AND: old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST); break; \
-        case SYMM_AMO_OR:                                                                \
-        case SYMM_AMO_FETCH_OR: old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST); break; \
-        case SYMM_AMO_XOR:                                                               \
-        case SYMM_AMO_FETCH_XOR: old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST); break; \
-        default: break;                                                                  \
-        }                                                                                \
-        if (fetched && fetching) *fetched = old;                                         \
-        return SYMM_SUCCESS;                                                             \
+#define SYMM_AMO_BODY(T)                                                                       \
+    {                                                                                          \
+        if (SYMM_UNLIKELY((unsigned)op >= SYMM_AMO_COUNT))                                     \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid operation %d", __func__,  \
+                                  (int)op);                                                    \
+        CHECK(check_remote(__func__, "dest", dest, sizeof(T), pe));                            \
+        if (SYMM_UNLIKELY((uintptr_t)dest % sizeof(T)))                                        \
+            return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: %p is not %zu-byte aligned",        \
+                                  __func__, (void *)dest, sizeof(T));                          \
+        int fetching = op == SYMM_AMO_FETCH || op == SYMM_AMO_SWAP || op == SYMM_AMO_CSWAP ||  \
+                       op == SYMM_AMO_FETCH_ADD || op == SYMM_AMO_FETCH_AND ||                 \
+                       op == SYMM_AMO_FETCH_OR || op == SYMM_AMO_FETCH_XOR;                    \
+        if (SYMM_UNLIKELY(fetching && !fetched))                                               \
+            return symm_error_set(SYMM_ERR_INVALID_ARG,                                        \
+                                  "%s: fetching operation %d "                                 \
+                                  "needs a result pointer",                                    \
+                                  __func__, (int)op);                                          \
+        T *p = symm_shm_ptr(dest, pe), old = 0;                                                \
+        switch (op) {                                                                          \
+        case SYMM_AMO_FETCH:                                                                   \
+            old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                        \
+            break;                                                                             \
+        case SYMM_AMO_SET:                                                                     \
+            __atomic_store_n(p, value, __ATOMIC_SEQ_CST);                                      \
+            break;                                                                             \
+        case SYMM_AMO_SWAP:                                                                    \
+            old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);                             \
+            break;                                                                             \
+        case SYMM_AMO_CSWAP:                                                                   \
+            old = cond;                                                                        \
+            __atomic_compare_exchange_n(p, &old, value, 0, __ATOMIC_SEQ_CST,                   \
+                                        __ATOMIC_SEQ_CST);                                     \
+            break;                                                                             \
+        case SYMM_AMO_ADD:                                                                     \
+        case SYMM_AMO_FETCH_ADD:                                                               \
+            old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        case SYMM_AMO_AND:                                                                     \
+        case SYMM_AMO_FETCH_AND:                                                               \
+            old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        case SYMM_AMO_OR:                                                                      \
+        case SYMM_AMO_FETCH_OR:                                                                \
+            old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);                               \
+            break;                                                                             \
+        case SYMM_AMO_XOR:                                                                     \
+        case SYMM_AMO_FETCH_XOR:                                                               \
+            old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        default:                                                                               \
+            break;                                                                             \
+        }                                                                                      \
+        if (fetched && fetching) *fetched = old;                                               \
+        return SYMM_SUCCESS;                                                                   \
     }
 
 symm_status_t symm_atomic32(symm_amo_t op, uint32_t *dest, uint32_t value, uint32_t cond,
-                            int pe, uint32_t *fetched)
-SYMM_AMO_BODY(uint32_t)
+                            int pe, uint32_t *fetched) SYMM_AMO_BODY(uint32_t)
 
-symm_status_t symm_atomic64(symm_amo_t op, uint64_t *dest, uint64_t value, uint64_t cond,
-                            int pe, uint64_t *fetched)
-SYMM_AMO_BODY(uint64_t)
+    symm_status_t symm_atomic64(symm_amo_t op, uint64_t *dest, uint64_t value, uint64_t cond,
+                                int pe, uint64_t *fetched) SYMM_AMO_BODY(uint64_t)
 
-/* ---------------------------------------------------------------- signals */
-static symm_status_t signal_update(const char *fn, uint64_t *sig_addr, symm_sigop_t sigop,
-                                   int pe)
+    /* ---------------------------------------------------------------- signals */
+    static symm_status_t
+    signal_update(const char *fn, uint64_t *sig_addr, symm_sigop_t sigop, int pe)
 {
     if (sigop != SYMM_SIGNAL_SET && sigop != SYMM_SIGNAL_ADD)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid signal operation %d", fn,
@@ -195,8 +213,10 @@ symm_status_t symm_put_signal(void *dest, const void *src, size_t nbytes, uint64
     symm_shm_put(dest, src, nbytes, pe);
     /* Release: whoever sees the signal sees the data. */
     uint64_t *s = symm_shm_ptr(sig_addr, pe);
-    if (sigop == SYMM_SIGNAL_SET) __atomic_store_n(s, signal, __ATOMIC_RELEASE);
-    else __atomic_fetch_add(s, signal, __ATOMIC_RELEASE);
+    if (sigop == SYMM_SIGNAL_SET)
+        __atomic_store_n(s, signal, __ATOMIC_RELEASE);
+    else
+        __atomic_fetch_add(s, signal, __ATOMIC_RELEASE);
     return SYMM_SUCCESS;
 }
 
@@ -212,7 +232,8 @@ symm_status_t symm_put_signal_nbi(void *dest, const void *src, size_t nbytes,
 static inline symm_status_t check_aligned(const char *fn, const void *p, size_t size)
 {
     if (SYMM_UNLIKELY((uintptr_t)p % size))
-        return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: %p is not %zu-byte aligned", fn, p, size);
+        return symm_error_set(SYMM_ERR_ALIGNMENT, "%s: %p is not %zu-byte aligned", fn, p,
+                              size);
     return SYMM_SUCCESS;
 }
 
@@ -220,54 +241,54 @@ symm_status_t symm_signal_fetch(const uint64_t *sig_addr, uint64_t *value_out)
 {
     CHECK(check_remote(__func__, "sig_addr", sig_addr, 8, symm_g.me));
     CHECK(check_aligned(__func__, sig_addr, 8));
-    if (!value_out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: value_out is NULL", __func__);
+    if (!value_out)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: value_out is NULL", __func__);
     *value_out = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
     return SYMM_SUCCESS;
 }
 
 /* The waits below are the same loop for each integer type. */
-#define SYMM_WAIT_UNTIL_BODY(T, fn, ivar, cmp, value, out)                                \
-    {                                                                                    \
-        CHECK(check_remote(fn, "ivar", ivar, sizeof(T), symm_g.me));                     \
-        CHECK(check_aligned(fn, ivar, sizeof(T)));                                       \
-        if ((unsigned)(cmp) > SYMM_CMP_LE)                                               \
-            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d", fn, \
-                                  (int)(cmp));                                           \
-        symm_wait_t w = SYMM_WAIT_INIT;                                                  \
-        T v;                                                                             \
-        while (v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE), !SYMM_CMP_EVAL(cmp, v, value)) { \
-            symm_status_t st = symm_wait_pause(&w);                                      \
-            if (st == SYMM_ERR_TIMEOUT)                                                  \
-                return symm_error_set(st, "%s: the value at %p never compared true "     \
-                                      "(%.1f s, SYMM_TIMEOUT)", fn, (void *)(ivar),      \
-                                      symm_wait_elapsed(&w));                            \
-            if (st) return st;                                                           \
-        }                                                                                \
-        if (out) *(T *)(out) = v;                                                        \
-        return SYMM_SUCCESS;                                                             \
+#define SYMM_WAIT_UNTIL_BODY(T, fn, ivar, cmp, value, out)                                     \
+    {                                                                                          \
+        CHECK(check_remote(fn, "ivar", ivar, sizeof(T), symm_g.me));                           \
+        CHECK(check_aligned(fn, ivar, sizeof(T)));                                             \
+        if ((unsigned)(cmp) > SYMM_CMP_LE)                                                     \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d", fn,       \
+                                  (int)(cmp));                                                 \
+        symm_wait_t w = SYMM_WAIT_INIT;                                                        \
+        T v;                                                                                   \
+        while (v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE), !SYMM_CMP_EVAL(cmp, v, value)) {   \
+            symm_status_t st = symm_wait_pause(&w);                                            \
+            if (st == SYMM_ERR_TIMEOUT)                                                        \
+                return symm_error_set(st,                                                      \
+                                      "%s: the value at %p never compared true "               \
+                                      "(%.1f s, SYMM_TIMEOUT)",                                \
+                                      fn, (void *)(ivar), symm_wait_elapsed(&w));              \
+            if (st) return st;                                                                 \
+        }                                                                                      \
+        if (out) *(T *)(out) = v;                                                              \
+        return SYMM_SUCCESS;                                                                   \
     }
 
 symm_status_t symm_signal_wait_until(uint64_t *sig_addr, symm_cmp_t cmp, uint64_t value,
                                      uint64_t *value_out)
-SYMM_WAIT_UNTIL_BODY(uint64_t, __func__, sig_addr, cmp, value, value_out)
+    SYMM_WAIT_UNTIL_BODY(uint64_t, __func__, sig_addr, cmp, value, value_out)
 
-#define SYMM_WAIT_TEST_(name, T)                                                         \
-    symm_status_t symm_wait_until_##name(T *ivar, symm_cmp_t cmp, T value)               \
-    SYMM_WAIT_UNTIL_BODY(T, __func__, ivar, cmp, value, (T *)NULL)                       \
-    symm_status_t symm_test_##name(T *ivar, symm_cmp_t cmp, T value, int *result_out)    \
-    {                                                                                    \
-        CHECK(check_remote(__func__, "ivar", ivar, sizeof(T), symm_g.me));               \
-        CHECK(check_aligned(__func__, ivar, sizeof(T)));                                 \
-        if ((unsigned)cmp > SYMM_CMP_LE)                                                 \
-            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d",     \
-                                  __func__, (int)cmp);                                   \
-        if (!result_out)                                                                 \
-            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: result_out is NULL", __func__); \
-        T v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE);                                   \
-        *result_out = SYMM_CMP_EVAL(cmp, v, value);                                      \
-        return SYMM_SUCCESS;                                                             \
+#define SYMM_WAIT_TEST_(name, T)                                                               \
+    symm_status_t symm_wait_until_##name(T *ivar, symm_cmp_t cmp, T value)                     \
+        SYMM_WAIT_UNTIL_BODY(T, __func__, ivar, cmp, value, (T *)NULL)                         \
+            symm_status_t symm_test_##name(T *ivar, symm_cmp_t cmp, T value, int *result_out)  \
+    {                                                                                          \
+        CHECK(check_remote(__func__, "ivar", ivar, sizeof(T), symm_g.me));                     \
+        CHECK(check_aligned(__func__, ivar, sizeof(T)));                                       \
+        if ((unsigned)cmp > SYMM_CMP_LE)                                                       \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid comparison %d", __func__, \
+                                  (int)cmp);                                                   \
+        if (!result_out)                                                                       \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: result_out is NULL", __func__);   \
+        T v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE);                                         \
+        *result_out = SYMM_CMP_EVAL(cmp, v, value);                                            \
+        return SYMM_SUCCESS;                                                                   \
     }
-SYMM_WAIT_TEST_(int32, int32_t)
-SYMM_WAIT_TEST_(int64, int64_t)
-SYMM_WAIT_TEST_(uint32, uint32_t)
-SYMM_WAIT_TEST_(uint64, uint64_t)
+        SYMM_WAIT_TEST_(int32, int32_t) SYMM_WAIT_TEST_(int64, int64_t)
+            SYMM_WAIT_TEST_(uint32, uint32_t) SYMM_WAIT_TEST_(uint64, uint64_t)

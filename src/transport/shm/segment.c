@@ -48,7 +48,8 @@ void symm_shm_segment_unmap(int p)
 static void unmap_segments(void)
 {
     if (!symm_g.seg) return;
-    for (int p = 0; p < symm_g.npes; p++) symm_shm_segment_unmap(p);
+    for (int p = 0; p < symm_g.npes; p++)
+        symm_shm_segment_unmap(p);
     free(symm_g.seg);
     symm_g.seg = NULL;
 }
@@ -62,11 +63,13 @@ static int node_cpus_agree(void)
     uint64_t uni[SYMM_CPU_MASK_WORDS] = {0}, forced = 0;
     for (int p = 0; p < symm_g.npes; p++) {
         const symm_pe_info_t *i = (const symm_pe_info_t *)(symm_g.seg[p] + symm_g.info_off);
-        for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++) uni[w] |= i->cpu_mask[w];
+        for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++)
+            uni[w] |= i->cpu_mask[w];
         if (i->node_cpus && (!forced || i->node_cpus < forced)) forced = i->node_cpus;
     }
     int n = 0;
-    for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++) n += __builtin_popcountll(uni[w]);
+    for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++)
+        n += __builtin_popcountll(uni[w]);
     if (forced) n = forced > 1 << 20 ? 1 << 20 : (int)forced;
     return n > 0 ? n : 1;
 }
@@ -93,7 +96,8 @@ symm_status_t symm_shm_init(void)
     symm_status_t st;
     symm_g.seg = calloc((size_t)symm_g.npes, sizeof *symm_g.seg);
     if (!symm_g.seg) return symm_error_set(SYMM_ERR_NO_MEMORY, "segment table");
-    for (int p = 0; p < symm_g.npes; p++) CHECK_GOTO(symm_shm_segment_map(p), st, out_unmap);
+    for (int p = 0; p < symm_g.npes; p++)
+        CHECK_GOTO(symm_shm_segment_map(p), st, out_unmap);
     symm_core_boot_fds_close();
     symm_g.node_cpus = node_cpus_agree();
     CHECK_GOTO(settings_agree(), st, out_unmap);

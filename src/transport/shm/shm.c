@@ -1,10 +1,13 @@
 /* shm.c — the shared-memory transport's ops table: every operation is a load, store,
  * copy or atomic through the peer pointer of shm.h, since every PE is mapped here. */
-#include "core/log.h"
 #include "transport/shm/shm.h"
+#include "core/log.h"
 #include "transport/transport.h"
 
-static void *shm_ptr(const void *addr, int pe) { return symm_shm_ptr(addr, pe); }
+static void *shm_ptr(const void *addr, int pe)
+{
+    return symm_shm_ptr(addr, pe);
+}
 
 static symm_status_t shm_put(void *dest, const void *src, size_t n, int pe)
 {
@@ -23,20 +26,36 @@ static symm_status_t shm_fetch_op64(symm_amo_t op, uint64_t *dest, uint64_t valu
 {
     uint64_t *p = symm_shm_ptr(dest, pe), old = 0;
     switch (op) {
-    case SYMM_AMO_FETCH: old = __atomic_load_n(p, __ATOMIC_SEQ_CST); break;
-    case SYMM_AMO_SET: __atomic_store_n(p, value, __ATOMIC_SEQ_CST); break;
+    case SYMM_AMO_FETCH:
+        old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
+        break;
+    case SYMM_AMO_SET:
+        __atomic_store_n(p, value, __ATOMIC_SEQ_CST);
+        break;
     case SYMM_AMO_ADD:
-    case SYMM_AMO_FETCH_ADD: old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST); break;
+    case SYMM_AMO_FETCH_ADD:
+        old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
+        break;
     case SYMM_AMO_AND:
-    case SYMM_AMO_FETCH_AND: old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST); break;
+    case SYMM_AMO_FETCH_AND:
+        old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);
+        break;
     case SYMM_AMO_OR:
-    case SYMM_AMO_FETCH_OR: old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST); break;
+    case SYMM_AMO_FETCH_OR:
+        old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);
+        break;
     case SYMM_AMO_XOR:
-    case SYMM_AMO_FETCH_XOR: old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST); break;
-    case SYMM_AMO_SWAP: old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST); break;
+    case SYMM_AMO_FETCH_XOR:
+        old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);
+        break;
+    case SYMM_AMO_SWAP:
+        old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
+        break;
     default:
-        return symm_error_set(SYMM_ERR_INVALID_ARG, "shm fetch_op64: operation %d (use "
-                              "cswap64)", (int)op);
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "shm fetch_op64: operation %d (use "
+                              "cswap64)",
+                              (int)op);
     }
     if (old_out) *old_out = old;
     return SYMM_SUCCESS;
@@ -54,8 +73,8 @@ static symm_status_t shm_cswap64(uint64_t *dest, uint64_t cond, uint64_t value, 
 
 static symm_status_t shm_swap64(uint64_t *dest, uint64_t value, int pe, uint64_t *old_out)
 {
-    uint64_t old = __atomic_exchange_n((uint64_t *)symm_shm_ptr(dest, pe), value,
-                                       __ATOMIC_SEQ_CST);
+    uint64_t old =
+        __atomic_exchange_n((uint64_t *)symm_shm_ptr(dest, pe), value, __ATOMIC_SEQ_CST);
     if (old_out) *old_out = old;
     return SYMM_SUCCESS;
 }
@@ -65,8 +84,10 @@ static symm_status_t shm_put_signal(void *dest, const void *src, size_t n, uint6
 {
     symm_shm_put(dest, src, n, pe);
     uint64_t *s = symm_shm_ptr(sig, pe);
-    if (op == SYMM_SIGNAL_SET) __atomic_store_n(s, value, __ATOMIC_RELEASE);
-    else __atomic_fetch_add(s, value, __ATOMIC_RELEASE);
+    if (op == SYMM_SIGNAL_SET)
+        __atomic_store_n(s, value, __ATOMIC_RELEASE);
+    else
+        __atomic_fetch_add(s, value, __ATOMIC_RELEASE);
     return SYMM_SUCCESS;
 }
 

@@ -35,7 +35,10 @@ static inline void symm_shm_fence(void)
     __atomic_fetch_add(&fence_word, 0, __ATOMIC_SEQ_CST);
 }
 #else
-static inline void symm_shm_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
+static inline void symm_shm_fence(void)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
 #endif
 
 /* Segments (segment.c): init maps every PE's segment, reads what each published in its
@@ -51,8 +54,8 @@ void symm_shm_segment_unmap(int pe);
  * gave up on it before it was taken) or SYMM_MBOX_NONE. withdraw takes back this PE's
  * last message to pe if pe has not taken it (1) or not (0); abandon says that the next
  * message from pe belongs to an attempt this PE gave up on: poll drops it. */
-#define SYMM_MBOX_NONE 0
-#define SYMM_MBOX_MESSAGE 1
+#define SYMM_MBOX_NONE      0
+#define SYMM_MBOX_MESSAGE   1
 #define SYMM_MBOX_WITHDRAWN 2
 symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords);
 int symm_mbox_poll(int pe, uint64_t *data, int nwords);
