@@ -284,6 +284,26 @@ SYMM_DEV void leave_block(const symm_dev_team_t &t, int owned)
     __syncthreads();
     if (thread_linear() == 0 && owned) unclaim(t);
 }
+/* Leaves the duplicate at episode ep, for a call that counts its episodes itself:
+ * releases it if the claim was this call's (owned, in thread 0), else records ep for the
+ * holder's next call. */
+SYMM_DEV void leave_block_at(const symm_dev_team_t &t, int owned, uint64_t ep)
+{
+    __syncthreads();
+    if (thread_linear() == 0) {
+        if (owned)
+            unclaim_ep(t, ep);
+        else
+            set_episode(t, ep);
+    }
+}
+/* Round ep by every thread of the block: 0, or SYMM_ERR_TIMEOUT in every thread when a
+ * member did not arrive. */
+SYMM_DEV int round_block_at(const symm_dev_team_t &t, uint64_t ep, uint32_t what)
+{
+    const int rc = round_part(t, ep, thread_linear(), block_threads(), what);
+    return __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+}
 /* One synchronisation round of the whole block (the block has the duplicate). */
 SYMM_DEV int round_block(const symm_dev_team_t &t, uint32_t what)
 {
@@ -294,8 +314,7 @@ SYMM_DEV int round_block(const symm_dev_team_t &t, uint32_t what)
         s_ep = ep;
     }
     __syncthreads();
-    int rc = round_part(t, s_ep, thread_linear(), block_threads(), what);
-    return __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+    return round_block_at(t, s_ep, what);
 }
 
 /* Claim and one round in one go (barrier, sync): three block synchronisations. */
@@ -319,8 +338,7 @@ SYMM_DEV int claim_round_block(const symm_dev_team_t &t, uint32_t what)
     int rc = s_rc;
     if (rc) return rc;
     const uint64_t ep = s_ep2;
-    rc = round_part(t, ep, thread_linear(), block_threads(), what);
-    rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+    rc = round_block_at(t, ep, what);
     if (owned) unclaim_ep(t, ep);
     return rc;
 }
@@ -412,25 +430,6 @@ template <typename T> SYMM_DEV T ldcg(const T *p)
     return v;
 }
 
-/* a op b by the rule of plan__combine.h (acc::step rounds fp16/bf16 after it). */
-template <typename A, int OP> SYMM_DEV A apply(A a, A b)
-{
-    if constexpr (OP == SYMM_OP_SUM)
-        return SYMM_PLAN_OP_SUM(a, b);
-    else if constexpr (OP == SYMM_OP_PROD)
-        return SYMM_PLAN_OP_PROD(a, b);
-    else if constexpr (OP == SYMM_OP_MIN)
-        return SYMM_PLAN_OP_MIN(a, b);
-    else if constexpr (OP == SYMM_OP_MAX)
-        return SYMM_PLAN_OP_MAX(a, b);
-    else if constexpr (OP == SYMM_OP_AND)
-        return SYMM_PLAN_OP_AND(a, b);
-    else if constexpr (OP == SYMM_OP_OR)
-        return SYMM_PLAN_OP_OR(a, b);
-    else
-        return SYMM_PLAN_OP_XOR(a, b);
-}
-
 /* Elements [lo, hi) owned by this member: reduce over members in team order (member 0
  * first, one rounding per combine: acc::step), write to the destination of every member
  * in `to` (all members, or the root alone). Only the owner of an element touches it in
@@ -443,7 +442,8 @@ SYMM_DEV void reduce_slice(const symm_dev_team_t &t, T *dest, const T *src, size
     for (size_t i = lo + i0; i < hi; i += step) {
         typename C::type a = C::in(ldcg(peer(t, src, 0) + i));
         for (int j = 1; j < t.n; j++)
-            a = C::step(apply<typename C::type, OP>(a, C::in(ldcg(peer(t, src, j) + i))));
+            a = C::step(
+                symm_plan_op<OP, typename C::type>(a, C::in(ldcg(peer(t, src, j) + i))));
         T r = C::out(a);
         if (root >= 0) {
             peer(t, dest, root)[i] = r;
@@ -492,7 +492,7 @@ __device__ __noinline__ void reduce_slice_vec(const symm_dev_team_t &t, T *dest,
             memcpy(x, &w, 16);
 #pragma unroll
             for (uint32_t e = 0; e < V; e++)
-                a[e] = C::step(apply<typename C::type, OP>(a[e], C::in(x[e])));
+                a[e] = C::step(symm_plan_op<OP, typename C::type>(a[e], C::in(x[e])));
         }
 #pragma unroll
         for (uint32_t e = 0; e < V; e++)
@@ -518,33 +518,56 @@ template <> struct is_int_type<__nv_bfloat16> {
     static constexpr bool value = false;
 };
 
-template <typename T>
-SYMM_DEV int reduce_dispatch(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
-                             size_t hi, symm_op_t op, int root, uint32_t i0, uint32_t step)
+/* The symm_op_t op as a type, for a generic lambda: decltype(o)::value is the constant. */
+template <int OP> struct op_const {
+    static constexpr int value = OP;
+};
+/* Calls f(op_const<OP>()) for the symm_op_t op, so that f instantiates one loop per op;
+ * and, or, xor only for integer types (INTEGER). false, and no call, for any other op. */
+template <bool INTEGER, typename F> SYMM_DEV bool op_dispatch(int op, F &&f)
 {
-#define SYMM_RD_CASE_(o)                                                                       \
-    case o:                                                                                    \
-        reduce_slice_vec<T, o>(t, dest, src, lo, hi, root, i0, step);                          \
-        return 0;
     switch (op) {
-        SYMM_RD_CASE_(SYMM_OP_SUM)
-        SYMM_RD_CASE_(SYMM_OP_PROD)
-        SYMM_RD_CASE_(SYMM_OP_MIN)
-        SYMM_RD_CASE_(SYMM_OP_MAX)
+    case SYMM_OP_SUM:
+        f(op_const<SYMM_OP_SUM>());
+        return true;
+    case SYMM_OP_PROD:
+        f(op_const<SYMM_OP_PROD>());
+        return true;
+    case SYMM_OP_MIN:
+        f(op_const<SYMM_OP_MIN>());
+        return true;
+    case SYMM_OP_MAX:
+        f(op_const<SYMM_OP_MAX>());
+        return true;
     default:
         break;
     }
-    if constexpr (is_int_type<T>::value) {
+    if constexpr (INTEGER) {
         switch (op) {
-            SYMM_RD_CASE_(SYMM_OP_AND)
-            SYMM_RD_CASE_(SYMM_OP_OR)
-            SYMM_RD_CASE_(SYMM_OP_XOR)
+        case SYMM_OP_AND:
+            f(op_const<SYMM_OP_AND>());
+            return true;
+        case SYMM_OP_OR:
+            f(op_const<SYMM_OP_OR>());
+            return true;
+        case SYMM_OP_XOR:
+            f(op_const<SYMM_OP_XOR>());
+            return true;
         default:
             break;
         }
     }
-#undef SYMM_RD_CASE_
-    return SYMM_ERR_INVALID_ARG;
+    return false;
+}
+
+template <typename T>
+SYMM_DEV int reduce_dispatch(const symm_dev_team_t &t, T *dest, const T *src, size_t lo,
+                             size_t hi, symm_op_t op, int root, uint32_t i0, uint32_t step)
+{
+    const bool known = op_dispatch<is_int_type<T>::value>(op, [&](auto o) {
+        reduce_slice_vec<T, decltype(o)::value>(t, dest, src, lo, hi, root, i0, step);
+    });
+    return known ? 0 : SYMM_ERR_INVALID_ARG;
 }
 
 template <typename T>

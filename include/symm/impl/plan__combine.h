@@ -1,6 +1,6 @@
 /* plan__combine.h — the one rule for combining two elements in a reduction, for every
  * type x op of symm.h: the CPU kernels (src/coll/reduce_ops.c), the stream/device
- * reductions (dev__funcs.cuh) and the device tile code (tile_moe__funcs.cuh) all expand
+ * reductions (dev__funcs.cuh) and the device tile code (type_op__funcs.cuh) all expand
  * these, so the same call gives the same bits everywhere. Valid C11 and CUDA C++. */
 #ifndef SYMM_IMPL_PLAN__COMBINE_H
 #define SYMM_IMPL_PLAN__COMBINE_H
@@ -40,5 +40,27 @@ SYMM_HD uint16_t symm_plan_half_combine(int bf16, int op, uint16_t a, uint16_t b
                                    : SYMM_PLAN_OP_MAX(u, v);
     return bf16 ? symm_half_float_to_bf16(r) : symm_half_float_to_fp16(r);
 }
+
+#ifdef __cplusplus
+/* u op v by the rule above for an op known at compile time (OP a symm_op_t), in the type A
+ * the combine computes in: the C++ kernels instantiate one loop per op from it. */
+template <int OP, typename A> SYMM_HD A symm_plan_op(A u, A v)
+{
+    if constexpr (OP == SYMM_OP_SUM)
+        return SYMM_PLAN_OP_SUM(u, v);
+    else if constexpr (OP == SYMM_OP_PROD)
+        return SYMM_PLAN_OP_PROD(u, v);
+    else if constexpr (OP == SYMM_OP_MIN)
+        return SYMM_PLAN_OP_MIN(u, v);
+    else if constexpr (OP == SYMM_OP_MAX)
+        return SYMM_PLAN_OP_MAX(u, v);
+    else if constexpr (OP == SYMM_OP_AND)
+        return SYMM_PLAN_OP_AND(u, v);
+    else if constexpr (OP == SYMM_OP_OR)
+        return SYMM_PLAN_OP_OR(u, v);
+    else
+        return SYMM_PLAN_OP_XOR(u, v);
+}
+#endif
 
 #endif

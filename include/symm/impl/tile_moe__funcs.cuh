@@ -126,40 +126,19 @@ template <> struct type_of<__nv_bfloat16> {
 };
 
 /* a op b with a the running result (member 0 first): the rule of plan__combine.h, as
- * src/coll/reduce_ops.c applies it. */
+ * src/coll/reduce_ops.c applies it. Integer sum, prod, and, or, xor compute in 64 bits on
+ * the sign-extended values, as the CPU does; min and max compare in the type itself. */
 template <int TY, int OP>
 SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b)
 {
     typedef typename ty<TY>::T T;
     typedef typename ty<TY>::U U;
-    if constexpr (TY == SYMM_FP16 || TY == SYMM_BF16) {
+    if constexpr (TY == SYMM_FP16 || TY == SYMM_BF16)
         return symm_plan_half_combine(TY == SYMM_BF16, OP, a, b);
-    } else if constexpr (!ty<TY>::integer) {
-        if constexpr (OP == SYMM_OP_SUM)
-            return SYMM_PLAN_OP_SUM(a, b);
-        else if constexpr (OP == SYMM_OP_PROD)
-            return SYMM_PLAN_OP_PROD(a, b);
-        else if constexpr (OP == SYMM_OP_MIN)
-            return SYMM_PLAN_OP_MIN(a, b);
-        else
-            return SYMM_PLAN_OP_MAX(a, b);
-    } else {
-        uint64_t x = (uint64_t)a, y = (uint64_t)b; /* sign-extended, as the CPU does */
-        if constexpr (OP == SYMM_OP_SUM)
-            return (T)(U)SYMM_PLAN_OP_SUM(x, y);
-        else if constexpr (OP == SYMM_OP_PROD)
-            return (T)(U)SYMM_PLAN_OP_PROD(x, y);
-        else if constexpr (OP == SYMM_OP_MIN)
-            return SYMM_PLAN_OP_MIN(a, b);
-        else if constexpr (OP == SYMM_OP_MAX)
-            return SYMM_PLAN_OP_MAX(a, b);
-        else if constexpr (OP == SYMM_OP_AND)
-            return (T)(U)SYMM_PLAN_OP_AND(x, y);
-        else if constexpr (OP == SYMM_OP_OR)
-            return (T)(U)SYMM_PLAN_OP_OR(x, y);
-        else
-            return (T)(U)SYMM_PLAN_OP_XOR(x, y);
-    }
+    else if constexpr (!ty<TY>::integer || OP == SYMM_OP_MIN || OP == SYMM_OP_MAX)
+        return symm_plan_op<OP, T>(a, b);
+    else
+        return (T)(U)symm_plan_op<OP, uint64_t>((uint64_t)a, (uint64_t)b);
 }
 
 /* 1 if op is defined on type (and, or, xor on integers only). */
@@ -374,82 +353,25 @@ SYMM_DEV void tile_flat_range(const symm_dev_team_t &t, const symm_tile_t &out,
                                        nshares);
 }
 
-#define SYMM_TM_FLAT_ARGS_ t, out, in, all_dst, total, part, nparts, share, nshares
+/* tile_flat_range and tile_units for the symm_op_t op (one instantiation per op). */
 template <int TY>
 SYMM_DEV void tile_flat_op(const symm_dev_team_t &t, int op, const symm_tile_t &out,
                            const symm_tile_t &in, bool all_dst, uint64_t total, uint32_t part,
                            uint32_t nparts, uint32_t share, uint32_t nshares)
 {
-    switch (op) {
-    case SYMM_OP_SUM:
-        tile_flat_range<TY, SYMM_OP_SUM>(SYMM_TM_FLAT_ARGS_);
-        return;
-    case SYMM_OP_PROD:
-        tile_flat_range<TY, SYMM_OP_PROD>(SYMM_TM_FLAT_ARGS_);
-        return;
-    case SYMM_OP_MIN:
-        tile_flat_range<TY, SYMM_OP_MIN>(SYMM_TM_FLAT_ARGS_);
-        return;
-    case SYMM_OP_MAX:
-        tile_flat_range<TY, SYMM_OP_MAX>(SYMM_TM_FLAT_ARGS_);
-        return;
-    default:
-        break;
-    }
-    if constexpr (ty<TY>::integer) {
-        switch (op) {
-        case SYMM_OP_AND:
-            tile_flat_range<TY, SYMM_OP_AND>(SYMM_TM_FLAT_ARGS_);
-            return;
-        case SYMM_OP_OR:
-            tile_flat_range<TY, SYMM_OP_OR>(SYMM_TM_FLAT_ARGS_);
-            return;
-        case SYMM_OP_XOR:
-            tile_flat_range<TY, SYMM_OP_XOR>(SYMM_TM_FLAT_ARGS_);
-            return;
-        default:
-            break;
-        }
-    }
+    symm_detail::op_dispatch<ty<TY>::integer>(op, [&](auto o) {
+        tile_flat_range<TY, decltype(o)::value>(t, out, in, all_dst, total, part, nparts, share,
+                                                nshares);
+    });
 }
-#undef SYMM_TM_FLAT_ARGS_
-
 template <int TY>
 SYMM_DEV void tile_units_op(const symm_dev_team_t &t, int op, const symm_tile_t &out,
                             const symm_tile_t &in, bool all_dst, uint64_t u0, uint64_t u1,
                             bool d16)
 {
-    switch (op) {
-    case SYMM_OP_SUM:
-        tile_units<TY, SYMM_OP_SUM>(t, out, in, all_dst, u0, u1, d16);
-        return;
-    case SYMM_OP_PROD:
-        tile_units<TY, SYMM_OP_PROD>(t, out, in, all_dst, u0, u1, d16);
-        return;
-    case SYMM_OP_MIN:
-        tile_units<TY, SYMM_OP_MIN>(t, out, in, all_dst, u0, u1, d16);
-        return;
-    case SYMM_OP_MAX:
-        tile_units<TY, SYMM_OP_MAX>(t, out, in, all_dst, u0, u1, d16);
-        return;
-    default:
-        break;
-    }
-    if constexpr (ty<TY>::integer) {
-        switch (op) {
-        case SYMM_OP_AND:
-            tile_units<TY, SYMM_OP_AND>(t, out, in, all_dst, u0, u1, d16);
-            return;
-        case SYMM_OP_OR:
-            tile_units<TY, SYMM_OP_OR>(t, out, in, all_dst, u0, u1, d16);
-            return;
-        case SYMM_OP_XOR:
-            tile_units<TY, SYMM_OP_XOR>(t, out, in, all_dst, u0, u1, d16);
-            return;
-        default:
-            break;
-        }
-    }
+    symm_detail::op_dispatch<ty<TY>::integer>(op, [&](auto o) {
+        tile_units<TY, decltype(o)::value>(t, out, in, all_dst, u0, u1, d16);
+    });
 }
 
 SYMM_DEV bool tile_empty(const symm_tile_t &x)
@@ -579,24 +501,13 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     if (rc) return rc;
     const uint64_t ep = s_tep;
     uint64_t ep_end = ep; /* the episode this call leaves */
-    /* leaves episode ep_end, releasing the duplicate if the claim was ours */
-    auto finish = [&]() {
-        __syncthreads();
-        if (tid == 0) {
-            if (owned)
-                unclaim_ep(t, ep_end);
-            else
-                set_episode(t, ep_end);
-        }
-    };
     if (bad) {
         if (part == 0 && tid == 0) record(t, bad, W, 0, 0);
-        finish();
+        leave_block_at(t, owned, ep_end);
         return bad;
     }
     ep_end = ep + 1;
-    rc = round_part(t, ep + 1, tid, nthr, W); /* every member's input is ready */
-    rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+    rc = round_block_at(t, ep + 1, W); /* every member's input is ready */
     /* The stream form lets the next kernel on the stream launch now: every member's
      * blocks of this call are resident (they passed the round), so blocks of the next
      * kernel waiting for SMs cannot keep a member of this call from running. */
@@ -662,15 +573,13 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
         __syncthreads();
         /* Every member runs the closing round, whatever happened above. */
         ep_end = ep + 2;
-        rc = round_part(t, ep + 2, tid, nthr,
-                        W); /* band written everywhere; inputs no longer read */
-        rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0;
+        rc = round_block_at(t, ep + 2, W); /* band written everywhere; inputs no longer read */
     }
     if (!rc && local) {
         if (part == 0 && tid == 0) record(t, local, W, (uint32_t)me, 0);
         rc = local;
     }
-    finish();
+    leave_block_at(t, owned, ep_end);
     return rc;
 }
 
@@ -926,16 +835,10 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     }
     __syncthreads(); /* the table is written (a round's release covers the block's stores) */
     const uint64_t ep = s_ep;
-    int rc = round_part(t, ep + 1, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
-    if (__syncthreads_or(rc != 0)) { /* every member's table and input are ready */
-        __syncthreads();
-        if (tid == 0) {
-            if (owned)
-                unclaim_ep(t, ep + 1);
-            else
-                set_episode(t, ep + 1);
-        }
-        return SYMM_ERR_TIMEOUT;
+    int rc = round_block_at(t, ep + 1, W);
+    if (rc) { /* every member's table and input are ready */
+        leave_block_at(t, owned, ep + 1);
+        return rc;
     }
     if (a.trigger) pdl_launch_dependents(); /* see tile_impl */
 
@@ -1139,15 +1042,8 @@ SYMM_DEV int a2a_impl(const symm_dev_team_t &t, const a2a_args &a, uint32_t part
     const int agreed = s_rc;
     __syncthreads();
     /* Every member runs the closing round (the verdict above is the same everywhere). */
-    rc = round_part(t, ep + 2, tid, nthr, W) ? SYMM_ERR_TIMEOUT : 0;
-    rc = __syncthreads_or(rc != 0) ? SYMM_ERR_TIMEOUT : 0; /* nobody reads my input or ws */
-    __syncthreads();
-    if (tid == 0) { /* the episode this call leaves, and the release if the claim was ours */
-        if (owned)
-            unclaim_ep(t, ep + 2);
-        else
-            set_episode(t, ep + 2);
-    }
+    rc = round_block_at(t, ep + 2, W); /* nobody reads my input or ws */
+    leave_block_at(t, owned, ep + 2);
     return agreed ? agreed : rc;
 }
 
