@@ -97,7 +97,7 @@ symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *
 
 /* ---------------------------------------------------------------- tile reduce and MoE on a
  * stream */
-/* (src/coll/cuda/tile_moe.cu; the device calls are in symm/impl/tile_moe__funcs.cuh.)
+/* (src/coll/cuda/tile_moe.cu; the device calls are declared in symm_device.cuh.)
  * The CPU calls of symm.h run by a kernel of nblocks blocks on pool's duplicates
  * 0..nblocks-1 (block b, on its own duplicate, handles the chunks dealt to it: tiles
  * with 16-byte aligned rows of whole 16-byte vectors are cut into 32 KiB chunks, MoE rows

@@ -1,6 +1,8 @@
 /* symm_device.cuh — symm's device API: pools of teams passed to kernels by value, and
  * block/warp/thread-scoped collectives and RMA on the GPU symmetric heap of the PEs of
- * one node. Declarations only; the bodies are in symm/impl/dev__funcs.cuh.
+ * one node, tile reduce and MoE all-to-all-v by the blocks of a kernel. Declarations only;
+ * the bodies are in symm/impl/: dev__funcs.cuh (teams, synchronisation, collectives, RMA),
+ * tile__funcs.cuh (tile reduce), a2a__funcs.cuh (all-to-all-v, MoE dispatch and combine).
  *
  * Usage (one duplicate per block, so that blocks never share synchronisation state):
  *
@@ -113,7 +115,89 @@ SYMM_DEV int symm_dev_signal_wait_until(const symm_dev_team_t &t, uint64_t *sig,
 /* Completes this thread's earlier puts (system-scope fence). */
 SYMM_DEV void symm_dev_quiet(void);
 
+/* ---------------------------------------------------------------- tile reduce (block) */
+/* symm_tile_reduce, symm_tile_allreduce and symm_tile_reduce_multi of symm.h by the
+ * blocks of a kernel: every member launches the same grid, and each block calls with its
+ * own duplicate, part = blockIdx.x, nparts = gridDim.x and the same other arguments as on
+ * every member; block `part` handles its share of the tile. The results are bytewise
+ * those of the CPU calls (members folded in team order, fp16/bf16 rounded after every
+ * combine). T: int8_t .. uint64_t, float, double, __half, __nv_bfloat16. Tiles
+ * (symm_tile_t): element-aligned, in the GPU symmetric heap; a rooted out may be any
+ * memory of the root's GPU. Tiles whose rows start 16-byte aligned and hold whole 16-byte
+ * vectors take the fast path. Arguments every member passes alike are checked alike: each
+ * member returns the same error without communicating; a root whose own out is bad still
+ * takes part (nothing is written anywhere) and returns the error.
+ *
+ *     symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+ *     int rc = symm_dev_tile_allreduce_block<float>(t, out, in, SYMM_OP_SUM,
+ *                                                   blockIdx.x, gridDim.x);
+ *
+ * out_symmetric (rooted forms): the caller vouches that the root's out is in the GPU
+ * symmetric heap, so that on the fast path every member reduces a share straight into it
+ * (otherwise the root reads every member's tile alone). */
+template <typename T>
+SYMM_DEV int symm_dev_tile_reduce_block(const symm_dev_team_t &t, symm_tile_t out,
+                                        symm_tile_t in, symm_op_t op, int root, uint32_t part,
+                                        uint32_t nparts, bool out_symmetric = false);
+template <typename T>
+SYMM_DEV int symm_dev_tile_allreduce_block(const symm_dev_team_t &t, symm_tile_t out,
+                                           symm_tile_t in, symm_op_t op, uint32_t part,
+                                           uint32_t nparts);
+/* in[] and roots[] (nroots each) must be readable by the device (device memory, or a
+ * __grid_constant__ kernel parameter). */
+template <typename T>
+SYMM_DEV int symm_dev_tile_reduce_multi_block(const symm_dev_team_t &t, symm_tile_t out,
+                                              const symm_tile_t *in, const int *roots,
+                                              int nroots, symm_op_t op, uint32_t part,
+                                              uint32_t nparts, bool out_symmetric = false);
+
+/* ---------------------------------------------------------------- MoE all-to-all-v (block) */
+/* symm_all_to_all_v, symm_moe_dispatch and symm_moe_combine of symm.h by the blocks of a
+ * kernel, called as the tile calls above (part = blockIdx.x, nparts = gridDim.x), with the
+ * CPU calls' arguments and:
+ * - in_capacity: the rows of in; every member checks its own splits against it (ignored
+ *   when in is NULL). in is symmetric, any object on each member, or NULL on a member that
+ *   sends no rows (one whose splits send rows from a NULL in fails every member with
+ *   SYMM_ERR_INVALID_ARG).
+ * - ws: a workspace of symm_tm_a2a_ws_bytes(n, ne) bytes in the GPU symmetric heap (the
+ *   host's symm_cuda_a2a_workspace_bytes gives the same), through which the split tables
+ *   are exchanged on the device. Two calls that follow each other in one kernel must use
+ *   different workspaces (a peer's block may still be reading the first).
+ * - the count arrays (size_t) are in this GPU's memory; part 0 writes out_splits,
+ *   out_offsets and *out_rows (each may be NULL).
+ * Every member reaches the same verdict: a bad status or argument anywhere, or an output
+ * that would not fit, fails every member, and nothing is written.
+ *
+ *     rc = symm_dev_moe_dispatch_block(t, out, cap, in, in_cap, splits, ne, row_bytes,
+ *                                      align, out_splits, out_offsets, &rows, ws,
+ *                                      blockIdx.x, gridDim.x);
+ */
+/* Bytes of workspace for n members with ne experts each (0 when n * ne >= 2^31). */
+static __host__ __device__ __forceinline__ size_t symm_tm_a2a_ws_bytes(int n, int ne);
+SYMM_DEV int symm_dev_all_to_all_v_block(const symm_dev_team_t &t, void *out,
+                                         size_t out_capacity, const void *in,
+                                         size_t in_capacity, const size_t *in_splits,
+                                         size_t row_bytes, size_t *out_splits,
+                                         size_t *out_offsets, size_t *out_rows, void *ws,
+                                         uint32_t part, uint32_t nparts);
+SYMM_DEV int symm_dev_moe_dispatch_block(const symm_dev_team_t &t, void *out,
+                                         size_t out_capacity, const void *in,
+                                         size_t in_capacity, const size_t *in_splits, int ne,
+                                         size_t row_bytes, size_t major_align,
+                                         size_t *out_splits, size_t *out_offsets,
+                                         size_t *out_rows, void *ws, uint32_t part,
+                                         uint32_t nparts);
+SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
+                                        size_t out_capacity, const void *in, size_t in_capacity,
+                                        const size_t *in_splits, const size_t *in_offsets,
+                                        int ne, size_t row_bytes, size_t *out_splits,
+                                        size_t *out_offsets, size_t *out_rows, void *ws,
+                                        uint32_t part, uint32_t nparts);
+
 #include "symm/impl/dev__funcs.cuh"
+
+#include "symm/impl/a2a__funcs.cuh"
+#include "symm/impl/tile__funcs.cuh"
 
 #endif /* __CUDACC__ */
 #endif /* SYMM_DEVICE_CUH */

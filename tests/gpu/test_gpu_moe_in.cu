@@ -17,7 +17,6 @@
 
 #include "gpu_test.h"
 #include "moe_ref.h"
-#include "symm/impl/tile_moe__funcs.cuh"
 #include "symm_device.cuh"
 
 static int g_me, g_n;

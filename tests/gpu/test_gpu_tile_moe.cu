@@ -22,7 +22,6 @@
 
 #include "gpu_test.h"
 #include "moe_ref.h"
-#include "symm/impl/tile_moe__funcs.cuh"
 #include "symm_device.cuh"
 
 extern "C" {

@@ -1,6 +1,6 @@
 /* test_tile_moe_host.cu — runs on the CPU (no GPU needed): the host/device code the tile
  * and MoE kernels share (symm/impl/tile_moe__common.h and the combine<> of
- * tile_moe__funcs.cuh), against the CPU library (the fp16/bf16 conversions are one copy,
+ * type_op__funcs.cuh), against the CPU library (the fp16/bf16 conversions are one copy,
  * symm/impl/half__common.h, checked by tests/unit/test_fp16.c): every type x op folded
  * over 1..5 members bitwise against the CPU reduction kernels, tile units
  * covering every element exactly once, 16-byte splits, bands; and a lane-by-lane emulation
@@ -10,7 +10,6 @@
 #include <cstdlib>
 #include <vector>
 
-#include "symm/impl/tile_moe__funcs.cuh"
 #include "symm_device.cuh"
 
 extern "C" {

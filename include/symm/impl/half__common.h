@@ -1,7 +1,7 @@
 /* half__common.h — fp16 / bf16 <-> float conversions (round to nearest even; NaN and
  * infinities kept), the one copy used by the CPU reduction kernels and the public
  * symm_fp16_to_float family (src/coll/reduce_ops.c, src/core/types.c) and by the device
- * kernels (tile_moe__funcs.cuh): the GPU rounds exactly as the CPU does. Valid C11 and
+ * kernels (type_op__funcs.cuh): the GPU rounds exactly as the CPU does. Valid C11 and
  * CUDA C++, host and device; inline, so that reduction loops make no call per element. */
 #ifndef SYMM_IMPL_HALF__COMMON_H
 #define SYMM_IMPL_HALF__COMMON_H

@@ -1,7 +1,7 @@
 /* plan__tile.h — what the CPU and the GPU decide alike about a tile (symm_tile_t of
  * symm.h): when it is empty, when its shape is valid and the bytes it spans, and how rows
  * are split into bands. The CPU entry points (src/coll/tile.c), the stream entry points
- * (src/coll/cuda/tile_moe.cu) and the device code (tile_moe__funcs.cuh) all call
+ * (src/coll/cuda/tile_moe.cu) and the device code (tile__funcs.cuh) all call
  * these, so the rules cannot drift. Valid C11 and CUDA C++, host and device. */
 #ifndef SYMM_IMPL_PLAN__TILE_H
 #define SYMM_IMPL_PLAN__TILE_H

@@ -1,8 +1,8 @@
 /* tile_moe__common.h — arithmetic shared by the device tile reduce / MoE code
- * (tile_moe__funcs.cuh) and the host: the fp16/bf16 conversions of the CPU reduction
- * kernels (half__common.h), band splitting (plan__tile.h), the tile's work units, MoE segment
- * alignment and the size of the MoE workspace. Valid C11 and CUDA C++, host and device, so a
- * CPU unit test checks the very code the kernels run. */
+ * (tile__funcs.cuh, a2a__funcs.cuh) and the host: the fp16/bf16 conversions of the CPU
+ * reduction kernels (half__common.h), band splitting (plan__tile.h), the tile's work
+ * units, MoE segment alignment and the size of the MoE workspace. Valid C11 and CUDA C++,
+ * host and device, so a CPU unit test checks the very code the kernels run. */
 #ifndef SYMM_IMPL_TILE_MOE__COMMON_H
 #define SYMM_IMPL_TILE_MOE__COMMON_H
 

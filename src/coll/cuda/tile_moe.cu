@@ -1,5 +1,5 @@
 /* tile_moe.cu — the stream forms of the device tile reduce and MoE all-to-all-v
- * (symm/impl/tile_moe__funcs.cuh): the argument checks shared with tile.c and moe.c
+ * (symm/impl/tile__funcs.cuh, a2a__funcs.cuh): the argument checks shared with tile.c and moe.c
  * (coll/check.h), the automatic block count, and one kernel whose block b runs the
  * block-scoped call on pool duplicate b. Errors only this member can see still launch a kernel
  * that takes part in the synchronisation (and, for MoE, publishes the failure so every member
@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 
-#include "symm/impl/tile_moe__funcs.cuh"
 #include "symm_device.cuh"
 
 extern "C" {
@@ -271,7 +270,7 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
     /* The flat vector path when the tiles allow it: the same choice on every member of an
      * allreduce. Multi-root (per kernel, i.e. per chunk of roots): every member's kernel
      * has the flat path when every tile of the chunk is flat (so that the members can
-     * share a root's reduction, tile_moe__funcs.cuh), except a root whose own out cannot
+     * share a root's reduction, tile__funcs.cuh), except a root whose own out cannot
      * take it (it then publishes that, and every root of the chunk pulls alone); the grid
      * is sized for the worse of the two kernels. */
     int cap = kind == symm_tm::TILE_ALL

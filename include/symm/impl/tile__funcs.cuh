@@ -1,0 +1,471 @@
+/* tile__funcs.cuh — bodies of the device tile reduce calls of symm_device.cuh (rooted,
+ * all, multi-root): block `part` of every member handles its share of the tile, as a CPU
+ * worker of symm_tile_reduce_worker does. Included by symm_device.cuh.
+ *
+ * Peers' tiles are read in place with plain loads through the peer mappings (16-byte
+ * vectors where all addresses of a row piece agree modulo 16), never NVLink multicast. A
+ * block's two synchronisation rounds (inputs ready; band finished) are on its own
+ * duplicate. Rooted and multi-root: where a root's out is in the symmetric heap and the
+ * tiles take the flat vector path, every member reduces a share of it straight into that
+ * out; otherwise each root pulls its tile from every member into its out (which then may
+ * be any memory of its GPU). Allreduce: member m of block b reduces its share of band b
+ * and stores it into every member's out. */
+#ifndef SYMM_IMPL_TILE__FUNCS_CUH
+#define SYMM_IMPL_TILE__FUNCS_CUH
+
+#include "symm/impl/block__funcs.cuh"
+#include "symm/impl/dev__funcs.cuh"
+#include "symm/impl/tile_moe__common.h"
+#include "symm/impl/type_op__funcs.cuh"
+
+namespace symm_tm
+{
+
+enum { TILE_MULTI = 0, TILE_ALL = 1 };
+
+template <typename T> SYMM_DEV const T *at(const void *base, int64_t delta, uint64_t byte_off)
+{
+    return (const T *)((const uint8_t *)base + delta + byte_off);
+}
+
+/* One row piece of len elements: src (my address of the in row piece; member m's is
+ * src + delta[m]) reduced in team order into dst (mine only, or every member's when
+ * all_dst). Thread tid takes the items j with (cum + j) % nthr == tid, so consecutive
+ * short rows keep every thread busy; *cum advances by the piece's items. */
+template <int TY, int OP>
+SYMM_DEV void tile_piece(const symm_dev_team_t &t, const uint8_t *src, uint8_t *dst,
+                         bool all_dst, uint64_t len, bool deltas16, uint64_t *cum)
+{
+    typedef typename ty<TY>::T T;
+    constexpr uint32_t ES = sizeof(T), V = 16 / ES;
+    const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
+    const int n = t.n;
+    const int64_t *dl = t.heap_delta;
+    int vec = deltas16 && (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
+    uint64_t head, nvec, tail;
+    symm_tm_split16((uintptr_t)src, len, ES, vec, &head, &nvec, &tail);
+    uint64_t items = head + nvec + tail;
+    uint64_t j = (tid + nthr - (uint32_t)(*cum % nthr)) % nthr;
+    *cum += items;
+    for (; j < items; j += nthr) {
+        if (j >= head && j < head + nvec) {
+            uint64_t off = (head + (j - head) * V) * ES;
+            uint4 q = __ldcg(at<uint4>(src, dl[0], off));
+            T acc[V];
+            memcpy(acc, &q, 16);
+            for (int m = 1; m < n; m += 4) {
+                uint4 r[4];
+#pragma unroll
+                for (int k = 0; k < 4; k++)
+                    if (m + k < n) r[k] = __ldcg(at<uint4>(src, dl[m + k], off));
+#pragma unroll
+                for (int k = 0; k < 4; k++) {
+                    if (m + k >= n) break;
+                    T b[V];
+                    memcpy(b, &r[k], 16);
+#pragma unroll
+                    for (uint32_t e = 0; e < V; e++)
+                        acc[e] = combine<TY, OP>(acc[e], b[e]);
+                }
+            }
+            memcpy(&q, acc, 16);
+            if (all_dst) {
+                for (int m = 0; m < n; m++)
+                    *(uint4 *)(dst + dl[m] + off) = q;
+            } else {
+                *(uint4 *)(dst + off) = q;
+            }
+        } else {
+            uint64_t k = j < head ? j : head + nvec * V + (j - head - nvec);
+            uint64_t off = k * ES;
+            T a = symm_detail::ldcg(at<T>(src, dl[0], off));
+            for (int m = 1; m < n; m++)
+                a = combine<TY, OP>(a, symm_detail::ldcg(at<T>(src, dl[m], off)));
+            if (all_dst) {
+                for (int m = 0; m < n; m++)
+                    *(T *)(dst + dl[m] + off) = a;
+            } else {
+                *(T *)(dst + off) = a;
+            }
+        }
+    }
+}
+
+/* Units [u0, u1) of tile in -> out. */
+template <int TY, int OP>
+SYMM_DEV void tile_units(const symm_dev_team_t &t, const symm_tile_t &out,
+                         const symm_tile_t &in, bool all_dst, uint64_t u0, uint64_t u1,
+                         bool deltas16)
+{
+    constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    uint64_t cum = 0;
+    for (uint64_t u = u0; u < u1; u++) {
+        uint64_t r0, r1, c0, c1;
+        symm_tm_tile_unit(in.rows, in.cols, ES, u, &r0, &r1, &c0, &c1);
+        for (uint64_t r = r0; r < r1; r++) {
+            const uint8_t *s = (const uint8_t *)in.base + (r * in.ld + c0) * ES;
+            uint8_t *d = (uint8_t *)out.base + (r * out.ld + c0) * ES;
+            tile_piece<TY, OP>(t, s, d, all_dst, c1 - c0, deltas16, &cum);
+        }
+    }
+}
+
+/* The fast form of tile_units for tiles whose rows all start 16-byte aligned (in and out,
+ * on every member) and hold whole 16-byte vectors: the tile is a flat sequence of
+ * vectors (row-major, vpr = cols / V per row) cut into chunks of TILE_CHUNK vectors.
+ * Chunk c belongs to block c % nparts and, within it, to share (c / nparts) % nshares
+ * (an allreduce's member; 1 share for a root): the blocks of every member sweep the tile
+ * together, so the GPU's memory sees one moving window, as in a grid-stride copy, rather
+ * than nparts x n separate streams (contiguous bands per block). Every thread keeps U
+ * vectors of a member in flight at once (all loads issued before any use, stores after
+ * all loads: the general loop above has a single load in flight per thread, because a
+ * store may alias the next iteration's loads). Same combination order as tile_piece
+ * (member 0 first). */
+#define SYMM_TM_TILE_CHUNK 2048u
+template <int TY, int OP, int U, typename I>
+SYMM_DEV void tile_flat(const symm_dev_team_t &t, const symm_tile_t &out, const symm_tile_t &in,
+                        bool all_dst, I total, uint32_t part, uint32_t nparts, uint32_t share,
+                        uint32_t nshares)
+{
+    typedef typename ty<TY>::T T;
+    constexpr uint32_t ES = sizeof(T), V = 16 / ES;
+    const I tid = (I)symm_detail::thread_linear(), nthr = (I)symm_detail::block_threads();
+    const int n = t.n;
+    const int64_t *dl = t.heap_delta;
+    const I vpr = (I)(in.cols / V);
+    const uint64_t ild = (uint64_t)in.ld * ES, old = (uint64_t)out.ld * ES;
+    const uint8_t *ib = (const uint8_t *)in.base;
+    uint8_t *ob = (uint8_t *)out.base;
+    const uint64_t stride = (uint64_t)nparts * nshares;
+    const uint64_t nchunks = (total + SYMM_TM_TILE_CHUNK - 1) / SYMM_TM_TILE_CHUNK;
+    for (uint64_t c = (uint64_t)share * nparts + part; c < nchunks; c += stride) {
+        const I lo = (I)(c * SYMM_TM_TILE_CHUNK);
+        const I v1 = total - lo < (I)SYMM_TM_TILE_CHUNK ? total : lo + (I)SYMM_TM_TILE_CHUNK;
+        for (I i0 = lo + tid; i0 < v1; i0 += (I)U * nthr) {
+            I rr[U], cc[U]; /* row, and vector within the row, of item k */
+            uint4 acc[U];
+#pragma unroll
+            for (int k = 0; k < U; k++) {
+                I i = i0 + (I)k * nthr;
+                rr[k] = i < v1 ? i / vpr : 0;
+                cc[k] = i < v1 ? i - rr[k] * vpr : 0;
+            }
+            const uint8_t *p0 = ib + dl[0];
+#pragma unroll
+            for (int k = 0; k < U; k++)
+                if (i0 + (I)k * nthr < v1)
+                    acc[k] = ld_once((const uint4 *)(p0 + (uint64_t)rr[k] * ild) + cc[k]);
+            for (int m = 1; m < n; m++) {
+                const uint8_t *pm = ib + dl[m];
+                uint4 b[U];
+#pragma unroll
+                for (int k = 0; k < U; k++)
+                    if (i0 + (I)k * nthr < v1)
+                        b[k] = ld_once((const uint4 *)(pm + (uint64_t)rr[k] * ild) + cc[k]);
+#pragma unroll
+                for (int k = 0; k < U; k++) {
+                    if (i0 + (I)k * nthr >= v1) continue;
+                    T x[V], y[V];
+                    memcpy(x, &acc[k], 16);
+                    memcpy(y, &b[k], 16);
+#pragma unroll
+                    for (uint32_t e = 0; e < V; e++)
+                        x[e] = combine<TY, OP>(x[e], y[e]);
+                    memcpy(&acc[k], x, 16);
+                }
+            }
+            for (int m = all_dst ? 0 : n - 1; m < n; m++) {
+                uint8_t *q = ob + (all_dst ? dl[m] : 0);
+#pragma unroll
+                for (int k = 0; k < U; k++)
+                    if (i0 + (I)k * nthr < v1)
+                        st_once((uint4 *)(q + (uint64_t)rr[k] * old) + cc[k], acc[k]);
+            }
+        }
+    }
+}
+
+/* 1 if tile_flat applies to in -> out (d16: every heap delta is a multiple of 16); the
+ * host wrappers ask too, to launch the kernel compiled for that path. */
+static __host__ __device__ __forceinline__ bool
+tile_flat_ok(const symm_tile_t &out, const symm_tile_t &in, size_t es, bool d16)
+{
+    return d16 && ((uintptr_t)in.base & 15) == 0 && ((uintptr_t)out.base & 15) == 0 &&
+           (in.ld * es) % 16 == 0 && (out.ld * es) % 16 == 0 && (in.cols * es) % 16 == 0;
+}
+
+/* The tile's total vectors, in 32-bit index arithmetic where it fits. */
+template <int TY, int OP>
+SYMM_DEV void tile_flat_range(const symm_dev_team_t &t, const symm_tile_t &out,
+                              const symm_tile_t &in, bool all_dst, uint64_t total,
+                              uint32_t part, uint32_t nparts, uint32_t share, uint32_t nshares)
+{
+    constexpr int U = 4; /* 4 vectors per thread per member: more spills registers */
+    if (total + SYMM_TM_TILE_CHUNK <= UINT32_MAX)
+        tile_flat<TY, OP, U, uint32_t>(t, out, in, all_dst, (uint32_t)total, part, nparts,
+                                       share, nshares);
+    else
+        tile_flat<TY, OP, U, uint64_t>(t, out, in, all_dst, total, part, nparts, share,
+                                       nshares);
+}
+
+/* tile_flat_range and tile_units for the symm_op_t op (one instantiation per op). */
+template <int TY>
+SYMM_DEV void tile_flat_op(const symm_dev_team_t &t, int op, const symm_tile_t &out,
+                           const symm_tile_t &in, bool all_dst, uint64_t total, uint32_t part,
+                           uint32_t nparts, uint32_t share, uint32_t nshares)
+{
+    symm_detail::op_dispatch<ty<TY>::integer>(op, [&](auto o) {
+        tile_flat_range<TY, decltype(o)::value>(t, out, in, all_dst, total, part, nparts, share,
+                                                nshares);
+    });
+}
+template <int TY>
+SYMM_DEV void tile_units_op(const symm_dev_team_t &t, int op, const symm_tile_t &out,
+                            const symm_tile_t &in, bool all_dst, uint64_t u0, uint64_t u1,
+                            bool d16)
+{
+    symm_detail::op_dispatch<ty<TY>::integer>(op, [&](auto o) {
+        tile_units<TY, decltype(o)::value>(t, out, in, all_dst, u0, u1, d16);
+    });
+}
+
+SYMM_DEV bool tile_empty(const symm_tile_t &x)
+{
+    return symm_plan_tile_empty(&x);
+}
+/* Shape and alignment of one tile (empty tiles are always fine): the host's checks that
+ * need no arithmetic (symm_plan_tile_span ran on the host). */
+SYMM_DEV bool tile_ok(const symm_tile_t &x, uint32_t es)
+{
+    return tile_empty(x) ||
+           (symm_plan_tile_shape(&x) == SYMM_PLAN_TILE_OK && ((uintptr_t)x.base % es) == 0);
+}
+
+/* Shared rooted reduction. A root whose out lies in the GPU symmetric heap (out_symm: the
+ * host wrapper checked it, or the caller vouches) publishes in its mailbox, before the
+ * first round, the byte offset of its out from its tile in and out's ld; after the round
+ * every member reads the roots' mailboxes and, where a root's out is shared, reduces its
+ * share of that tile (the allreduce's split of the flat path) straight into it, through
+ * the peer mapping, instead of the root reading all n tiles alone: n members' blocks share
+ * the reads. It needs the flat path everywhere: every tile flat (a property of the
+ * symmetric tiles and the heaps: every member sees it alike), and every root's kernel
+ * carrying the flat path (a root publishes it; a root whose out cannot take the flat
+ * path, or whose out failed its checks, turns sharing off for the whole call, and every
+ * root pulls its own tile). At most SYMM_TM_SHARE_MAX roots (one warp reads the
+ * mailboxes); beyond, roots pull alone. Mailbox word 1: (out.ld << 24) | (round-1 episode
+ * & 0x3fffff) << 2 | TM_MB_* (the episode guards against a stale word: members that
+ * disagree on the roots fall back to pulling alone instead of writing anywhere). */
+#define SYMM_TM_SHARE_MAX 32
+enum { TM_MB_FLAT = 1, TM_MB_SHARED = 2 };
+
+/* The body of every tile form. kind TILE_ALL: in[0] -> every member's out. TILE_MULTI:
+ * in[k] -> out of member roots[k]. work == false: take part in the rounds only (the host
+ * wrapper of a root whose out failed its checks). out_symm: this member's out (when it is
+ * a root) is in the GPU symmetric heap, so that the members may share its reduction (see
+ * above). PATH: TILE_PATH_ANY decides per call between the flat vector path and the
+ * general one; a host wrapper that has checked tile_flat_ok's conditions itself picks one
+ * (each kernel then carries only its own code and keeps fewer registers). */
+enum { TILE_PATH_ANY = 0, TILE_PATH_FLAT = 1, TILE_PATH_UNITS = 2 };
+template <int TY, int PATH = TILE_PATH_ANY>
+SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &out,
+                       const symm_tile_t *in, const int *roots, int nroots, int op,
+                       uint32_t part, uint32_t nparts, bool work, bool out_symm = false,
+                       bool trigger = false)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_TILE;
+    constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    const uint32_t tid = thread_linear(), nthr = block_threads();
+    const int n = t.n, me = t.me;
+    /* Arguments every member passes alike: every member gives up alike, without a round. */
+    int bad = 0;
+    if (!op_valid(TY, op) || nparts == 0 || part >= nparts)
+        bad = SYMM_ERR_INVALID_ARG;
+    else if (kind == TILE_ALL) {
+        if (!tile_ok(in[0], ES) || !tile_ok(out, ES))
+            bad = SYMM_ERR_INVALID_ARG;
+        else if (!tile_empty(in[0]) && (out.rows != in[0].rows || out.cols != in[0].cols))
+            bad = SYMM_ERR_INVALID_ARG;
+    } else if (nroots < 0 || nroots > n || (nroots && (!in || !roots))) {
+        bad = SYMM_ERR_INVALID_ARG;
+    } else {
+        for (int k = 0; k < nroots && !bad; k++) {
+            if (roots[k] < 0 || roots[k] >= n)
+                bad = SYMM_ERR_PE_OUT_OF_RANGE;
+            else if (!tile_ok(in[k], ES))
+                bad = SYMM_ERR_INVALID_ARG;
+            for (int j = 0; j < k && !bad; j++)
+                if (roots[j] == roots[k]) bad = SYMM_ERR_INVALID_ARG;
+        }
+    }
+    /* A root's own out: checked here, failing on that root only (it still syncs). */
+    int mine = -1, local = 0;
+    if (kind == TILE_MULTI && !bad)
+        for (int k = 0; k < nroots; k++)
+            if (roots[k] == me) mine = k;
+    if (mine >= 0 && !tile_empty(in[mine]) &&
+        (!tile_ok(out, ES) || out.rows != in[mine].rows || out.cols != in[mine].cols))
+        local = SYMM_ERR_INVALID_ARG;
+    bool d16 = PATH == TILE_PATH_FLAT;
+    if (PATH == TILE_PATH_ANY || PATH == TILE_PATH_UNITS) {
+        d16 = true;
+        for (int m = 0; m < n; m++)
+            d16 = d16 && (t.heap_delta[m] & 15) == 0;
+    }
+    /* Shared rooted reduction (above): every tile flat, alike on every member. */
+    bool can_share = PATH != TILE_PATH_UNITS && kind == TILE_MULTI && !bad && d16 &&
+                     nroots > 0 && nroots <= SYMM_TM_SHARE_MAX;
+    for (int k = 0; k < nroots && can_share; k++)
+        can_share = tile_empty(in[k]) || tile_flat_ok(in[k], in[k], ES, true);
+    /* What this member publishes as a root: its kernel can share, its out can be shared. */
+    uint64_t mb_off = 0, mb_word = 0;
+    if (mine >= 0 && can_share && work && !local) {
+        mb_word = TM_MB_FLAT;
+        const symm_tile_t &mi = in[mine];
+        if (out_symm && !tile_empty(mi) && tile_flat_ok(out, mi, ES, true) &&
+            out.ld < (1ull << 40)) {
+            mb_word |= TM_MB_SHARED | ((uint64_t)out.ld << 24);
+            mb_off = (uint64_t)((const uint8_t *)out.base - (const uint8_t *)mi.base);
+        }
+    }
+
+    /* The stream form: everything above reads only parameters, so it overlaps the end of
+     * the kernel before this one on the stream; from here on memory it wrote is touched. */
+    if (trigger) pdl_wait();
+    /* The claim returns the episode counter: the rounds below are ep + 1 and ep + 2, with
+     * no load of the counter before each (round_block's). */
+    __shared__ int s_trc;
+    __shared__ uint64_t s_tep;
+    __syncthreads(); /* nobody still reads s_trc / s_tep of an earlier call */
+    int owned = 0;
+    if (tid == 0) {
+        uint64_t e;
+        const int c = claim(t, W, holder_tag(SUB_BLOCK), &e);
+        owned = c == 1;
+        s_trc = c < 0 ? c : 0;
+        s_tep = e;
+        /* before the round's release: the peers read it after the round */
+        if (c >= 0 && mine >= 0) {
+            uint64_t *mb = mailbox_of(t, me);
+            st_relaxed_gpu(mb, mb_off);
+            st_relaxed_gpu(mb + 1, mb_word | ((e + 1) & 0x3fffffu) << 2);
+        }
+    }
+    __syncthreads();
+    int rc = s_trc;
+    if (rc) return rc;
+    const uint64_t ep = s_tep;
+    uint64_t ep_end = ep; /* the episode this call leaves */
+    if (bad) {
+        if (part == 0 && tid == 0) record(t, bad, W, 0, 0);
+        leave_block_at(t, owned, ep_end);
+        return bad;
+    }
+    ep_end = ep + 1;
+    rc = round_block_at(t, ep + 1, W); /* every member's input is ready */
+    /* The stream form lets the next kernel on the stream launch now: every member's
+     * blocks of this call are resident (they passed the round), so blocks of the next
+     * kernel waiting for SMs cannot keep a member of this call from running. */
+    if (trigger) pdl_launch_dependents();
+    /* The roots' mailboxes: which tiles every member reduces a share of (bit k). */
+    __shared__ uint32_t s_share;
+    __shared__ symm_tile_t s_dst[SYMM_TM_SHARE_MAX]; /* a shared tile's out, mapped here */
+    uint32_t share_mask = 0;
+    if (!rc && can_share) {
+        if (tid < 32) {
+            const int k = (int)tid;
+            bool ok = true, sh = false;
+            if (k < nroots) {
+                const uint64_t *mb = mailbox_of(t, roots[k]);
+                const uint64_t off = ld_flag(t, mb), w = ld_flag(t, mb + 1);
+                ok = ((w >> 2) & 0x3fffffu) == ((ep + 1) & 0x3fffffu) && (w & TM_MB_FLAT);
+                sh = ok && (w & TM_MB_SHARED);
+                const symm_tile_t &src = in[k];
+                s_dst[k] = {(uint8_t *)src.base + t.heap_delta[roots[k]] + (int64_t)off,
+                            src.rows, src.cols, (size_t)(w >> 24)};
+            }
+            const bool all_ok = __all_sync(0xffffffffu, ok);
+            const uint32_t m = __ballot_sync(0xffffffffu, sh);
+            if (tid == 0) s_share = all_ok ? m : 0;
+        }
+        __syncthreads();
+        share_mask = s_share;
+    }
+    if (!rc) {
+        /* Each shared tile: this member's share, into the root's out. */
+        if constexpr (PATH != TILE_PATH_UNITS)
+            for (int k = 0; k < nroots && share_mask; k++)
+                if ((share_mask >> k) & 1)
+                    tile_flat_op<TY>(t, op, s_dst[k], in[k], false,
+                                     in[k].rows * (in[k].cols * ES / 16), part, nparts,
+                                     (uint32_t)me, (uint32_t)n);
+        /* The allreduce's share; a root's own tile, when not shared. */
+        const bool all = kind == TILE_ALL;
+        if (work && !local &&
+            (all || (mine >= 0 && !(share_mask && ((share_mask >> mine) & 1))))) {
+            const symm_tile_t &src = in[all ? 0 : mine];
+            /* Every member decides alike: the tiles are symmetric and d16 is a property of
+             * the heaps, so an allreduce's members split bands alike. */
+            const bool flat = PATH == TILE_PATH_FLAT    ? true
+                              : PATH == TILE_PATH_UNITS ? false
+                                                        : tile_flat_ok(out, src, ES, d16);
+            if constexpr (PATH != TILE_PATH_UNITS)
+                if (flat)
+                    tile_flat_op<TY>(t, op, out, src, all,
+                                     tile_empty(src) ? 0 : src.rows * (src.cols * ES / 16),
+                                     part, nparts, all ? (uint32_t)me : 0,
+                                     all ? (uint32_t)n : 1);
+            if constexpr (PATH != TILE_PATH_FLAT)
+                if (!flat) {
+                    uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
+                    uint64_t lo, hi, mlo = 0, mhi;
+                    symm_plan_band(u, nparts, part, &lo, &hi);
+                    mhi = hi - lo;
+                    if (all) symm_plan_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
+                    tile_units_op<TY>(t, op, out, src, all, lo + mlo, lo + mhi, d16);
+                }
+        }
+        __syncthreads();
+        /* Every member runs the closing round, whatever happened above. */
+        ep_end = ep + 2;
+        rc = round_block_at(t, ep + 2, W); /* band written everywhere; inputs no longer read */
+    }
+    if (!rc && local) {
+        if (part == 0 && tid == 0) record(t, local, W, (uint32_t)me, 0);
+        rc = local;
+    }
+    leave_block_at(t, owned, ep_end);
+    return rc;
+}
+
+} // namespace symm_tm
+
+/* ================================================================ public device calls */
+template <typename T>
+SYMM_DEV int symm_dev_tile_reduce_block(const symm_dev_team_t &t, symm_tile_t out,
+                                        symm_tile_t in, symm_op_t op, int root, uint32_t part,
+                                        uint32_t nparts, bool out_symmetric)
+{
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(
+        t, symm_tm::TILE_MULTI, out, &in, &root, 1, op, part, nparts, true, out_symmetric);
+}
+template <typename T>
+SYMM_DEV int symm_dev_tile_allreduce_block(const symm_dev_team_t &t, symm_tile_t out,
+                                           symm_tile_t in, symm_op_t op, uint32_t part,
+                                           uint32_t nparts)
+{
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(t, symm_tm::TILE_ALL, out, &in,
+                                                          nullptr, 0, op, part, nparts, true);
+}
+template <typename T>
+SYMM_DEV int symm_dev_tile_reduce_multi_block(const symm_dev_team_t &t, symm_tile_t out,
+                                              const symm_tile_t *in, const int *roots,
+                                              int nroots, symm_op_t op, uint32_t part,
+                                              uint32_t nparts, bool out_symmetric)
+{
+    return symm_tm::tile_impl<symm_tm::type_of<T>::value>(
+        t, symm_tm::TILE_MULTI, out, in, roots, nroots, op, part, nparts, true, out_symmetric);
+}
+
+#endif

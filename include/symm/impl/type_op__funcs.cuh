@@ -1,0 +1,110 @@
+/* type_op__funcs.cuh — symm_type_t x symm_op_t for the device tile code: the C++ type of
+ * each symm_type_t (ty<>, and back: type_of<>), two elements combined by the rule of
+ * plan__combine.h, and which ops a type takes. Host and device: a CPU test checks them
+ * against the CPU kernels. Included by symm_device.cuh. */
+#ifndef SYMM_IMPL_TYPE_OP__FUNCS_CUH
+#define SYMM_IMPL_TYPE_OP__FUNCS_CUH
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "symm/impl/tile_moe__common.h"
+
+namespace symm_tm
+{
+
+template <int TY> struct ty;
+#define SYMM_TM_TY_(E, T_, U_, INT_, SIGNED_)                                                  \
+    template <> struct ty<E> {                                                                 \
+        typedef T_ T;                                                                          \
+        typedef U_ U;                                                                          \
+        static constexpr bool integer = INT_;                                                  \
+        static constexpr bool is_signed = SIGNED_;                                             \
+    };
+SYMM_TM_TY_(SYMM_INT8, int8_t, uint8_t, true, true)
+SYMM_TM_TY_(SYMM_INT16, int16_t, uint16_t, true, true)
+SYMM_TM_TY_(SYMM_INT32, int32_t, uint32_t, true, true)
+SYMM_TM_TY_(SYMM_INT64, int64_t, uint64_t, true, true)
+SYMM_TM_TY_(SYMM_UINT8, uint8_t, uint8_t, true, false)
+SYMM_TM_TY_(SYMM_UINT16, uint16_t, uint16_t, true, false)
+SYMM_TM_TY_(SYMM_UINT32, uint32_t, uint32_t, true, false)
+SYMM_TM_TY_(SYMM_UINT64, uint64_t, uint64_t, true, false)
+SYMM_TM_TY_(SYMM_FLOAT, float, uint32_t, false, true)
+SYMM_TM_TY_(SYMM_DOUBLE, double, uint64_t, false, true)
+SYMM_TM_TY_(SYMM_FP16, uint16_t, uint16_t, false, true)
+SYMM_TM_TY_(SYMM_BF16, uint16_t, uint16_t, false, true)
+#undef SYMM_TM_TY_
+
+/* The symm_type_t of a C++ element type (for the typed public calls). */
+template <typename T> struct type_of;
+template <> struct type_of<int8_t> {
+    static constexpr int value = SYMM_INT8;
+};
+template <> struct type_of<int16_t> {
+    static constexpr int value = SYMM_INT16;
+};
+template <> struct type_of<int32_t> {
+    static constexpr int value = SYMM_INT32;
+};
+template <> struct type_of<long> {
+    static constexpr int value = sizeof(long) == 8 ? SYMM_INT64 : SYMM_INT32;
+};
+template <> struct type_of<long long> {
+    static constexpr int value = SYMM_INT64;
+};
+template <> struct type_of<uint8_t> {
+    static constexpr int value = SYMM_UINT8;
+};
+template <> struct type_of<uint16_t> {
+    static constexpr int value = SYMM_UINT16;
+};
+template <> struct type_of<uint32_t> {
+    static constexpr int value = SYMM_UINT32;
+};
+template <> struct type_of<unsigned long> {
+    static constexpr int value = sizeof(long) == 8 ? SYMM_UINT64 : SYMM_UINT32;
+};
+template <> struct type_of<unsigned long long> {
+    static constexpr int value = SYMM_UINT64;
+};
+template <> struct type_of<float> {
+    static constexpr int value = SYMM_FLOAT;
+};
+template <> struct type_of<double> {
+    static constexpr int value = SYMM_DOUBLE;
+};
+template <> struct type_of<__half> {
+    static constexpr int value = SYMM_FP16;
+};
+template <> struct type_of<__nv_bfloat16> {
+    static constexpr int value = SYMM_BF16;
+};
+
+/* a op b with a the running result (member 0 first): the rule of plan__combine.h, as
+ * src/coll/reduce_ops.c applies it. Integer sum, prod, and, or, xor compute in 64 bits on
+ * the sign-extended values, as the CPU does; min and max compare in the type itself. */
+template <int TY, int OP>
+SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b)
+{
+    typedef typename ty<TY>::T T;
+    typedef typename ty<TY>::U U;
+    if constexpr (TY == SYMM_FP16 || TY == SYMM_BF16)
+        return symm_plan_half_combine(TY == SYMM_BF16, OP, a, b);
+    else if constexpr (!ty<TY>::integer || OP == SYMM_OP_MIN || OP == SYMM_OP_MAX)
+        return symm_plan_op<OP, T>(a, b);
+    else
+        return (T)(U)symm_plan_op<OP, uint64_t>((uint64_t)a, (uint64_t)b);
+}
+
+/* 1 if op is defined on type (and, or, xor on integers only). */
+SYMM_TM_HD int op_valid(int type, int op)
+{
+    if (type < 0 || type >= SYMM_TYPE_COUNT || op < 0 || op >= SYMM_OP_COUNT) return 0;
+    int flt =
+        type == SYMM_FLOAT || type == SYMM_DOUBLE || type == SYMM_FP16 || type == SYMM_BF16;
+    return !(flt && op >= SYMM_OP_AND);
+}
+
+} // namespace symm_tm
+
+#endif
