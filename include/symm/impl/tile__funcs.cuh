@@ -259,14 +259,224 @@ SYMM_DEV bool tile_ok(const symm_tile_t &x, uint32_t es)
 #define SYMM_TM_SHARE_MAX 32
 enum { TM_MB_FLAT = 1, TM_MB_SHARED = 2 };
 
+enum { TILE_PATH_ANY = 0, TILE_PATH_FLAT = 1, TILE_PATH_UNITS = 2 };
+
+/* One call of tile_impl (below), as its steps read it. */
+struct tile_call {
+    const symm_dev_team_t &t;
+    int kind;
+    const symm_tile_t &out;
+    const symm_tile_t *in;
+    const int *roots;
+    int nroots, op;
+    uint32_t part, nparts;
+    bool work, out_symm;
+};
+
+/* The arguments every member passes alike: every member gives up alike, without a round. */
+template <int TY> SYMM_DEV int tile_check_alike(const tile_call &c)
+{
+    constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    const symm_tile_t *in = c.in;
+    const int n = c.t.n;
+    int bad = 0;
+    if (!op_valid(TY, c.op) || c.nparts == 0 || c.part >= c.nparts)
+        bad = SYMM_ERR_INVALID_ARG;
+    else if (c.kind == TILE_ALL) {
+        if (!tile_ok(in[0], ES) || !tile_ok(c.out, ES))
+            bad = SYMM_ERR_INVALID_ARG;
+        else if (!tile_empty(in[0]) && (c.out.rows != in[0].rows || c.out.cols != in[0].cols))
+            bad = SYMM_ERR_INVALID_ARG;
+    } else if (c.nroots < 0 || c.nroots > n || (c.nroots && (!in || !c.roots))) {
+        bad = SYMM_ERR_INVALID_ARG;
+    } else {
+        for (int k = 0; k < c.nroots && !bad; k++) {
+            if (c.roots[k] < 0 || c.roots[k] >= n)
+                bad = SYMM_ERR_PE_OUT_OF_RANGE;
+            else if (!tile_ok(in[k], ES))
+                bad = SYMM_ERR_INVALID_ARG;
+            for (int j = 0; j < k && !bad; j++)
+                if (c.roots[j] == c.roots[k]) bad = SYMM_ERR_INVALID_ARG;
+        }
+    }
+    return bad;
+}
+
+/* The tile this member is the root of (-1: none, or the arguments are bad). */
+SYMM_DEV int tile_mine(const tile_call &c, int bad)
+{
+    int mine = -1;
+    if (c.kind == TILE_MULTI && !bad)
+        for (int k = 0; k < c.nroots; k++)
+            if (c.roots[k] == c.t.me) mine = k;
+    return mine;
+}
+
+/* A root's own out: checked here, failing on that root only (it still syncs). */
+template <uint32_t ES> SYMM_DEV int tile_check_mine(const tile_call &c, int mine)
+{
+    const symm_tile_t &out = c.out;
+    if (mine >= 0 && !tile_empty(c.in[mine]) &&
+        (!tile_ok(out, ES) || out.rows != c.in[mine].rows || out.cols != c.in[mine].cols))
+        return SYMM_ERR_INVALID_ARG;
+    return 0;
+}
+
+/* Whether every heap delta is a multiple of 16, which the vector loads need (taken as
+ * true for PATH FLAT: the host wrapper has checked). */
+template <int PATH> SYMM_DEV bool tile_heaps16(const symm_dev_team_t &t)
+{
+    bool d16 = PATH == TILE_PATH_FLAT;
+    if (PATH == TILE_PATH_ANY || PATH == TILE_PATH_UNITS) {
+        d16 = true;
+        for (int m = 0; m < t.n; m++)
+            d16 = d16 && (t.heap_delta[m] & 15) == 0;
+    }
+    return d16;
+}
+
+/* Whether the call may share rooted reductions (above): every tile flat, alike on every
+ * member. */
+template <uint32_t ES, int PATH>
+SYMM_DEV bool tile_can_share(const tile_call &c, int bad, bool d16)
+{
+    bool can_share = PATH != TILE_PATH_UNITS && c.kind == TILE_MULTI && !bad && d16 &&
+                     c.nroots > 0 && c.nroots <= SYMM_TM_SHARE_MAX;
+    for (int k = 0; k < c.nroots && can_share; k++)
+        can_share = tile_empty(c.in[k]) || tile_flat_ok(c.in[k], c.in[k], ES, true);
+    return can_share;
+}
+
+/* What this member publishes as a root: mailbox word 1 without its episode (0: nothing),
+ * and in *mb_off word 0. TM_MB_FLAT when its kernel can share, TM_MB_SHARED and out's ld
+ * when its out can be shared. */
+template <uint32_t ES>
+SYMM_DEV uint64_t tile_mailbox_word(const tile_call &c, int mine, bool can_share, int local,
+                                    uint64_t *mb_off)
+{
+    uint64_t mb_word = 0;
+    *mb_off = 0;
+    if (mine >= 0 && can_share && c.work && !local) {
+        mb_word = TM_MB_FLAT;
+        const symm_tile_t &mi = c.in[mine], &out = c.out;
+        if (c.out_symm && !tile_empty(mi) && tile_flat_ok(out, mi, ES, true) &&
+            out.ld < (1ull << 40)) {
+            mb_word |= TM_MB_SHARED | ((uint64_t)out.ld << 24);
+            *mb_off = (uint64_t)((const uint8_t *)out.base - (const uint8_t *)mi.base);
+        }
+    }
+    return mb_word;
+}
+
+/* Claims the duplicate for the block and, for a root (mine >= 0), fills its mailbox before
+ * the first round's release (the peers read it after that round). Returns 0 or the
+ * claim's error, the same in every thread; *ep: the episode counter, so that the rounds
+ * of the call are ep + 1 and ep + 2 with no load of the counter before each
+ * (round_block's); *owned (thread 0): the claim is this call's to release. */
+SYMM_DEV int tile_claim(const symm_dev_team_t &t, int mine, uint64_t mb_off, uint64_t mb_word,
+                        int *owned, uint64_t *ep)
+{
+    using namespace symm_detail;
+    __shared__ int s_trc;
+    __shared__ uint64_t s_tep;
+    __syncthreads(); /* nobody still reads s_trc / s_tep of an earlier call */
+    if (thread_linear() == 0) {
+        uint64_t e;
+        const int c = claim(t, SYMM_DEV_WHAT_TILE, holder_tag(SUB_BLOCK), &e);
+        *owned = c == 1;
+        s_trc = c < 0 ? c : 0;
+        s_tep = e;
+        if (c >= 0 && mine >= 0) {
+            uint64_t *mb = mailbox_of(t, t.me);
+            st_relaxed_gpu(mb, mb_off);
+            st_relaxed_gpu(mb + 1, mb_word | ((e + 1) & 0x3fffffu) << 2);
+        }
+    }
+    __syncthreads();
+    *ep = s_tep;
+    return s_trc;
+}
+
+/* The shared rooted reductions, after the first round (ep + 1): warp 0 reads the roots'
+ * mailboxes, then the block reduces this member's share of each shared tile straight into
+ * its root's out. Returns the tiles shared (bit k: in[k]); none when can_share is false,
+ * or when a root's word is stale or lacks TM_MB_FLAT (every member then sees the same). */
+template <int TY, int PATH>
+SYMM_DEV uint32_t tile_reduce_shared(const tile_call &c, uint64_t ep, bool can_share)
+{
+    using namespace symm_detail;
+    constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    const symm_dev_team_t &t = c.t;
+    const uint32_t tid = thread_linear();
+    __shared__ uint32_t s_share;
+    __shared__ symm_tile_t s_dst[SYMM_TM_SHARE_MAX]; /* a shared tile's out, mapped here */
+    if (!can_share) return 0;
+    if (tid < 32) {
+        const int k = (int)tid;
+        bool ok = true, sh = false;
+        if (k < c.nroots) {
+            const uint64_t *mb = mailbox_of(t, c.roots[k]);
+            const uint64_t off = ld_flag(t, mb), w = ld_flag(t, mb + 1);
+            ok = ((w >> 2) & 0x3fffffu) == ((ep + 1) & 0x3fffffu) && (w & TM_MB_FLAT);
+            sh = ok && (w & TM_MB_SHARED);
+            const symm_tile_t &src = c.in[k];
+            s_dst[k] = {(uint8_t *)src.base + t.heap_delta[c.roots[k]] + (int64_t)off, src.rows,
+                        src.cols, (size_t)(w >> 24)};
+        }
+        const bool all_ok = __all_sync(0xffffffffu, ok);
+        const uint32_t m = __ballot_sync(0xffffffffu, sh);
+        if (tid == 0) s_share = all_ok ? m : 0;
+    }
+    __syncthreads();
+    const uint32_t share_mask = s_share;
+    if constexpr (PATH != TILE_PATH_UNITS)
+        for (int k = 0; k < c.nroots && share_mask; k++)
+            if ((share_mask >> k) & 1)
+                tile_flat_op<TY>(t, c.op, s_dst[k], c.in[k], false,
+                                 c.in[k].rows * (c.in[k].cols * ES / 16), c.part, c.nparts,
+                                 (uint32_t)t.me, (uint32_t)t.n);
+    return share_mask;
+}
+
+/* The allreduce's share of its tile, or a root's own tile (in[mine]) reduced alone. Every
+ * member decides the path alike: the tiles are symmetric and d16 is a property of the
+ * heaps, so an allreduce's members split bands alike. */
+template <int TY, int PATH>
+SYMM_DEV void tile_reduce_own(const tile_call &c, int mine, bool d16)
+{
+    constexpr uint32_t ES = sizeof(typename ty<TY>::T);
+    const symm_dev_team_t &t = c.t;
+    const int n = t.n, me = t.me;
+    const bool all = c.kind == TILE_ALL;
+    const symm_tile_t &src = c.in[all ? 0 : mine], &out = c.out;
+    const bool flat = PATH == TILE_PATH_FLAT    ? true
+                      : PATH == TILE_PATH_UNITS ? false
+                                                : tile_flat_ok(out, src, ES, d16);
+    if constexpr (PATH != TILE_PATH_UNITS)
+        if (flat)
+            tile_flat_op<TY>(t, c.op, out, src, all,
+                             tile_empty(src) ? 0 : src.rows * (src.cols * ES / 16), c.part,
+                             c.nparts, all ? (uint32_t)me : 0, all ? (uint32_t)n : 1);
+    if constexpr (PATH != TILE_PATH_FLAT)
+        if (!flat) {
+            uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
+            uint64_t lo, hi, mlo = 0, mhi;
+            symm_plan_band(u, c.nparts, c.part, &lo, &hi);
+            mhi = hi - lo;
+            if (all) symm_plan_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
+            tile_units_op<TY>(t, c.op, out, src, all, lo + mlo, lo + mhi, d16);
+        }
+}
+
 /* The body of every tile form. kind TILE_ALL: in[0] -> every member's out. TILE_MULTI:
  * in[k] -> out of member roots[k]. work == false: take part in the rounds only (the host
  * wrapper of a root whose out failed its checks). out_symm: this member's out (when it is
  * a root) is in the GPU symmetric heap, so that the members may share its reduction (see
  * above). PATH: TILE_PATH_ANY decides per call between the flat vector path and the
  * general one; a host wrapper that has checked tile_flat_ok's conditions itself picks one
- * (each kernel then carries only its own code and keeps fewer registers). */
-enum { TILE_PATH_ANY = 0, TILE_PATH_FLAT = 1, TILE_PATH_UNITS = 2 };
+ * (each kernel then carries only its own code and keeps fewer registers). Every branch
+ * that returns early or skips a round depends on values that are the same in every thread
+ * of the block (the arguments, or what thread 0 put in shared memory before a barrier). */
 template <int TY, int PATH = TILE_PATH_ANY>
 SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &out,
                        const symm_tile_t *in, const int *roots, int nroots, int op,
@@ -276,163 +486,46 @@ SYMM_DEV int tile_impl(const symm_dev_team_t &t, int kind, const symm_tile_t &ou
     using namespace symm_detail;
     const uint32_t W = SYMM_DEV_WHAT_TILE;
     constexpr uint32_t ES = sizeof(typename ty<TY>::T);
-    const uint32_t tid = thread_linear(), nthr = block_threads();
-    const int n = t.n, me = t.me;
-    /* Arguments every member passes alike: every member gives up alike, without a round. */
-    int bad = 0;
-    if (!op_valid(TY, op) || nparts == 0 || part >= nparts)
-        bad = SYMM_ERR_INVALID_ARG;
-    else if (kind == TILE_ALL) {
-        if (!tile_ok(in[0], ES) || !tile_ok(out, ES))
-            bad = SYMM_ERR_INVALID_ARG;
-        else if (!tile_empty(in[0]) && (out.rows != in[0].rows || out.cols != in[0].cols))
-            bad = SYMM_ERR_INVALID_ARG;
-    } else if (nroots < 0 || nroots > n || (nroots && (!in || !roots))) {
-        bad = SYMM_ERR_INVALID_ARG;
-    } else {
-        for (int k = 0; k < nroots && !bad; k++) {
-            if (roots[k] < 0 || roots[k] >= n)
-                bad = SYMM_ERR_PE_OUT_OF_RANGE;
-            else if (!tile_ok(in[k], ES))
-                bad = SYMM_ERR_INVALID_ARG;
-            for (int j = 0; j < k && !bad; j++)
-                if (roots[j] == roots[k]) bad = SYMM_ERR_INVALID_ARG;
-        }
-    }
-    /* A root's own out: checked here, failing on that root only (it still syncs). */
-    int mine = -1, local = 0;
-    if (kind == TILE_MULTI && !bad)
-        for (int k = 0; k < nroots; k++)
-            if (roots[k] == me) mine = k;
-    if (mine >= 0 && !tile_empty(in[mine]) &&
-        (!tile_ok(out, ES) || out.rows != in[mine].rows || out.cols != in[mine].cols))
-        local = SYMM_ERR_INVALID_ARG;
-    bool d16 = PATH == TILE_PATH_FLAT;
-    if (PATH == TILE_PATH_ANY || PATH == TILE_PATH_UNITS) {
-        d16 = true;
-        for (int m = 0; m < n; m++)
-            d16 = d16 && (t.heap_delta[m] & 15) == 0;
-    }
-    /* Shared rooted reduction (above): every tile flat, alike on every member. */
-    bool can_share = PATH != TILE_PATH_UNITS && kind == TILE_MULTI && !bad && d16 &&
-                     nroots > 0 && nroots <= SYMM_TM_SHARE_MAX;
-    for (int k = 0; k < nroots && can_share; k++)
-        can_share = tile_empty(in[k]) || tile_flat_ok(in[k], in[k], ES, true);
-    /* What this member publishes as a root: its kernel can share, its out can be shared. */
-    uint64_t mb_off = 0, mb_word = 0;
-    if (mine >= 0 && can_share && work && !local) {
-        mb_word = TM_MB_FLAT;
-        const symm_tile_t &mi = in[mine];
-        if (out_symm && !tile_empty(mi) && tile_flat_ok(out, mi, ES, true) &&
-            out.ld < (1ull << 40)) {
-            mb_word |= TM_MB_SHARED | ((uint64_t)out.ld << 24);
-            mb_off = (uint64_t)((const uint8_t *)out.base - (const uint8_t *)mi.base);
-        }
-    }
+    const tile_call c = {t, kind, out, in, roots, nroots, op, part, nparts, work, out_symm};
+    const int bad = tile_check_alike<TY>(c);
+    const int mine = tile_mine(c, bad);
+    const int local = tile_check_mine<ES>(c, mine);
+    const bool d16 = tile_heaps16<PATH>(t);
+    const bool can_share = tile_can_share<ES, PATH>(c, bad, d16);
+    uint64_t mb_off;
+    const uint64_t mb_word = tile_mailbox_word<ES>(c, mine, can_share, local, &mb_off);
 
     /* The stream form: everything above reads only parameters, so it overlaps the end of
      * the kernel before this one on the stream; from here on memory it wrote is touched. */
     if (trigger) pdl_wait();
-    /* The claim returns the episode counter: the rounds below are ep + 1 and ep + 2, with
-     * no load of the counter before each (round_block's). */
-    __shared__ int s_trc;
-    __shared__ uint64_t s_tep;
-    __syncthreads(); /* nobody still reads s_trc / s_tep of an earlier call */
     int owned = 0;
-    if (tid == 0) {
-        uint64_t e;
-        const int c = claim(t, W, holder_tag(SUB_BLOCK), &e);
-        owned = c == 1;
-        s_trc = c < 0 ? c : 0;
-        s_tep = e;
-        /* before the round's release: the peers read it after the round */
-        if (c >= 0 && mine >= 0) {
-            uint64_t *mb = mailbox_of(t, me);
-            st_relaxed_gpu(mb, mb_off);
-            st_relaxed_gpu(mb + 1, mb_word | ((e + 1) & 0x3fffffu) << 2);
-        }
-    }
-    __syncthreads();
-    int rc = s_trc;
+    uint64_t ep;
+    int rc = tile_claim(t, mine, mb_off, mb_word, &owned, &ep);
     if (rc) return rc;
-    const uint64_t ep = s_tep;
-    uint64_t ep_end = ep; /* the episode this call leaves */
     if (bad) {
-        if (part == 0 && tid == 0) record(t, bad, W, 0, 0);
-        leave_block_at(t, owned, ep_end);
+        if (part == 0 && thread_linear() == 0) record(t, bad, W, 0, 0);
+        leave_block_at(t, owned, ep);
         return bad;
     }
-    ep_end = ep + 1;
+    uint64_t ep_end = ep + 1;          /* the episode this call leaves */
     rc = round_block_at(t, ep + 1, W); /* every member's input is ready */
     /* The stream form lets the next kernel on the stream launch now: every member's
      * blocks of this call are resident (they passed the round), so blocks of the next
      * kernel waiting for SMs cannot keep a member of this call from running. */
     if (trigger) pdl_launch_dependents();
-    /* The roots' mailboxes: which tiles every member reduces a share of (bit k). */
-    __shared__ uint32_t s_share;
-    __shared__ symm_tile_t s_dst[SYMM_TM_SHARE_MAX]; /* a shared tile's out, mapped here */
-    uint32_t share_mask = 0;
-    if (!rc && can_share) {
-        if (tid < 32) {
-            const int k = (int)tid;
-            bool ok = true, sh = false;
-            if (k < nroots) {
-                const uint64_t *mb = mailbox_of(t, roots[k]);
-                const uint64_t off = ld_flag(t, mb), w = ld_flag(t, mb + 1);
-                ok = ((w >> 2) & 0x3fffffu) == ((ep + 1) & 0x3fffffu) && (w & TM_MB_FLAT);
-                sh = ok && (w & TM_MB_SHARED);
-                const symm_tile_t &src = in[k];
-                s_dst[k] = {(uint8_t *)src.base + t.heap_delta[roots[k]] + (int64_t)off,
-                            src.rows, src.cols, (size_t)(w >> 24)};
-            }
-            const bool all_ok = __all_sync(0xffffffffu, ok);
-            const uint32_t m = __ballot_sync(0xffffffffu, sh);
-            if (tid == 0) s_share = all_ok ? m : 0;
-        }
-        __syncthreads();
-        share_mask = s_share;
-    }
     if (!rc) {
-        /* Each shared tile: this member's share, into the root's out. */
-        if constexpr (PATH != TILE_PATH_UNITS)
-            for (int k = 0; k < nroots && share_mask; k++)
-                if ((share_mask >> k) & 1)
-                    tile_flat_op<TY>(t, op, s_dst[k], in[k], false,
-                                     in[k].rows * (in[k].cols * ES / 16), part, nparts,
-                                     (uint32_t)me, (uint32_t)n);
+        const uint32_t share_mask = tile_reduce_shared<TY, PATH>(c, ep, can_share);
         /* The allreduce's share; a root's own tile, when not shared. */
-        const bool all = kind == TILE_ALL;
         if (work && !local &&
-            (all || (mine >= 0 && !(share_mask && ((share_mask >> mine) & 1))))) {
-            const symm_tile_t &src = in[all ? 0 : mine];
-            /* Every member decides alike: the tiles are symmetric and d16 is a property of
-             * the heaps, so an allreduce's members split bands alike. */
-            const bool flat = PATH == TILE_PATH_FLAT    ? true
-                              : PATH == TILE_PATH_UNITS ? false
-                                                        : tile_flat_ok(out, src, ES, d16);
-            if constexpr (PATH != TILE_PATH_UNITS)
-                if (flat)
-                    tile_flat_op<TY>(t, op, out, src, all,
-                                     tile_empty(src) ? 0 : src.rows * (src.cols * ES / 16),
-                                     part, nparts, all ? (uint32_t)me : 0,
-                                     all ? (uint32_t)n : 1);
-            if constexpr (PATH != TILE_PATH_FLAT)
-                if (!flat) {
-                    uint64_t u = symm_tm_tile_units(src.rows, src.cols, ES);
-                    uint64_t lo, hi, mlo = 0, mhi;
-                    symm_plan_band(u, nparts, part, &lo, &hi);
-                    mhi = hi - lo;
-                    if (all) symm_plan_band(hi - lo, (uint64_t)n, (uint64_t)me, &mlo, &mhi);
-                    tile_units_op<TY>(t, op, out, src, all, lo + mlo, lo + mhi, d16);
-                }
-        }
+            (kind == TILE_ALL || (mine >= 0 && !(share_mask && ((share_mask >> mine) & 1)))))
+            tile_reduce_own<TY, PATH>(c, mine, d16);
         __syncthreads();
         /* Every member runs the closing round, whatever happened above. */
         ep_end = ep + 2;
         rc = round_block_at(t, ep + 2, W); /* band written everywhere; inputs no longer read */
     }
     if (!rc && local) {
-        if (part == 0 && tid == 0) record(t, local, W, (uint32_t)me, 0);
+        if (part == 0 && thread_linear() == 0) record(t, local, W, (uint32_t)t.me, 0);
         rc = local;
     }
     leave_block_at(t, owned, ep_end);
