@@ -4,7 +4,7 @@
  * control page, where symmrun writes which PE failed before it stops the others. Only
  * memfds and socketpairs are used, so a job leaves nothing in /dev/shm or /tmp. */
 #ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* memfd_create, signalfd, MSG_CMSG_CLOEXEC, strsignal */
+#define _GNU_SOURCE /* memfd_create, signalfd, strsignal */
 #endif
 
 #include <errno.h>
@@ -23,13 +23,13 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "bootstrap/boot.h"
 #include "bootstrap/protocol.h"
+#include "bootstrap/wire.h"
 
 /* After a failure the other PEs get this long to see the abort flag and report it
  * themselves (a PE's own message says more than "killed by SIGTERM"), then SIGTERM, then
@@ -543,32 +543,6 @@ static void kill_all(symmrun_t *job, int sig)
         if (job->pe[r].running) kill(job->pe[r].pid, sig);
 }
 
-/* Sends msg carrying fds[0..nfds) without blocking. Returns 0, or -1 with errno. */
-static int send_msg(int sock, const symm_boot_msg_t *msg, const int *fds, int nfds)
-{
-    struct iovec iov = {.iov_base = (void *)msg, .iov_len = sizeof *msg};
-    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(SYMM_BOOT_SEGS_MAX * sizeof(int))];
-    } cmsg;
-    if (nfds > 0) {
-        memset(&cmsg, 0, sizeof cmsg);
-        mh.msg_control = cmsg.buf;
-        mh.msg_controllen = CMSG_SPACE((size_t)nfds * sizeof(int));
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN((size_t)nfds * sizeof(int));
-        memcpy(CMSG_DATA(c), fds, (size_t)nfds * sizeof(int));
-    }
-    ssize_t n;
-    do {
-        n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
-    } while (n < 0 && errno == EINTR);
-    return n < 0 ? -1 : 0;
-}
-
 static void send_error(int sock, const char *text)
 {
     symm_boot_msg_t msg;
@@ -577,7 +551,7 @@ static void send_error(int sock, const char *text)
     msg.rank = -1;
     snprintf(msg.text, sizeof msg.text, "%s", text);
     /* Best effort: a PE that is gone or not listening will fail some other way. */
-    (void)send_msg(sock, &msg, NULL, 0);
+    (void)symm_boot_send(sock, &msg, NULL, 0, MSG_DONTWAIT);
 }
 
 /* The rendezvous can no longer complete: tell every PE waiting in it (and, through
@@ -748,48 +722,26 @@ static void pe_read(symmrun_t *job, int r)
     symmrun_pe_t *p = &job->pe[r];
     while (p->sock >= 0) {
         symm_boot_msg_t msg;
-        union {
-            struct cmsghdr align;
-            char buf[CMSG_SPACE(4 * sizeof(int))];
-        } cmsg;
-        struct iovec iov = {.iov_base = &msg, .iov_len = sizeof msg};
-        struct msghdr mh = {.msg_iov = &iov,
-                            .msg_iovlen = 1,
-                            .msg_control = cmsg.buf,
-                            .msg_controllen = sizeof cmsg.buf};
-        ssize_t n = recvmsg(p->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-        if (n < 0 && errno == EINTR) continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
-        if (n <= 0) {
+        int fds[SYMM_BOOT_SEGS_MAX], nfds;
+        int rr = symm_boot_recv(p->sock, &msg, fds, &nfds, MSG_DONTWAIT);
+        if (rr < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+        if (rr < 0 && (errno == EBADMSG || errno == EMFILE)) {
+            job_fail(job, r, -1, 0, 1, SYMMRUN_GRACE_MS,
+                     "PE %d sent a malformed bootstrap message (%s)", r,
+                     errno == EMFILE ? "fds lost" : "wrong size");
+            continue;
+        }
+        if (rr <= 0) {
             /* End of file, or the PE died with messages unread (ECONNRESET). Either way
              * its exit status, not the socket, says whether it failed. */
-            if (n < 0 && errno != ECONNRESET)
+            if (rr < 0 && errno != ECONNRESET)
                 verbose(job, "PE %d: recvmsg: %s", r, strerror(errno));
             pe_close(job, r);
             return;
         }
-
-        int fd = -1;
-        for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c)) {
-            if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) continue;
-            size_t nfd = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            for (size_t i = 0; i < nfd; i++) {
-                int f;
-                memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof f);
-                if (fd < 0)
-                    fd = f;
-                else
-                    close(f); /* one fd per message; more would only leak */
-            }
-        }
-        if (n != (ssize_t)sizeof msg || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
-            job_fail(job, r, -1, 0, 1, SYMMRUN_GRACE_MS,
-                     "PE %d sent a malformed bootstrap message (%zd bytes%s)", r, n,
-                     (mh.msg_flags & MSG_CTRUNC) ? ", fds lost" : "");
-            if (fd >= 0) close(fd);
-            continue;
-        }
-        pe_message(job, r, &msg, fd);
+        /* One fd per message; more would only leak. */
+        if (nfds > 1) symm_boot_fds_close(fds + 1, nfds - 1);
+        pe_message(job, r, &msg, nfds > 0 ? fds[0] : -1);
     }
 }
 
@@ -848,7 +800,7 @@ static void rv_send_pending(symmrun_t *job, int r)
             fds[0] = job->ctrl_fd;
             nfds = 1;
         }
-        if (send_msg(p->sock, &msg, fds, nfds) == 0) {
+        if (symm_boot_send(p->sock, &msg, fds, nfds, MSG_DONTWAIT) == 0) {
             p->next_send += p->next_send < job->npes ? nfds : 1;
             continue;
         }

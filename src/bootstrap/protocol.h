@@ -1,5 +1,5 @@
 /* protocol.h — the messages between symmrun and a PE over their SOCK_SEQPACKET socket.
- * Shared by tools/symmrun.c and src/bootstrap/boot.c; nothing else includes it. */
+ * Shared by tools/symmrun.c and src/bootstrap; nothing else includes it. */
 #ifndef SYMM_BOOT_PROTOCOL_H
 #define SYMM_BOOT_PROTOCOL_H
 

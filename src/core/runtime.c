@@ -226,7 +226,7 @@ int symm_n_pes(void)
 void symm_abort(int code, const char *why)
 {
     SYMM_ERROR("symm_abort(%d): %s", code, why ? why : "");
-    if (symm_g.boot.sock >= 0) symm_boot_abort(&symm_g.boot, code, why ? why : "");
+    symm_boot_abort(&symm_g.boot, code, why ? why : "");
     _exit(code ? code : 1);
 }
 

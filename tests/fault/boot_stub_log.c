@@ -1,5 +1,6 @@
-/* boot_stub_log.c — stands in for the library's error recording when boot.c is built
- * into a test program on its own (fault_exit): the message goes straight to stderr. */
+/* boot_stub_log.c — stands in for the library's error recording when src/bootstrap is
+ * built into a test program on its own (fault_exit): the message goes straight to
+ * stderr. */
 #include <stdarg.h>
 #include <stdio.h>
 

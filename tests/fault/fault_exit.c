@@ -1,5 +1,5 @@
 /* fault_exit.c — a PE program for testing symmrun without the symm library. It does the
- * rendezvous with boot.c, checks what it received, maps the control page and then ends
+ * rendezvous with src/bootstrap, checks what it received, maps the control page and then ends
  * as its mode says, so that test_symmrun_faults.sh can check how symmrun reports a
  * failure and how fast it stops the job.
  *
@@ -200,7 +200,7 @@ int main(int argc, char **argv)
     if (env_rank != NULL && boot.rank != my_rank)
         die(10, "boot says rank %d, SYMM_RANK says %d", boot.rank, my_rank);
 
-    /* boot.c must add exactly the other PEs' segments and the control page. */
+    /* The rendezvous must add exactly the other PEs' segments and the control page. */
     int fds_expected = boot.npes - 1 + (boot.ctrl_fd >= 0 ? 1 : 0);
     int fds_added = check_fds ? count_fds() - fds_before : fds_expected;
     if (fds_added != fds_expected)
