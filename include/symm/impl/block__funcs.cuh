@@ -47,6 +47,14 @@ SYMM_DEV uint64_t warp_scan_sat(uint64_t v, uint32_t lane)
     }
     return v;
 }
+/* Saturating sum of v over the warp's lanes, in every lane. */
+SYMM_DEV uint64_t warp_sum_sat(uint64_t v)
+{
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1)
+        v = sat_add(v, __shfl_xor_sync(0xffffffffu, v, d));
+    return v;
+}
 
 /* Inclusive saturating sum of v over the block's threads, in thread order (block size a
  * multiple of 32); *total: the block's sum. Every thread calls. */
@@ -56,20 +64,11 @@ SYMM_DEV uint64_t block_scan_sat(uint64_t v, uint64_t *total)
     __shared__ uint64_t s_w[32];
     const uint32_t tid = thread_linear(), lane = tid & 31u, warp = tid >> 5,
                    nw = block_threads() / 32;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-        uint64_t x = __shfl_up_sync(0xffffffffu, v, d);
-        if (lane >= (uint32_t)d) v = sat_add(v, x);
-    }
+    v = warp_scan_sat(v, lane);
     if (lane == 31) s_w[warp] = v;
     __syncthreads();
     if (warp == 0) {
-        uint64_t w = lane < nw ? s_w[lane] : 0;
-#pragma unroll
-        for (int d = 1; d < 32; d <<= 1) {
-            uint64_t x = __shfl_up_sync(0xffffffffu, w, d);
-            if (lane >= (uint32_t)d) w = sat_add(w, x);
-        }
+        const uint64_t w = warp_scan_sat(lane < nw ? s_w[lane] : 0, lane);
         if (lane < nw) s_w[lane] = w;
     }
     __syncthreads();

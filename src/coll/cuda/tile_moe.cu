@@ -414,31 +414,6 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
     return SYMM_SUCCESS;
 }
 
-symm_tm::a2a_args a2a_make(int kind, void *out, size_t out_capacity, const void *in,
-                           size_t in_capacity, const size_t *in_splits,
-                           const size_t *in_offsets, int ne, size_t row_bytes,
-                           size_t major_align, size_t *out_splits, size_t *out_offsets,
-                           size_t *out_rows, void *ws)
-{
-    symm_tm::a2a_args a;
-    memset(&a, 0, sizeof a);
-    a.kind = kind;
-    a.out = out;
-    a.out_capacity = out_capacity;
-    a.in = in;
-    a.in_capacity = in_capacity;
-    a.in_splits = in_splits;
-    a.in_offsets = in_offsets;
-    a.ne = ne;
-    a.row_bytes = row_bytes;
-    a.major_align = major_align;
-    a.out_splits = out_splits;
-    a.out_offsets = out_offsets;
-    a.out_rows = out_rows;
-    a.ws = ws;
-    return a;
-}
-
 } // namespace
 
 extern "C" symm_status_t symm_tile_reduce_on_stream(symm_pool_t pool, symm_tile_t out,
@@ -481,9 +456,9 @@ symm_all_to_all_v_on_stream(symm_pool_t pool, void *out, size_t out_capacity, co
                             void *workspace, int nblocks, cudaStream_t stream)
 {
     return a2a_run(__func__, pool,
-                   a2a_make(SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity, in_splits,
-                            nullptr, 1, row_bytes, 0, out_splits, out_offsets, out_rows,
-                            workspace),
+                   symm_tm::a2a_args_make(SYMM_TM_A2A_1D, out, out_capacity, in, in_capacity,
+                                          in_splits, nullptr, 1, row_bytes, 0, out_splits,
+                                          out_offsets, out_rows, workspace),
                    nblocks, stream);
 }
 
@@ -493,9 +468,10 @@ extern "C" symm_status_t symm_moe_dispatch_on_stream(
     size_t *out_offsets, size_t *out_rows, void *workspace, int nblocks, cudaStream_t stream)
 {
     return a2a_run(__func__, pool,
-                   a2a_make(SYMM_TM_A2A_DISPATCH, out, out_capacity, in, in_capacity, in_splits,
-                            nullptr, ne, row_bytes, major_align, out_splits, out_offsets,
-                            out_rows, workspace),
+                   symm_tm::a2a_args_make(SYMM_TM_A2A_DISPATCH, out, out_capacity, in,
+                                          in_capacity, in_splits, nullptr, ne, row_bytes,
+                                          major_align, out_splits, out_offsets, out_rows,
+                                          workspace),
                    nblocks, stream);
 }
 
@@ -507,9 +483,9 @@ symm_moe_combine_on_stream(symm_pool_t pool, void *out, size_t out_capacity, con
                            void *workspace, int nblocks, cudaStream_t stream)
 {
     return a2a_run(__func__, pool,
-                   a2a_make(SYMM_TM_A2A_COMBINE, out, out_capacity, in, in_capacity, in_splits,
-                            in_offsets, ne, row_bytes, 0, out_splits, out_offsets, out_rows,
-                            workspace),
+                   symm_tm::a2a_args_make(SYMM_TM_A2A_COMBINE, out, out_capacity, in,
+                                          in_capacity, in_splits, in_offsets, ne, row_bytes, 0,
+                                          out_splits, out_offsets, out_rows, workspace),
                    nblocks, stream);
 }
 
