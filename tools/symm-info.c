@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "core/config.h"
+#include "core/runtime.h"
 #include "symm.h"
 
 int main(int argc, char **argv)
@@ -30,9 +31,10 @@ int main(int argc, char **argv)
     }
     symm_info_t info;
     symm_get_info(&info);
-    printf("PEs: %d (this is PE %d)\ntransport: %s\nsymmetric heap: %zu bytes per PE\n"
-           "team region: %zu bytes per PE\n\nEnvironment:\n",
-           symm_n_pes(), symm_my_pe(), info.transport, info.heap_size, info.team_heap_size);
+    printf("PEs: %d (this is PE %d)\nbootstrap: %s\ntransport: %s\n"
+           "symmetric heap: %zu bytes per PE\nteam region: %zu bytes per PE\n\nEnvironment:\n",
+           symm_n_pes(), symm_my_pe(), symm_boot_via_name(symm_g.boot.via), info.transport,
+           info.heap_size, info.team_heap_size);
     fflush(stdout);
     symm_config_print(STDOUT_FILENO, 0);
     symm_finalize();

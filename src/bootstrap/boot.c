@@ -1,11 +1,12 @@
-/* boot.c — which launcher started this PE, and the 1-PE job of a program run directly.
- * The rendezvous itself is symmrun.c's. */
+/* boot.c — which launcher started this PE (SYMM_BOOTSTRAP), and the 1-PE job of a program
+ * run directly. The rendezvous themselves are symmrun.c's and mpi.c's. */
 #include "bootstrap/boot.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #include "bootstrap/protocol.h"
+#include "core/config.h"
 #include "core/log.h"
 
 static symm_status_t boot_init_single(int my_seg_fd, size_t seg_size, symm_boot_t *out)
@@ -24,35 +25,59 @@ static symm_status_t boot_init_single(int my_seg_fd, size_t seg_size, symm_boot_
     return SYMM_SUCCESS;
 }
 
+/* SYMM_BOOTSTRAP=auto: symmrun first, since symmrun may itself run under an MPI launcher
+ * and then hands its PEs the launcher's environment too. A program that initialized MPI
+ * without a launcher we know still gets MPI's ranks. */
+static symm_boot_via_t boot_choose(void)
+{
+    const char *want = symm_config.bootstrap;
+    if (strcmp(want, "symmrun") == 0) return SYMM_BOOT_VIA_SYMMRUN;
+    if (strcmp(want, "mpi") == 0) return SYMM_BOOT_VIA_MPI;
+    if (strcmp(want, "none") == 0) return SYMM_BOOT_VIA_NONE;
+    if (getenv(SYMM_BOOT_ENV_FD) != NULL) return SYMM_BOOT_VIA_SYMMRUN;
+    if (symm_boot_mpi_launcher() != NULL || symm_boot_mpi_initialized())
+        return SYMM_BOOT_VIA_MPI;
+    return SYMM_BOOT_VIA_NONE;
+}
+
 symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
 {
     if (out == NULL || my_seg_fd < 0)
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "symm_boot_init: bad arguments (segment fd %d, out %p)",
                               my_seg_fd, (void *)out);
-    if (getenv(SYMM_BOOT_ENV_FD) != NULL)
+    switch (boot_choose()) {
+    case SYMM_BOOT_VIA_SYMMRUN:
         return symm_boot_symmrun_init(my_seg_fd, seg_size, out);
+    case SYMM_BOOT_VIA_MPI:
+        return symm_boot_mpi_init(my_seg_fd, seg_size, out);
+    case SYMM_BOOT_VIA_NONE:
+        break;
+    }
     return boot_init_single(my_seg_fd, seg_size, out);
 }
 
 void symm_boot_finalize(symm_boot_t *boot)
 {
     if (boot->via == SYMM_BOOT_VIA_SYMMRUN) symm_boot_symmrun_finalize(boot);
+    if (boot->via == SYMM_BOOT_VIA_MPI) symm_boot_mpi_finalize();
     boot->via = SYMM_BOOT_VIA_NONE;
 }
 
 void symm_boot_close(symm_boot_t *boot)
 {
     if (boot->via == SYMM_BOOT_VIA_SYMMRUN) symm_boot_symmrun_close(boot);
+    if (boot->via == SYMM_BOOT_VIA_MPI) symm_boot_mpi_close();
     boot->via = SYMM_BOOT_VIA_NONE;
 }
 
 void symm_boot_abort(symm_boot_t *boot, int code, const char *why)
 {
     if (boot->via == SYMM_BOOT_VIA_SYMMRUN) symm_boot_symmrun_abort(boot, code, why);
+    if (boot->via == SYMM_BOOT_VIA_MPI) symm_boot_mpi_abort(code);
 }
 
 const char *symm_boot_via_name(symm_boot_via_t via)
 {
-    return via == SYMM_BOOT_VIA_SYMMRUN ? "symmrun" : "none";
+    return via == SYMM_BOOT_VIA_SYMMRUN ? "symmrun" : via == SYMM_BOOT_VIA_MPI ? "mpi" : "none";
 }

@@ -1,8 +1,9 @@
 /* boot.h — how a PE finds the others on its host. Every launcher ends the same way: each
  * PE hands over the memfd of its segment and gets back every PE's segment and the job's
  * control page, passed over UNIX sockets, so nothing is ever left in /dev/shm or /tmp.
- * Under symmrun (symmrun.c) symmrun brokers a socket per PE. Run directly, a program is
- * a 1-PE job (boot.c). */
+ * Under symmrun (symmrun.c) symmrun brokers a socket per PE; under mpirun or srun
+ * (mpi.c) the node's first PE does, on an abstract socket whose name goes round by MPI
+ * (node.c). Run directly, a program is a 1-PE job (boot.c). */
 #ifndef SYMM_BOOT_H
 #define SYMM_BOOT_H
 
@@ -11,9 +12,10 @@
 
 #include "symm.h"
 
-/* The job control page, shared by symmrun and every PE (memfd made by symmrun). symmrun
- * writes a failure here before it stops the other PEs, so that their waits end with a
- * message naming the PE instead of a kill. */
+/* The job control page, shared by symmrun and every PE (a memfd made by symmrun, or under
+ * MPI by the node's first PE). symmrun, or under MPI a PE that calls symm_abort, writes a
+ * failure here before the other PEs are stopped, so that their waits end with a message
+ * naming the PE instead of a kill. */
 #define SYMM_CTRL_MAGIC   0x73796d6d63746c31ull /* "symmctl1" */
 #define SYMM_CTRL_MSG_LEN 256
 
@@ -36,10 +38,11 @@ static inline size_t symm_ctrl_size(uint32_t npes)
     return (s + 4095) & ~(size_t)4095;
 }
 
-/* Which launcher a PE's world came from. */
+/* Which launcher a PE's world came from (SYMM_BOOTSTRAP chooses). */
 typedef enum {
-    SYMM_BOOT_VIA_NONE,   /* run directly: a 1-PE job */
-    SYMM_BOOT_VIA_SYMMRUN /* symmrun's socket (SYMM_BOOT_FD) */
+    SYMM_BOOT_VIA_NONE,    /* run directly: a 1-PE job */
+    SYMM_BOOT_VIA_SYMMRUN, /* symmrun's socket (SYMM_BOOT_FD) */
+    SYMM_BOOT_VIA_MPI      /* mpirun, srun: MPI's ranks, the node's sockets */
 } symm_boot_via_t;
 
 /* What the rendezvous gives a PE. */
@@ -53,20 +56,23 @@ typedef struct symm_boot {
     int ctrl_fd;     /* memfd of the control page, -1 in a 1-PE job */
 } symm_boot_t;
 
-/* symmrun's rendezvous if symmrun started this process (SYMM_BOOT_FD), else a 1-PE job:
- * rank 0, npes 1, seg_fd[0] = my_seg_fd, ctrl_fd = -1. The caller owns the fds (and
- * seg_fd) afterwards. */
+/* The rendezvous of the launcher SYMM_BOOTSTRAP names; with auto, symmrun's if it started
+ * this process (SYMM_BOOT_FD), else MPI's if an MPI launcher did (symm_boot_mpi_launcher)
+ * or the program initialized MPI, else a 1-PE job: rank 0, npes 1, seg_fd[0] =
+ * my_seg_fd, ctrl_fd = -1. The caller owns the fds (and seg_fd) afterwards. */
 symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out);
-/* Tells the launcher this PE finalized cleanly: symmrun gets a bye. */
+/* Tells the launcher this PE finalized cleanly: symmrun gets a bye, and MPI_Finalize
+ * runs if symm_init called MPI_Init. Every PE calls it together (after the last barrier
+ * of symm_finalize). */
 void symm_boot_finalize(symm_boot_t *boot);
 /* Leaves the launcher without a clean finalize, for a symm_init that fails after the
  * rendezvous: the exit of this PE must read as a failure, since the others may already
  * count on it. */
 void symm_boot_close(symm_boot_t *boot);
-/* Asks the launcher to stop the job, naming this PE and the reason. Returns where there
- * is nobody to ask. */
+/* Asks the launcher to stop the job, naming this PE and the reason: a message to
+ * symmrun, or MPI_Abort. Returns where there is nobody to ask. */
 void symm_boot_abort(symm_boot_t *boot, int code, const char *why);
-/* "symmrun" or "none". */
+/* "symmrun", "mpi" or "none". */
 const char *symm_boot_via_name(symm_boot_via_t via);
 
 /* ---- symmrun (symmrun.c) */
@@ -80,5 +86,42 @@ void symm_boot_symmrun_finalize(symm_boot_t *boot);
 /* Closes the socket without the bye. */
 void symm_boot_symmrun_close(symm_boot_t *boot);
 void symm_boot_symmrun_abort(symm_boot_t *boot, int code, const char *why);
+
+/* ---- MPI (mpi.c) */
+/* The environment variable by which an MPI launcher shows it started this process
+ * (OMPI_COMM_WORLD_SIZE, PMIX_RANK, PMI_RANK, ...), or NULL. */
+const char *symm_boot_mpi_launcher(void);
+/* 1 if the program has initialized MPI itself (0 when symm is built without MPI). */
+int symm_boot_mpi_initialized(void);
+/* Initializes MPI unless the program did (MPI_THREAD_MULTIPLE asked, whatever is given
+ * taken), checks that every rank of MPI_COMM_WORLD is on this host (else
+ * SYMM_ERR_UNSUPPORTED naming the hosts, on every PE alike) and runs the node
+ * rendezvous; rank = MPI_COMM_WORLD rank. Fails alike on every PE. Without MPI in the
+ * build, SYMM_ERR_UNSUPPORTED saying so. */
+symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *out);
+/* MPI_Finalize if symm_boot_mpi_init called MPI_Init; the program's MPI stays up. */
+void symm_boot_mpi_finalize(void);
+/* Forgets symm's MPI state without any call that other PEs must match. */
+void symm_boot_mpi_close(void);
+/* MPI_Abort on MPI_COMM_WORLD, where MPI is up. */
+void symm_boot_mpi_abort(int code);
+
+/* ---- the node rendezvous without symmrun (node.c) */
+/* Name of an abstract UNIX socket (without its leading NUL): nothing in the file
+ * system, gone with its last fd, even when its process is killed. */
+#define SYMM_BOOT_NODE_NAME_LEN 64
+typedef struct symm_boot_node {
+    int listen_fd;
+    char name[SYMM_BOOT_NODE_NAME_LEN];
+} symm_boot_node_t;
+/* The node's first PE: listens on a new abstract socket with a random name. */
+symm_status_t symm_boot_node_listen(symm_boot_node_t *out);
+/* The node's first PE (rank 0 of npes): accepts the other PEs' hellos on node, hands
+ * every PE all segments and a new control page, and closes the listening socket. */
+symm_status_t symm_boot_node_serve(symm_boot_node_t *node, int npes, int my_seg_fd,
+                                   size_t seg_size, symm_boot_t *out);
+/* Every other PE: connects to name and joins as rank. */
+symm_status_t symm_boot_node_join(const char *name, int rank, int npes, int my_seg_fd,
+                                  size_t seg_size, symm_boot_t *out);
 
 #endif

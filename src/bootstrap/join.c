@@ -1,5 +1,6 @@
-/* join.c — a PE's side of a rendezvous (wire.h): hello with this PE's segment, then
- * every PE's segment and the control page back. */
+/* join.c — a PE's side of a rendezvous (wire.h), the same under symmrun (symmrun.c) and
+ * under MPI (node.c): hello with this PE's segment, then every PE's segment and the
+ * control page back. */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>

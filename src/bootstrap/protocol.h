@@ -1,4 +1,5 @@
-/* protocol.h — the messages between symmrun and a PE over their SOCK_SEQPACKET socket.
+/* protocol.h — the messages between symmrun and a PE over their SOCK_SEQPACKET socket;
+ * under MPI, between the node's first PE and each other PE (src/bootstrap/node.c).
  * Shared by tools/symmrun.c and src/bootstrap; nothing else includes it. */
 #ifndef SYMM_BOOT_PROTOCOL_H
 #define SYMM_BOOT_PROTOCOL_H

@@ -44,7 +44,8 @@ symm_status_t symm_boot_symmrun_init(int my_seg_fd, size_t seg_size, symm_boot_t
 
     if (getenv(SYMM_BOOT_ENV_FD) == NULL)
         return symm_error_set(SYMM_ERR_BOOTSTRAP,
-                              "this process was not started by symmrun (%s is not set)",
+                              "SYMM_BOOTSTRAP=symmrun, but this process was not started by "
+                              "symmrun (%s is not set)",
                               SYMM_BOOT_ENV_FD);
     if (boot_state == BOOT_JOINED)
         return symm_error_set(SYMM_ERR_UNSUPPORTED,

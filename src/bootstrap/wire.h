@@ -1,6 +1,7 @@
 /* wire.h — the messages of protocol.h on a SOCK_SEQPACKET socket, with the fds they carry
  * (wire.c, built into tools/symmrun.c as well), and a PE's side of a rendezvous (join.c):
- * symmrun and its PEs (symmrun.c) go through these. */
+ * symmrun and its PEs (symmrun.c), and both sides of the node rendezvous under MPI
+ * (node.c), go through these. */
 #ifndef SYMM_BOOT_WIRE_H
 #define SYMM_BOOT_WIRE_H
 
@@ -40,11 +41,11 @@ void symm_boot_fd_table_free(int *fds, int npes, int keep_fd);
 /* A new table of npes fds, all -1 (PE rank names itself in the error). */
 symm_status_t symm_boot_fd_table_new(int rank, int npes, int **out);
 
-/* This PE's side of a rendezvous on sock, with `from` (symmrun: named in messages) handing out
- * the segments: sends the hello carrying my_seg_fd, then receives every PE's segment into
- * seg_fd[0..npes) (all -1 on entry) and the control page into *ctrl_fd (-1 on entry). On
- * success seg_fd[rank] is my_seg_fd itself; on failure the caller closes every fd that seg_fd
- * and *ctrl_fd hold (my_seg_fd is not among them). */
+/* This PE's side of a rendezvous on sock, with `from` (symmrun, or the node's first PE:
+ * named in messages) handing out the segments: sends the hello carrying my_seg_fd, then
+ * receives every PE's segment into seg_fd[0..npes) (all -1 on entry) and the control page
+ * into *ctrl_fd (-1 on entry). On success seg_fd[rank] is my_seg_fd itself; on failure
+ * the caller closes every fd that seg_fd and *ctrl_fd hold (my_seg_fd is not among them). */
 symm_status_t symm_boot_join(int sock, const char *from, int rank, int npes, int my_seg_fd,
                              size_t seg_size, int *seg_fd, int *ctrl_fd);
 

@@ -16,6 +16,11 @@
 #define SYMM_ENV_TB       ((size_t)1 << 40)
 
 #define SYMM_FOREACH_ENV(SYMM_ENV)                                                             \
+    SYMM_ENV(BOOTSTRAP, CHOICE, bootstrap, "auto",                                             \
+             SYMM_CHOICES("auto", "symmrun", "mpi", "none"), 0,                                \
+             "how PEs find each other: auto (symmrun if it started this process, else MPI "    \
+             "under mpirun, mpiexec or srun, else a 1-PE job), symmrun, mpi (MPI_Init unless " \
+             "the program did), none (every process a 1-PE job)")                              \
     SYMM_ENV(HEAP_SIZE, SIZE, heap_size, "1G", 1, 64 * SYMM_ENV_TB,                            \
              "bytes of symmetric heap per PE for symm_malloc (K, M, G, T suffixes)")           \
     SYMM_ENV(HEAP_PREFAULT, INT, heap_prefault, "0", 0, 1,                                     \

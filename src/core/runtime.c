@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "core/config.h"
@@ -33,7 +34,7 @@ static size_t round_up(size_t v, size_t a)
 static symm_status_t map_ctrl(void)
 {
     if (symm_g.boot.ctrl_fd < 0) {
-        /* Without symmrun nobody else writes the control page: a private one keeps the
+        /* In a 1-PE job nobody else writes the control page: a private one keeps the
          * wait path free of NULL checks. */
         symm_g.ctrl = calloc(1, symm_ctrl_size(1));
         if (!symm_g.ctrl) return symm_error_set(SYMM_ERR_NO_MEMORY, "control page");
@@ -49,7 +50,7 @@ static symm_status_t map_ctrl(void)
         return symm_error_set(SYMM_ERR_SYSTEM, "mmap of the control page: %s", strerror(errno));
     symm_g.ctrl = p;
     if (symm_g.ctrl->magic != SYMM_CTRL_MAGIC)
-        return symm_error_set(SYMM_ERR_BOOTSTRAP, "control page from symmrun has a bad magic");
+        return symm_error_set(SYMM_ERR_BOOTSTRAP, "the control page has a bad magic");
     return SYMM_SUCCESS;
 }
 
@@ -81,8 +82,8 @@ static void mbox_ctrl_release(void)
 }
 
 /* Leaves the bootstrap after a failed init. Not symm_boot_finalize: the other PEs hold
- * this one in the world already, so its exit must read as a failure to symmrun, not as
- * a finalized PE. */
+ * this one in the world already, so its exit must read as a failure to the launcher, not
+ * as a finalized PE. */
 static void boot_abandon(void)
 {
     symm_core_boot_fds_close();
@@ -223,10 +224,37 @@ int symm_n_pes(void)
     return symm_g.initialized ? symm_g.npes : -1;
 }
 
+/* How long the other PEs get to see an abort on the control page before MPI_Abort stops
+ * them: their waits look every millisecond or so. */
+#define SYMM_ABORT_GRACE_NS 200000000L
+
+/* Under MPI nobody else tells the other PEs who failed (symmrun does that under
+ * symmrun): this PE writes it on the control page itself, unless another PE's failure
+ * is there already. */
+static void ctrl_note_abort(int code, const char *why)
+{
+    symm_ctrl_t *c = symm_g.ctrl;
+    int32_t none = -1;
+    __atomic_store_n(&c->pe_state[symm_g.me], 2, __ATOMIC_RELAXED);
+    if (!__atomic_compare_exchange_n(&c->failed_pe, &none, symm_g.me, 0, __ATOMIC_ACQ_REL,
+                                     __ATOMIC_ACQUIRE))
+        return;
+    snprintf(c->message, sizeof c->message, "PE %d aborted the job (code %d): %s", symm_g.me,
+             code, why);
+    c->exit_code = code;
+    /* Release: a PE that sees abort set also sees the message. */
+    __atomic_store_n(&c->abort, 1, __ATOMIC_RELEASE);
+    struct timespec grace = {0, SYMM_ABORT_GRACE_NS};
+    nanosleep(&grace, NULL);
+}
+
 void symm_abort(int code, const char *why)
 {
-    SYMM_ERROR("symm_abort(%d): %s", code, why ? why : "");
-    symm_boot_abort(&symm_g.boot, code, why ? why : "");
+    if (why == NULL) why = "";
+    SYMM_ERROR("symm_abort(%d): %s", code, why);
+    if (symm_g.boot.via == SYMM_BOOT_VIA_MPI && symm_g.ctrl != NULL && !symm_g.ctrl_owned)
+        ctrl_note_abort(code, why);
+    symm_boot_abort(&symm_g.boot, code, why);
     _exit(code ? code : 1);
 }
 

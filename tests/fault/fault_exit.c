@@ -1,5 +1,6 @@
 /* fault_exit.c — a PE program for testing symmrun without the symm library. It does the
- * rendezvous with src/bootstrap, checks what it received, maps the control page and then ends
+ * rendezvous with src/bootstrap (configured from SYMM_* as the library would be), checks
+ * what it received, maps the control page and then ends
  * as its mode says, so that test_symmrun_faults.sh can check how symmrun reports a
  * failure and how fast it stops the job.
  *
@@ -38,6 +39,7 @@
 
 #include "bootstrap/boot.h"
 #include "bootstrap/protocol.h"
+#include "core/config.h"
 
 #define SEG_SIZE      4096
 #define SEG_MARK      0x5eed000000000000ull /* | rank, at the start of each segment */
@@ -190,6 +192,7 @@ int main(int argc, char **argv)
     bool check_fds = strcmp(mode, "ok") == 0;
     int fds_before = check_fds ? count_fds() : 0;
     symm_boot_t boot;
+    if (symm_config_load() != 0) die(10, "bad SYMM_* environment");
     symm_status_t st = symm_boot_init(seg, seg_size, &boot);
     if (strcmp(mode, "mismatch") == 0) {
         if (st == SYMM_SUCCESS)

@@ -87,6 +87,13 @@ typedef struct {
 } env_case_t;
 
 static const env_case_t env_cases[] = {
+    {"SYMM_BOOTSTRAP",
+     "one of auto, symmrun, mpi, none",
+     "auto",
+     "auto",
+     "NONE",
+     "none",
+     {"mpirun", "yes", "1", NULL}},
     {"SYMM_HEAP_SIZE",
      "1..64T",
      "1",
