@@ -37,48 +37,25 @@ SYMM_TM_TY_(SYMM_BF16, uint16_t, uint16_t, false, true)
 
 /* The symm_type_t of a C++ element type (for the typed public calls). */
 template <typename T> struct type_of;
-template <> struct type_of<int8_t> {
-    static constexpr int value = SYMM_INT8;
-};
-template <> struct type_of<int16_t> {
-    static constexpr int value = SYMM_INT16;
-};
-template <> struct type_of<int32_t> {
-    static constexpr int value = SYMM_INT32;
-};
-template <> struct type_of<long> {
-    static constexpr int value = sizeof(long) == 8 ? SYMM_INT64 : SYMM_INT32;
-};
-template <> struct type_of<long long> {
-    static constexpr int value = SYMM_INT64;
-};
-template <> struct type_of<uint8_t> {
-    static constexpr int value = SYMM_UINT8;
-};
-template <> struct type_of<uint16_t> {
-    static constexpr int value = SYMM_UINT16;
-};
-template <> struct type_of<uint32_t> {
-    static constexpr int value = SYMM_UINT32;
-};
-template <> struct type_of<unsigned long> {
-    static constexpr int value = sizeof(long) == 8 ? SYMM_UINT64 : SYMM_UINT32;
-};
-template <> struct type_of<unsigned long long> {
-    static constexpr int value = SYMM_UINT64;
-};
-template <> struct type_of<float> {
-    static constexpr int value = SYMM_FLOAT;
-};
-template <> struct type_of<double> {
-    static constexpr int value = SYMM_DOUBLE;
-};
-template <> struct type_of<__half> {
-    static constexpr int value = SYMM_FP16;
-};
-template <> struct type_of<__nv_bfloat16> {
-    static constexpr int value = SYMM_BF16;
-};
+#define SYMM_TM_TYPE_OF_(T_, E)                                                                \
+    template <> struct type_of<T_> {                                                           \
+        static constexpr int value = E;                                                        \
+    };
+SYMM_TM_TYPE_OF_(int8_t, SYMM_INT8)
+SYMM_TM_TYPE_OF_(int16_t, SYMM_INT16)
+SYMM_TM_TYPE_OF_(int32_t, SYMM_INT32)
+SYMM_TM_TYPE_OF_(long, sizeof(long) == 8 ? SYMM_INT64 : SYMM_INT32)
+SYMM_TM_TYPE_OF_(long long, SYMM_INT64)
+SYMM_TM_TYPE_OF_(uint8_t, SYMM_UINT8)
+SYMM_TM_TYPE_OF_(uint16_t, SYMM_UINT16)
+SYMM_TM_TYPE_OF_(uint32_t, SYMM_UINT32)
+SYMM_TM_TYPE_OF_(unsigned long, sizeof(long) == 8 ? SYMM_UINT64 : SYMM_UINT32)
+SYMM_TM_TYPE_OF_(unsigned long long, SYMM_UINT64)
+SYMM_TM_TYPE_OF_(float, SYMM_FLOAT)
+SYMM_TM_TYPE_OF_(double, SYMM_DOUBLE)
+SYMM_TM_TYPE_OF_(__half, SYMM_FP16)
+SYMM_TM_TYPE_OF_(__nv_bfloat16, SYMM_BF16)
+#undef SYMM_TM_TYPE_OF_
 
 /* a op b with a the running result (member 0 first): the rule of plan__combine.h, as
  * src/coll/reduce_ops.c applies it. Integer sum, prod, and, or, xor compute in 64 bits on
