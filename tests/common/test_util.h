@@ -268,6 +268,24 @@ static inline long test_env_long(const char *name, long def)
     return s && *s ? strtol(s, NULL, 0) : def;
 }
 
+/* This PE's rank and the job's size before symm_init, as the launcher tells them:
+ * symmrun's SYMM_RANK and SYMM_NPES, or Open MPI's or PMI's variables under mpirun; 0 of
+ * 1 when run directly. For tests that must set something per PE before symm_init. */
+static inline void test_launch_rank(int *rank, int *npes)
+{
+    static const char *const vars[][2] = {{"SYMM_RANK", "SYMM_NPES"},
+                                          {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                          {"PMI_RANK", "PMI_SIZE"}};
+    *rank = 0;
+    *npes = 1;
+    for (size_t i = 0; i < sizeof vars / sizeof vars[0]; i++)
+        if (getenv(vars[i][0]) && getenv(vars[i][1])) {
+            *rank = (int)test_env_long(vars[i][0], 0);
+            *npes = (int)test_env_long(vars[i][1], 1);
+            return;
+        }
+}
+
 /* 1 when running under valgrind (its preload library is in LD_PRELOAD): stress tests
  * scale their iteration counts down there. */
 static inline int test_under_valgrind(void)

@@ -8,7 +8,9 @@
  *              must fail saying re-initialising is not supported (exit 0 when it does)
  *   init       symm_init and symm_finalize only (for a bad environment: init must fail)
  *   fanin      the last PE sets another SYMM_BARRIER_FANIN: every PE's symm_init must
- *              fail naming the variable (exit 0 when it does) */
+ *              fail naming the variable (exit 0 when it does)
+ *   refused    symm_init must fail with SYMM_ERR_UNSUPPORTED, as for a launch it cannot
+ *              serve (exit 0 when it does, printing why) */
 #include "common/test_util.h"
 
 static void barriers(int quitter)
@@ -93,8 +95,9 @@ int main(int argc, char **argv)
         return 0;
     }
     if (strcmp(mode, "fanin") == 0) {
-        const char *r = getenv("SYMM_RANK"), *n = getenv("SYMM_NPES");
-        if (r && n && atoi(r) == atoi(n) - 1) setenv("SYMM_BARRIER_FANIN", "3", 1);
+        int rank, npes;
+        test_launch_rank(&rank, &npes);
+        if (rank == npes - 1) setenv("SYMM_BARRIER_FANIN", "3", 1);
         symm_status_t st = symm_init();
         CHECK_TRUE(st == SYMM_ERR_INVALID_ARG, "symm_init returned %s", symm_strerror(st));
         CHECK_TRUE(strstr(symm_last_error(), "SYMM_BARRIER_FANIN") != NULL, "message: %s",
@@ -102,6 +105,14 @@ int main(int argc, char **argv)
         fprintf(stderr, "fault_lifecycle: init refused: %s\n", symm_last_error());
         return 0;
     }
-    fprintf(stderr, "usage: fault_lifecycle exit0 R|finalize|reinit|init|fanin\n");
+    if (strcmp(mode, "refused") == 0) {
+        symm_status_t st = symm_init();
+        CHECK_TRUE(st == SYMM_ERR_UNSUPPORTED, "symm_init returned %s: %s", symm_strerror(st),
+                   symm_last_error());
+        CHECK_TRUE(!symm_initialized(), "initialized after the refusal");
+        fprintf(stderr, "fault_lifecycle: init refused: %s\n", symm_last_error());
+        return 0;
+    }
+    fprintf(stderr, "usage: fault_lifecycle exit0 R|finalize|reinit|init|fanin|refused\n");
     return 10;
 }

@@ -12,28 +12,19 @@ set -u
 SYMMRUN=$1
 PROG=$2
 CASE=$3
-LIMIT=20 # seconds; far below SYMM_TIMEOUT, so that a job left to time out fails
+LIMIT=20 # seconds any job may take (run_job)
 
 fail() { echo "run_fault_lifecycle: FAIL: $*" >&2; exit 1; }
-err=$(mktemp "${TMPDIR:-/tmp}/fault_lifecycle.XXXXXX") || fail "mktemp"
-trap 'rm -f "$err"' EXIT
+JOB_OUT=$(mktemp "${TMPDIR:-/tmp}/fault_lifecycle.XXXXXX") || fail "mktemp"
+trap 'rm -f "$JOB_OUT"' EXIT
+. "$(dirname "$0")/../common/run_job.sh"
 
-# run NPES ARGS...: runs the job; sets rc, elapsed (seconds) and prints its stderr.
+# run NPES ARGS...: runs the job under symmrun (run_job).
 run() {
     n=$1
     shift
-    s=$(date +%s.%N)
-    SYMM_TIMEOUT=60 timeout 90 "$SYMMRUN" -n "$n" "$PROG" "$@" >/dev/null 2>"$err" </dev/null
-    rc=$?
-    e=$(date +%s.%N)
-    elapsed=$(awk "BEGIN{printf \"%.2f\", $e - $s}")
-    sed 's/^/  | /' "$err"
-    echo "run_fault_lifecycle: -n $n $*: symmrun exit status $rc after $elapsed s"
-    [ "$rc" -ne 124 ] || fail "symmrun was stopped by timeout(1): the job hung"
-    awk "BEGIN{exit !($elapsed < $LIMIT)}" || fail "the job took $elapsed s (limit $LIMIT s)"
+    run_job "run_fault_lifecycle: -n $n $*" "$SYMMRUN" -n "$n" "$PROG" "$@"
 }
-# count TEXT: lines of the job's stderr holding TEXT.
-count() { grep -cF -- "$1" "$err"; }
 
 case $CASE in
 exit0)
@@ -44,7 +35,7 @@ exit0)
     # Every other PE either saw its barrier fail naming PE 1, or was stopped by symmrun
     # before its wait looked (it never may finish).
     [ "$(count "finished every barrier")" -eq 0 ] || fail "a PE finished every barrier"
-    [ "$(grep -cE "^fault_lifecycle: PE [0-9]+: barrier [0-9]+ failed:" "$err")" -eq 0 ] ||
+    [ "$(grep -cE "^fault_lifecycle: PE [0-9]+: barrier [0-9]+ failed:" "$JOB_OUT")" -eq 0 ] ||
         fail "a barrier failed otherwise than with SYMM_ERR_PE_FAILED naming PE 1"
     [ "$(count "failed as expected: a PE of the job failed: job aborted: PE 1 exited with \
 status 0 without calling symm_finalize")" -ge 1 ] ||
@@ -57,7 +48,7 @@ status 0 without calling symm_finalize")" -ge 1 ] ||
 finalize)
     run 4 finalize
     [ "$rc" -eq 0 ] || fail "symmrun exited $rc although every PE finalized"
-    [ ! -s "$err" ] || fail "a job that finalized printed errors"
+    [ ! -s "$JOB_OUT" ] || fail "a job that finalized printed errors"
     ;;
 reinit)
     run 3 reinit

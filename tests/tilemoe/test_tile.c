@@ -477,8 +477,8 @@ static int node_cpus_forced;
 static void force_node_cpus(void)
 {
     if (getenv("SYMM_NODE_CPUS")) return;
-    const char *r = getenv("SYMM_RANK"), *n = getenv("SYMM_NPES");
-    int rank = r ? atoi(r) : 0, np = n ? atoi(n) : 1;
+    int rank, np;
+    test_launch_rank(&rank, &np);
     char buf[32];
     snprintf(buf, sizeof buf, "%d", 8 * np + rank);
     setenv("SYMM_NODE_CPUS", buf, 1);

@@ -1,0 +1,84 @@
+#!/bin/sh
+# run_mpi_launch.sh CASE BIN MPIEXEC [LAUNCHER OPTIONS...] — symm programs started by an
+# MPI launcher (BIN holds the build's programs):
+#   demo     mpirun -n 4 moe_demo is one job of 4 PEs, verified
+#   none     with SYMM_BOOTSTRAP=none every rank is its own 1-PE job, as asked
+#   hosts    4 ranks on two hosts (played by one machine, fake_ssh.sh): every PE's
+#            symm_init fails with SYMM_ERR_UNSUPPORTED naming both hosts and their PEs,
+#            and the job ends cleanly (Open MPI only; skipped without namespaces)
+#   exit0    PE 1 of 4 returns from main without symm_finalize: the job ends non-zero
+#            long before SYMM_TIMEOUT
+#   reinit   symm_init after symm_finalize, where symm_init started MPI, fails saying why
+#   fanin    one PE sets another SYMM_BARRIER_FANIN: every PE's symm_init refuses it
+#   nompi    (a symm built without MPI) every PE's symm_init refuses the MPI launch,
+#            saying symm was built without MPI
+set -u
+CASE=$1
+BIN=$2
+shift 2
+LIMIT=30 # seconds any job may take
+SKIP=77  # ctest's SKIP_RETURN_CODE
+
+fail() { echo "run_mpi_launch: FAIL: $*" >&2; exit 1; }
+JOB_OUT=$(mktemp "${TMPDIR:-/tmp}/mpi_launch.XXXXXX") || fail "mktemp"
+trap 'rm -f "$JOB_OUT"' EXIT
+. "$(dirname "$0")/../common/run_job.sh"
+
+PROG=$BIN/fault_lifecycle
+case $CASE in
+demo)
+    run_job "run_mpi_launch: $CASE" "$@" -n 4 "$BIN/moe_demo"
+    [ "$rc" -eq 0 ] || fail "mpirun -n 4 moe_demo exited $rc"
+    [ "$(count "moe_demo: 4 PEs x")" -eq 1 ] || fail "moe_demo is not one job of 4 PEs"
+    [ "$(count "moe_demo: OK")" -eq 1 ] || fail "moe_demo did not verify its results"
+    ;;
+none)
+    run_job "run_mpi_launch: $CASE" env SYMM_BOOTSTRAP=none "$@" -n 2 "$BIN/moe_demo"
+    [ "$rc" -eq 0 ] || fail "two 1-PE jobs exited $rc"
+    [ "$(count "moe_demo: 1 PEs x")" -eq 2 ] || fail "SYMM_BOOTSTRAP=none did not give 1-PE jobs"
+    ;;
+hosts)
+    case $("$1" --version 2>&1) in
+    *"Open MPI"* | *OpenRTE*) ;;
+    *) echo "run_mpi_launch: SKIP: playing two hosts needs Open MPI's launch agent option"
+       exit $SKIP ;;
+    esac
+    unshare -u true 2>/dev/null || unshare -ru true 2>/dev/null || {
+        echo "run_mpi_launch: SKIP: no UTS namespace (unshare -u) to play a second host"
+        exit $SKIP
+    }
+    here=$(cd "$(dirname "$0")" && pwd)
+    run_job "run_mpi_launch: $CASE" "$@" --mca plm_rsh_agent "$here/fake_ssh.sh" \
+        --host symmhost1:2,symmhost2:2 -n 4 "$PROG" refused
+    [ "$rc" -eq 0 ] || fail "the refused job did not end cleanly (exit $rc)"
+    [ "$(count "init refused: the job's 4 PEs are on 2 hosts: symmhost1 (PEs 0-1), \
+symmhost2 (PEs 2-3)")" -eq 4 ] || fail "not every PE's symm_init named both hosts and their PEs"
+    ;;
+exit0)
+    run_job "run_mpi_launch: $CASE" "$@" -n 4 "$PROG" exit0 1
+    [ "$rc" -ne 0 ] || fail "the job exited 0 although PE 1 never called symm_finalize"
+    [ "$(count "PE 1 returns from main")" -eq 1 ] || fail "PE 1 did not quit as planned"
+    [ "$(count "finished every barrier")" -eq 0 ] || fail "a PE finished every barrier"
+    ;;
+reinit)
+    run_job "run_mpi_launch: $CASE" "$@" -n 3 "$PROG" reinit
+    [ "$rc" -eq 0 ] || fail "the refused second symm_init broke the job (exit $rc)"
+    [ "$(count "symm_init after symm_finalize is not supported under MPI")" -eq 3 ] ||
+        fail "not every PE was told why symm_init after symm_finalize is not supported"
+    ;;
+fanin)
+    run_job "run_mpi_launch: $CASE" "$@" -n 3 "$PROG" fanin
+    [ "$(count "init refused: SYMM_BARRIER_FANIN is")" -eq 3 ] ||
+        fail "not every PE's symm_init refused a SYMM_BARRIER_FANIN that differs"
+    ;;
+nompi)
+    run_job "run_mpi_launch: $CASE" "$@" -n 2 "$PROG" refused
+    [ "$rc" -eq 0 ] || fail "the refused job did not end cleanly (exit $rc)"
+    [ "$(count "but this symm was built without MPI")" -eq 2 ] ||
+        fail "not every PE said symm was built without MPI"
+    ;;
+*)
+    fail "unknown case '$CASE'"
+    ;;
+esac
+echo "run_mpi_launch: $CASE OK"
