@@ -48,11 +48,11 @@ struct a2a_args {
 /* The arguments of a call (fail and trigger 0), for the device bodies below and the
  * stream forms' host wrappers alike. Zeroed first: the host passes the struct, padding
  * included, as a kernel parameter. */
-SYMM_TM_HD a2a_args a2a_args_make(int kind, void *out, size_t out_capacity, const void *in,
-                                  size_t in_capacity, const size_t *in_splits,
-                                  const size_t *in_offsets, int ne, size_t row_bytes,
-                                  size_t major_align, size_t *out_splits, size_t *out_offsets,
-                                  size_t *out_rows, void *ws)
+SYMM_HD a2a_args a2a_args_make(int kind, void *out, size_t out_capacity, const void *in,
+                               size_t in_capacity, const size_t *in_splits,
+                               const size_t *in_offsets, int ne, size_t row_bytes,
+                               size_t major_align, size_t *out_splits, size_t *out_offsets,
+                               size_t *out_rows, void *ws)
 {
     a2a_args a;
     memset(&a, 0, sizeof a);

@@ -187,8 +187,7 @@ SYMM_DEV void tile_flat(const symm_dev_team_t &t, const symm_tile_t &out, const 
 
 /* 1 if tile_flat applies to in -> out (d16: every heap delta is a multiple of 16); the
  * host wrappers ask too, to launch the kernel compiled for that path. */
-static __host__ __device__ __forceinline__ bool
-tile_flat_ok(const symm_tile_t &out, const symm_tile_t &in, size_t es, bool d16)
+SYMM_HD bool tile_flat_ok(const symm_tile_t &out, const symm_tile_t &in, size_t es, bool d16)
 {
     return d16 && ((uintptr_t)in.base & 15) == 0 && ((uintptr_t)out.base & 15) == 0 &&
            (in.ld * es) % 16 == 0 && (out.ld * es) % 16 == 0 && (in.cols * es) % 16 == 0;

@@ -12,13 +12,8 @@
 
 #include "symm/impl/half__common.h"
 #include "symm/impl/plan__combine.h"
+#include "symm/impl/plan__hd.h"
 #include "symm/impl/plan__tile.h"
-
-#ifdef __CUDACC__
-#define SYMM_TM_HD static __host__ __device__ __forceinline__
-#else
-#define SYMM_TM_HD static inline
-#endif
 
 /* A tile is cut into units of about this many bytes: one unit per (row, column range)
  * for rows at least this wide, else one unit per run of whole rows. A block works
@@ -34,7 +29,7 @@
 #define SYMM_TM_A2A_HDR    4
 #define SYMM_TM_A2A_COPIES 32
 /* Bytes of workspace a team of n members with ne experts each needs (0 on overflow). */
-SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
+SYMM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
 {
     if (n < 1 || ne < 1) return 0;
     /* n, ne < 2^31, so the product fits in 64 bits and needs no division check (the
@@ -49,7 +44,7 @@ SYMM_TM_HD size_t symm_tm_a2a_ws_bytes(int n, int ne)
 
 /* ---------------------------------------------------------------- bands and units */
 /* Units of a rows x cols tile of esize-byte elements (0 for an empty tile). */
-SYMM_TM_HD uint64_t symm_tm_tile_units(uint64_t rows, uint64_t cols, uint32_t esize)
+SYMM_HD uint64_t symm_tm_tile_units(uint64_t rows, uint64_t cols, uint32_t esize)
 {
     if (!rows || !cols) return 0;
     uint64_t rb = cols * esize;
@@ -61,8 +56,8 @@ SYMM_TM_HD uint64_t symm_tm_tile_units(uint64_t rows, uint64_t cols, uint32_t es
     return (rows + rpu - 1) / rpu;
 }
 /* Unit u: rows [*r0, *r1), columns [*c0, *c1). */
-SYMM_TM_HD void symm_tm_tile_unit(uint64_t rows, uint64_t cols, uint32_t esize, uint64_t u,
-                                  uint64_t *r0, uint64_t *r1, uint64_t *c0, uint64_t *c1)
+SYMM_HD void symm_tm_tile_unit(uint64_t rows, uint64_t cols, uint32_t esize, uint64_t u,
+                               uint64_t *r0, uint64_t *r1, uint64_t *c0, uint64_t *c1)
 {
     uint64_t rb = cols * esize;
     if (rb >= SYMM_TM_UNIT_BYTES) {
@@ -82,8 +77,8 @@ SYMM_TM_HD void symm_tm_tile_unit(uint64_t rows, uint64_t cols, uint32_t esize, 
 
 /* Work items of a row piece of len elements at address a: scalar elements until a
  * 16-byte boundary (head), 16-byte vectors, scalar tail. vec = 0: all scalar. */
-SYMM_TM_HD void symm_tm_split16(uintptr_t a, uint64_t len, uint32_t esize, int vec,
-                                uint64_t *head, uint64_t *nvec, uint64_t *tail)
+SYMM_HD void symm_tm_split16(uintptr_t a, uint64_t len, uint32_t esize, int vec, uint64_t *head,
+                             uint64_t *nvec, uint64_t *tail)
 {
     *head = len;
     *nvec = 0;
@@ -100,14 +95,14 @@ SYMM_TM_HD void symm_tm_split16(uintptr_t a, uint64_t len, uint32_t esize, int v
 /* x / d, in 32 bits when both fit: on a GPU a 64-bit division is a long chain of
  * dependent instructions (~1000 cycles per division measured on an H200 in the MoE
  * kernel's layout, where it sat on every block's critical path). */
-SYMM_TM_HD uint64_t symm_tm_div(uint64_t x, uint64_t d)
+SYMM_HD uint64_t symm_tm_div(uint64_t x, uint64_t d)
 {
     return ((x | d) >> 32) ? x / d : (uint64_t)((uint32_t)x / (uint32_t)d);
 }
 
 /* Rows a dispatch segment of len rows takes with major_align A (A == 0: len; else len
  * rounded up to a multiple of A, at least A). Returns 1 on overflow. */
-SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
+SYMM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
 {
     if (!A) {
         *out = len;
@@ -127,7 +122,7 @@ SYMM_TM_HD int symm_tm_aligned_len(uint64_t len, uint64_t A, uint64_t *out)
 #endif
 
 /* ceil(x / d), d > 0, without overflow. */
-SYMM_TM_HD uint64_t symm_tm_ceil_div(uint64_t x, uint64_t d)
+SYMM_HD uint64_t symm_tm_ceil_div(uint64_t x, uint64_t d)
 {
     const uint64_t q = symm_tm_div(x, d);
     return q + (q * d != x);
@@ -137,7 +132,7 @@ SYMM_TM_HD uint64_t symm_tm_ceil_div(uint64_t x, uint64_t d)
  * SYMM_TM_MOE_CHUNK bytes (at least a row), and close to an equal number of chunks per
  * block, so that no block has one more than most. Integer math with 32-bit divisions
  * when the operands fit (every block of a member computes it, on its critical path). */
-SYMM_TM_HD uint64_t symm_tm_moe_chunk_rows(uint64_t moved, uint64_t row_bytes, uint32_t nparts)
+SYMM_HD uint64_t symm_tm_moe_chunk_rows(uint64_t moved, uint64_t row_bytes, uint32_t nparts)
 {
     const uint64_t rmax = row_bytes >= SYMM_TM_MOE_CHUNK ? 1 : SYMM_TM_MOE_CHUNK / row_bytes;
     const uint64_t np = nparts ? nparts : 1;
@@ -152,8 +147,8 @@ SYMM_TM_HD uint64_t symm_tm_moe_chunk_rows(uint64_t moved, uint64_t row_bytes, u
 
 /* Block part's chunks of an entry of cnt rows at moved position mov: *c1, *c1 + nparts,
  * ... up to *cl (chunk c holds moved rows [c * R, (c + 1) * R)); none when *c1 > *cl. */
-SYMM_TM_HD void symm_tm_moe_my_chunks(uint64_t mov, uint64_t cnt, uint64_t R, uint32_t part,
-                                      uint32_t nparts, uint64_t *c1, uint64_t *cl)
+SYMM_HD void symm_tm_moe_my_chunks(uint64_t mov, uint64_t cnt, uint64_t R, uint32_t part,
+                                   uint32_t nparts, uint64_t *c1, uint64_t *cl)
 {
     *c1 = 1;
     *cl = 0;
@@ -168,7 +163,7 @@ SYMM_TM_HD void symm_tm_moe_my_chunks(uint64_t mov, uint64_t cnt, uint64_t R, ui
 enum { SYMM_TM_A2A_1D = 0, SYMM_TM_A2A_DISPATCH = 1, SYMM_TM_A2A_COMBINE = 2 };
 
 /* A fingerprint of the arguments every member must pass alike. */
-SYMM_TM_HD uint64_t symm_tm_mix(uint64_t h, uint64_t v)
+SYMM_HD uint64_t symm_tm_mix(uint64_t h, uint64_t v)
 {
     h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
     h ^= h >> 31;
@@ -179,8 +174,8 @@ SYMM_TM_HD uint64_t symm_tm_mix(uint64_t h, uint64_t v)
 /* The fingerprint of what every member of an all-to-all-v call must pass alike: the
  * CPU calls (src/coll/moe.c) fold in their worker split, the device calls their block
  * count and team size. */
-SYMM_TM_HD uint64_t symm_tm_a2a_args_fp(uint64_t kind, uint64_t ne, uint64_t row_bytes,
-                                        uint64_t major_align)
+SYMM_HD uint64_t symm_tm_a2a_args_fp(uint64_t kind, uint64_t ne, uint64_t row_bytes,
+                                     uint64_t major_align)
 {
     uint64_t fp = symm_tm_mix(0x5a3d, kind);
     fp = symm_tm_mix(fp, ne);

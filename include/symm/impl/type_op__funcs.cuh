@@ -61,7 +61,7 @@ SYMM_TM_TYPE_OF_(__nv_bfloat16, SYMM_BF16)
  * src/coll/reduce_ops.c applies it. Integer sum, prod, and, or, xor compute in 64 bits on
  * the sign-extended values, as the CPU does; min and max compare in the type itself. */
 template <int TY, int OP>
-SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b)
+SYMM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b)
 {
     typedef typename ty<TY>::T T;
     typedef typename ty<TY>::U U;
@@ -74,7 +74,7 @@ SYMM_TM_HD typename ty<TY>::T combine(typename ty<TY>::T a, typename ty<TY>::T b
 }
 
 /* 1 if op is defined on type (and, or, xor on integers only). */
-SYMM_TM_HD int op_valid(int type, int op)
+SYMM_HD int op_valid(int type, int op)
 {
     if (type < 0 || type >= SYMM_TYPE_COUNT || op < 0 || op >= SYMM_OP_COUNT) return 0;
     int flt =
