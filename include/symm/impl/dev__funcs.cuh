@@ -1,4 +1,6 @@
-/* dev__funcs.cuh — bodies of the device API declared in symm_device.cuh.
+/* dev__funcs.cuh — bodies of the team, synchronisation, collective and RMA calls declared
+ * in symm_device.cuh, and the primitives (claims, rounds, op dispatch) that the tile and
+ * MoE bodies (tile__funcs.cuh, a2a__funcs.cuh) build on.
  *
  * Synchronisation: a round (episode) on a duplicate is "each member stores the episode
  * number into its flag in every peer's block with st.release, then waits until every
