@@ -58,13 +58,77 @@ symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out);
  * collective rule as symm_cuda_pool_device. */
 symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out);
 
+/* SMs this PE can count on having at once: the SMs the device reports to this process
+ * (under MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE reduces them), and no more than an equal
+ * part of the whole GPU when several PEs share it, so that the grids of all of them can
+ * be resident together. 0 before symm_cuda_init. */
+int symm_cuda_sm_share(void);
+
+/* The library's two halves of symm_cuda_launch below, which runs the occupancy query and
+ * the launch in the caller's CUDA runtime (a program built with the static runtime has
+ * its kernels registered there only). admit: SYMM_SUCCESS if blocks of threads each,
+ * blocks_per_sm of them per SM, can all be resident on this PE's share, else
+ * SYMM_ERR_INVALID_ARG naming the limit. failed: SYMM_ERR_CUDA from a launch's error. */
+symm_status_t symm_cuda_launch_admit(const char *fn, const void *kernel,
+                                     unsigned long long blocks, int threads, int blocks_per_sm);
+symm_status_t symm_cuda_launch_failed(const char *fn, int cuda_error, const char *name,
+                                      const char *text);
+
+/* Blocks of kernel per SM (with threads per block and shared_mem), in the caller's CUDA
+ * runtime; remembered per thread for the last few kernels. 0 when it cannot be had. */
+static inline int symm_cuda_blocks_per_sm_(const void *kernel, int threads, size_t shared_mem)
+{
+    static __thread struct {
+        const void *kernel;
+        int threads, per_sm;
+        size_t smem;
+    } memo[8];
+    static __thread unsigned next;
+    for (unsigned i = 0; i < 8; i++)
+        if (memo[i].kernel == kernel && memo[i].threads == threads &&
+            memo[i].smem == shared_mem)
+            return memo[i].per_sm;
+    int per_sm = 0;
+    if (!kernel || cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads,
+                                                                 shared_mem) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return 0;
+    }
+    unsigned i = next++ % 8;
+    memo[i].kernel = kernel;
+    memo[i].threads = threads;
+    memo[i].smem = shared_mem;
+    memo[i].per_sm = per_sm;
+    return per_sm;
+}
+
+/* Most blocks of kernel (with block threads and shared_mem) that symm_cuda_launch accepts. */
+static inline int symm_cuda_max_resident_blocks(const void *kernel, int threads,
+                                                size_t shared_mem)
+{
+    return symm_cuda_blocks_per_sm_(kernel, threads, shared_mem) * symm_cuda_sm_share();
+}
+
 /* Launches kernel (cudaLaunchKernel arguments) after checking that all grid blocks can
  * be resident at once on this PE's share of the GPU (blocks waiting on peers would
- * otherwise wait for ever): SYMM_ERR_INVALID_ARG naming the limit if not. */
-symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void **args,
-                               size_t shared_mem, cudaStream_t stream);
-/* Most blocks of kernel (with block threads and shared_mem) that symm_cuda_launch accepts. */
-int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared_mem);
+ * otherwise wait for ever): SYMM_ERR_INVALID_ARG naming the limit if not. Inline, so
+ * that it works for kernels of a program built with the static CUDA runtime (plain
+ * `nvcc`) as with the shared one. */
+static inline symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block,
+                                             void **args, size_t shared_mem,
+                                             cudaStream_t stream)
+{
+    static const char fn[] = "symm_cuda_launch";
+    unsigned long long blocks = (unsigned long long)grid.x * grid.y * grid.z;
+    int threads = (int)(block.x * block.y * block.z);
+    symm_status_t st = symm_cuda_launch_admit(
+        fn, kernel, blocks, threads,
+        kernel ? symm_cuda_blocks_per_sm_(kernel, threads, shared_mem) : 0);
+    if (st != SYMM_SUCCESS) return st;
+    cudaError_t e = cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream);
+    if (e == cudaSuccess) return SYMM_SUCCESS;
+    return symm_cuda_launch_failed(fn, (int)e, cudaGetErrorName(e), cudaGetErrorString(e));
+}
 
 /* Synchronises the device and reads this PE's device error buffer: SYMM_SUCCESS, or the
  * first error a device call met since the last check (SYMM_ERR_TEAM_BUSY naming the

@@ -126,14 +126,7 @@ int resident_cap(const void *kernel, const void *k2 = nullptr, int threads = kTh
 
 int auto_blocks(int cap, const symm_dev_pool_t &dp, int kind, size_t bytes)
 {
-    int sm = 0;
-    if (cudaDeviceGetAttribute(&sm, cudaDevAttrMultiProcessorCount, symm_cuda_device()) !=
-        cudaSuccess) {
-        cudaGetLastError();
-        sm = 1;
-    }
-    int share = symm_cuda_device_sharers();
-    long lim = 2L * sm / share;
+    long lim = 2L * symm_cuda_sm_share();
     if (lim < 1) lim = 1;
     if (cap > 0 && lim > cap) lim = cap;
     if (lim > (long)dp.size) lim = (long)dp.size;

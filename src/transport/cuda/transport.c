@@ -99,6 +99,26 @@ static void release_all(void)
     symm_cuda.device = -1;
 }
 
+/* The SMs this PE counts on (symm_cuda_sm_share): seen, the SMs the device reports here.
+ * Under MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=P in this process's environment that
+ * is P% of the GPU, whose whole is then seen * 100 / P; without it, the whole is what is
+ * seen. The share is the smaller of what is seen and an equal part of the whole among
+ * the PEs on the GPU: every PE's grid fits beside the others'. A percentage the MPS
+ * server sets by default, unknown here, leaves the equal part of what is seen. */
+static int sm_share(int seen, int sharers)
+{
+    int whole = seen;
+    const char *env = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    if (env && *env) {
+        char *end = NULL;
+        double p = strtod(env, &end);
+        if (end != env && p > 0 && p < 100) whole = (int)((double)seen * 100.0 / p + 0.5);
+    }
+    int part = whole / (sharers > 0 ? sharers : 1);
+    int share = seen < part ? seen : part;
+    return share > 0 ? share : 1;
+}
+
 symm_status_t symm_cuda_transport_init(const char *fn)
 {
     SYMM_REQUIRE_INIT();
@@ -210,13 +230,16 @@ symm_status_t symm_cuda_transport_init(const char *fn)
     cudaMemset(symm_cuda.err, 0, sizeof(symm_dev_err_buf_t));
     cudaDeviceSynchronize();
     symm_cuda.timeout_ns = (uint64_t)(symm_config.timeout * 1e9);
+    symm_cuda.sm_share = sm_share(symm_cuda.sm_count, symm_cuda.sharers);
     if ((st = symm_transport_register(&cuda_transport)) != SYMM_SUCCESS) {
         release_all();
         return st;
     }
     symm_cuda.initialized = 1;
-    SYMM_DEBUG("GPU transport: device %d (%s), %d PEs on it, heap %zu bytes", dev, mine.bus_id,
-               symm_cuda.sharers, heap);
+    SYMM_DEBUG("GPU transport: device %d (%s), %d PEs on it, %d of its %d SMs here, heap %zu "
+               "bytes",
+               dev, mine.bus_id, symm_cuda.sharers, symm_cuda.sm_share, symm_cuda.sm_count,
+               heap);
     return SYMM_SUCCESS;
 }
 
@@ -363,11 +386,34 @@ static int blocks_per_sm(const void *kernel, int threads, size_t shared_mem)
     return per_sm;
 }
 
-int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared_mem)
+int symm_cuda_sm_share(void)
 {
-    int per_sm = symm_cuda.initialized ? blocks_per_sm(kernel, threads, shared_mem) : 0;
-    /* The PEs that share the GPU under MPS run their grids at the same time. */
-    return per_sm * symm_cuda.sm_count / (symm_cuda.sharers > 0 ? symm_cuda.sharers : 1);
+    return symm_cuda.initialized ? symm_cuda.sm_share : 0;
+}
+
+symm_status_t symm_cuda_launch_admit(const char *fn, const void *kernel,
+                                     unsigned long long blocks, int threads, int per_sm)
+{
+    CHECK(symm_cuda_require(fn));
+    if (!kernel) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: kernel is NULL", fn);
+    long long max = (long long)per_sm * symm_cuda.sm_share;
+    if (blocks > (unsigned long long)max)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: a grid of %llu blocks of %d threads cannot be resident at "
+                              "once on this PE's share of GPU %d (at most %lld: %d blocks per "
+                              "SM on %d of the %d SMs this process sees, %d PEs on the GPU); "
+                              "blocks that wait on peers would wait for ever",
+                              fn, blocks, threads, symm_cuda.device, max, per_sm,
+                              symm_cuda.sm_share, symm_cuda.sm_count, symm_cuda.sharers);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_cuda_launch_failed(const char *fn, int cuda_error, const char *name,
+                                      const char *text)
+{
+    return symm_error_set(SYMM_ERR_CUDA, "%s: CUDA error %d on PE %d (device %d): %s (%s)", fn,
+                          cuda_error, symm_g.me, symm_cuda.device, text ? text : "?",
+                          name ? name : "?");
 }
 
 /* pdl: launch with programmatic stream serialisation (symm's own kernels, which execute
@@ -375,19 +421,10 @@ int symm_cuda_max_resident_blocks(const void *kernel, int threads, size_t shared
 static symm_status_t launch(const char *fn, const void *kernel, dim3 grid, dim3 block,
                             void **args, size_t shared_mem, cudaStream_t stream, int pdl)
 {
-    CHECK(symm_cuda_require(fn));
-    if (!kernel) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: kernel is NULL", fn);
-    uint64_t blocks = (uint64_t)grid.x * grid.y * grid.z;
     int threads = (int)(block.x * block.y * block.z);
-    int max = symm_cuda_max_resident_blocks(kernel, threads, shared_mem);
-    if (blocks > (uint64_t)max)
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "%s: a grid of %llu blocks of %d threads "
-                              "cannot be resident at once on this PE's share of GPU %d (at "
-                              "most %d: %d SMs, %d PEs on the GPU); blocks that wait on peers "
-                              "would wait for ever",
-                              fn, (unsigned long long)blocks, threads, symm_cuda.device, max,
-                              symm_cuda.sm_count, symm_cuda.sharers);
+    CHECK(symm_cuda_launch_admit(fn, kernel, (unsigned long long)grid.x * grid.y * grid.z,
+                                 threads,
+                                 kernel ? blocks_per_sm(kernel, threads, shared_mem) : 0));
     cudaError_t e;
     if (pdl && symm_config.gpu_pdl) {
         cudaLaunchAttribute attr;
@@ -407,12 +444,6 @@ static symm_status_t launch(const char *fn, const void *kernel, dim3 grid, dim3 
         e = cudaLaunchKernel(kernel, grid, block, args, shared_mem, stream);
     }
     return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
-}
-
-symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3 block, void **args,
-                               size_t shared_mem, cudaStream_t stream)
-{
-    return launch("symm_cuda_launch", kernel, grid, block, args, shared_mem, stream, 0);
 }
 
 symm_status_t symm_cuda_launch_pdl(const void *kernel, dim3 grid, dim3 block, void **args,
