@@ -139,10 +139,10 @@ int main(void)
         return 0;
     }
     GT_OK(st);
+    const int me = symm_my_pe(), n = symm_n_pes();
     check_share();
     check_launch(runtime);
     GT_OK(symm_finalize());
-    if (symm_my_pe() == 0)
-        printf("PASS test_gpu_launch (%s runtime, %d PEs)\n", runtime, symm_n_pes());
+    if (me == 0) printf("PASS test_gpu_launch (%s runtime, %d PEs)\n", runtime, n);
     return 0;
 }
