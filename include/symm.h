@@ -531,6 +531,112 @@ symm_status_t symm_moe_combine_parallel(symm_pool_t pool, int nworkers, void *ou
                                         int ne, size_t row_bytes, size_t *out_splits,
                                         size_t *out_offsets, size_t *out_rows);
 
+/* ---------------------------------------------------------------- MoE top-k */
+/* Dispatch and combine as expert-parallel layers use them: every token (a row of in)
+ * goes to the experts its router chose, topk_idx[t*k + i] for slot i = 0..k-1 (global
+ * expert ids: member j's local expert e is j*ne + e; -1 for a slot with no expert), and
+ * their outputs come back reduced with the router's weights.
+ *  - A token travels once to each member that holds one of its experts (a row read
+ *    once from the source), and lands there in the segment of every one of its experts
+ *    on that member: out is expert-major, segment e holding one row per (token, slot)
+ *    routed to e, ordered by source member, then token, then slot. Segments start as
+ *    in symm_moe_dispatch with major_align = A (A >= 1: each at a multiple of A, an
+ *    empty expert taking one slot of A rows; A = 0: packed, empty experts take nothing).
+ *  - in (symmetric, tokens rows of row_bytes) is read by its destinations (pull), as in
+ *    symm_moe_dispatch: members may pass different objects, and in may be NULL on a
+ *    member whose topk_idx routes no slot (tokens == 0, or every slot -1). topk_idx is
+ *    this PE's own memory (int64, tokens x k, row-major); a slot is -1 or a global expert
+ *    id below n*ne, else the call fails on every member (SYMM_ERR_INVALID_ARG, naming
+ *    the token, the slot and the value). The same expert twice in one token's slots is
+ *    allowed: it gets one row per slot.
+ *  - Side payloads: nside (0..SYMM_MOE_SIDE_MAX) more arrays of per-token rows of any
+ *    size (fp8 scale factors, routing weights, ...) travel with the tokens: side[p].in
+ *    (symmetric, tokens rows of side[p].row_bytes; NULL as in) lands in side[p].out
+ *    (out_capacity rows) at the same rows as the token in out. row_bytes and every
+ *    side's row_bytes are the same on every member.
+ *  - out (out_capacity rows) and the sides' outs are this PE's memory and must not
+ *    overlap any in. Every member's layout is checked against its out_capacity before
+ *    anything is written; one that does not fit fails every member (SYMM_ERR_OVERFLOW,
+ *    naming it) and nothing is written. Padding rows are not written.
+ *  - Outputs, each may be NULL, written on success: out_counts[e] (ne) rows received for
+ *    local expert e (padding excluded), out_offsets[e] (ne) where its segment starts,
+ *    out_src[r] (out_capacity; the first *out_rows are written) where row r came from
+ *    (pe, token, slot; all -1 on a padding row), *out_rows the rows of the layout
+ *    (padding included). On the sending side topk_rows[t*k + i] (tokens x k) is the row
+ *    of out on member topk_idx[t*k + i] / ne where slot i of token t landed (-1 for a
+ *    slot with no expert): the handle symm_moe_topk_combine takes to bring the results
+ *    back.
+ *  - Limits: 1 <= k <= SYMM_MOE_TOPK_MAX, ne >= 1, n*ne < 2^31, tokens*k < 2^32.
+ *  - Cost: 2 synchronisation episodes. Each member publishes its route (8 bytes per slot)
+ *    and its count table (n*ne words) in its team region; every member reads every
+ *    member's counts (n*n*ne words) to agree on the capacities and to place its own
+ *    tokens, and reads the routes of every source (tokens x k words each) to find the
+ *    tokens it receives. */
+#define SYMM_MOE_SIDE_MAX 8
+#define SYMM_MOE_TOPK_MAX 256
+typedef struct {
+    const void *in;   /* tokens rows, symmetric; may be NULL as in */
+    void *out;        /* out_capacity rows, this PE's memory */
+    size_t row_bytes; /* >= 1, the same on every member */
+} symm_moe_side_t;
+typedef struct {
+    int32_t pe;    /* the source's team number; -1 for a padding row */
+    int32_t slot;  /* the slot of topk_idx (0..k-1) */
+    int64_t token; /* the token (row of the source's in) */
+} symm_moe_src_t;
+
+symm_status_t symm_moe_topk_dispatch(symm_team_t team, void *out, size_t out_capacity,
+                                     const void *in, size_t tokens, size_t row_bytes,
+                                     const int64_t *topk_idx, int k, int ne, size_t major_align,
+                                     const symm_moe_side_t *side, int nside, size_t *out_counts,
+                                     size_t *out_offsets, symm_moe_src_t *out_src,
+                                     size_t *out_rows, int64_t *topk_rows);
+/* Weighted combine, the way back: in is this member's expert output, in_rows rows of
+ * hidden elements of type (SYMM_FLOAT, SYMM_FP16 or SYMM_BF16), laid out as the
+ * dispatch's out (row r the result for the token that landed at row r), symmetric
+ * (members may pass different objects; NULL with in_rows 0). Every member reduces its
+ * own tokens: out[t] (tokens rows of hidden elements of type, this PE's memory) =
+ * sum over the slots i with topk_idx[t*k + i] >= 0, in slot order, of
+ * topk_weights[t*k + i] x (row topk_rows[t*k + i] of member topk_idx[t*k + i] / ne's
+ * in), accumulated in float (acc = fmaf(w, x, acc) from acc = 0) and rounded to type
+ * once (nearest even): the same bits on the CPU and the GPU. topk_weights (float,
+ * tokens x k) may be NULL: every weight 1 (a plain sum). A token with no expert gets
+ * zeros. topk_idx and topk_rows are those of the dispatch (topk_rows may come from
+ * anywhere: a row at or beyond its member's in_rows fails every member with
+ * SYMM_ERR_INVALID_ARG, naming it, before anything is written). hidden, type, k and ne
+ * are the same on every member; out must not overlap in. Cost: 3 synchronisation
+ * episodes (where every in lies; every member's rows checked; the closing one). */
+symm_status_t symm_moe_topk_combine(symm_team_t team, void *out, size_t tokens, const void *in,
+                                    size_t in_rows, size_t hidden, symm_type_t type,
+                                    const int64_t *topk_idx, const int64_t *topk_rows,
+                                    const float *topk_weights, int k, int ne);
+/* Worker forms, as for symm_moe_dispatch: worker w of nworkers on duplicate w of pool,
+ * the same arguments on every worker; dispatch splits the tokens it receives, combine
+ * the tokens it reduces, into nworkers equal ranges, so any nworkers gives the same
+ * bytes. Only worker 0 writes out_counts, out_offsets, out_src, out_rows and topk_rows
+ * (the others may pass NULL). */
+symm_status_t symm_moe_topk_dispatch_worker(
+    symm_pool_t pool, int worker, int nworkers, void *out, size_t out_capacity, const void *in,
+    size_t tokens, size_t row_bytes, const int64_t *topk_idx, int k, int ne, size_t major_align,
+    const symm_moe_side_t *side, int nside, size_t *out_counts, size_t *out_offsets,
+    symm_moe_src_t *out_src, size_t *out_rows, int64_t *topk_rows);
+symm_status_t symm_moe_topk_combine_worker(symm_pool_t pool, int worker, int nworkers,
+                                           void *out, size_t tokens, const void *in,
+                                           size_t in_rows, size_t hidden, symm_type_t type,
+                                           const int64_t *topk_idx, const int64_t *topk_rows,
+                                           const float *topk_weights, int k, int ne);
+/* With internal threads (see symm_tile_reduce_parallel; nworkers == 0: automatic). */
+symm_status_t symm_moe_topk_dispatch_parallel(
+    symm_pool_t pool, int nworkers, void *out, size_t out_capacity, const void *in,
+    size_t tokens, size_t row_bytes, const int64_t *topk_idx, int k, int ne, size_t major_align,
+    const symm_moe_side_t *side, int nside, size_t *out_counts, size_t *out_offsets,
+    symm_moe_src_t *out_src, size_t *out_rows, int64_t *topk_rows);
+symm_status_t symm_moe_topk_combine_parallel(symm_pool_t pool, int nworkers, void *out,
+                                             size_t tokens, const void *in, size_t in_rows,
+                                             size_t hidden, symm_type_t type,
+                                             const int64_t *topk_idx, const int64_t *topk_rows,
+                                             const float *topk_weights, int k, int ne);
+
 /* The worker count that nworkers == 0 gives a _parallel form on pool, for an operation
  * of work_bytes bytes (tile forms: the bytes of the tiles reduced, rows x cols x type
  * size summed over the tiles; SIZE_MAX where the size is not the same on every PE, which

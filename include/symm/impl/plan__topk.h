@@ -1,0 +1,136 @@
+/* plan__topk.h — what the CPU and the GPU decide alike in top-k MoE dispatch and weighted
+ * combine (symm_moe_topk_* of symm.h): the limits, the route word a sender publishes for
+ * each (token, slot), where a routed slot lands on its expert's member, the order in which
+ * a combine accumulates, and the fingerprint of the arguments every member passes alike.
+ * src/coll/moe_topk.c and the device code (topk__funcs.cuh) both call these. Valid C11
+ * and CUDA C++, host and device. */
+#ifndef SYMM_IMPL_PLAN__TOPK_H
+#define SYMM_IMPL_PLAN__TOPK_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "symm.h"
+#include "symm/impl/half__common.h"
+#include "symm/impl/plan__hd.h"
+#include "symm/impl/tile_moe__common.h"
+
+/* What is wrong with the shape of a top-k call, first fault first (0: nothing). */
+enum {
+    SYMM_PLAN_TOPK_OK = 0,
+    SYMM_PLAN_TOPK_K,       /* k outside 1..SYMM_MOE_TOPK_MAX */
+    SYMM_PLAN_TOPK_NE,      /* ne < 1 */
+    SYMM_PLAN_TOPK_EXPERTS, /* n * ne >= 2^31 */
+    SYMM_PLAN_TOPK_TOKENS,  /* tokens * k >= 2^32 */
+};
+
+SYMM_HD int symm_plan_topk_shape(int n, int ne, uint64_t tokens, int k)
+{
+    if (k < 1 || k > SYMM_MOE_TOPK_MAX) return SYMM_PLAN_TOPK_K;
+    if (ne < 1) return SYMM_PLAN_TOPK_NE;
+    if ((uint64_t)n * (uint64_t)ne >= ((uint64_t)1 << 31)) return SYMM_PLAN_TOPK_EXPERTS;
+    if (tokens >= ((uint64_t)1 << 32) || tokens * (uint64_t)k >= ((uint64_t)1 << 32))
+        return SYMM_PLAN_TOPK_TOKENS;
+    return SYMM_PLAN_TOPK_OK;
+}
+
+/* A slot's expert id is valid: -1 (no expert) or a global expert below nexp = n * ne. */
+SYMM_HD int symm_plan_topk_slot_ok(int64_t g, uint64_t nexp)
+{
+    return g == -1 || (g >= 0 && (uint64_t)g < nexp);
+}
+
+/* The route word of a slot, as its sender publishes it: the global expert in the high
+ * half (all ones: no expert), and its rank in the low half: how many earlier slots of
+ * the sender, in (token, slot) order, go to the same expert. Where the slot lands on its
+ * expert's member follows from the rank alone (symm_plan_topk_row). */
+#define SYMM_PLAN_TOPK_NONE 0xffffffffu
+SYMM_HD uint64_t symm_plan_topk_route(uint32_t g, uint32_t rank)
+{
+    return ((uint64_t)g << 32) | rank;
+}
+SYMM_HD uint32_t symm_plan_topk_route_expert(uint64_t w)
+{
+    return (uint32_t)(w >> 32);
+}
+SYMM_HD uint32_t symm_plan_topk_route_rank(uint64_t w)
+{
+    return (uint32_t)w;
+}
+
+/* Where segment e + 1 of a receiver starts, after segment e of len rows at start, with
+ * major_align A (the rule of symm_moe_dispatch); UINT64_MAX on overflow. */
+SYMM_HD uint64_t symm_plan_topk_seg_next(uint64_t start, uint64_t len, uint64_t A)
+{
+    uint64_t al;
+    if (symm_tm_aligned_len(len, A, &al) || al > UINT64_MAX - 1 - start) return UINT64_MAX;
+    return start + al;
+}
+
+/* The row of a receiver's out where a slot lands: its segment's start, plus the rows of
+ * that segment from sources before it (base: both summed by the receiver's layout), plus
+ * the slot's rank. */
+SYMM_HD uint64_t symm_plan_topk_row(uint64_t seg_start_plus_base, uint32_t rank)
+{
+    return seg_start_plus_base + rank;
+}
+
+/* ---------------------------------------------------------------- combine */
+/* The row element types a combine reduces. */
+SYMM_HD int symm_plan_topk_type_ok(int type)
+{
+    return type == SYMM_FLOAT || type == SYMM_FP16 || type == SYMM_BF16;
+}
+
+SYMM_HD float symm_plan_topk_load(int type, const void *row, size_t h)
+{
+    if (type == SYMM_FLOAT) return ((const float *)row)[h];
+    uint16_t v = ((const uint16_t *)row)[h];
+    return type == SYMM_BF16 ? symm_half_bf16_to_float(v) : symm_half_fp16_to_float(v);
+}
+
+SYMM_HD void symm_plan_topk_store(int type, void *row, size_t h, float v)
+{
+    if (type == SYMM_FLOAT)
+        ((float *)row)[h] = v;
+    else
+        ((uint16_t *)row)[h] =
+            type == SYMM_BF16 ? symm_half_float_to_bf16(v) : symm_half_float_to_fp16(v);
+}
+
+/* One step of a token's weighted sum: acc + w * x with one rounding (a fused multiply-add:
+ * the CPU and the GPU agree bit for bit). The sum starts at 0 and runs over the token's
+ * slots in order; its result is rounded to the row type once. */
+SYMM_HD float symm_plan_topk_acc(float acc, float w, float x)
+{
+    return fmaf(w, x, acc);
+}
+
+/* ---------------------------------------------------------------- fingerprints */
+enum { SYMM_PLAN_TOPK_DISPATCH = 0x7d, SYMM_PLAN_TOPK_COMBINE = 0x7c };
+
+/* What every member of a dispatch passes alike (the side rows are folded in by the
+ * caller, one symm_tm_mix each). */
+SYMM_HD uint64_t symm_plan_topk_dispatch_fp(uint64_t k, uint64_t ne, uint64_t row_bytes,
+                                            uint64_t major_align, uint64_t nside)
+{
+    uint64_t fp = symm_tm_mix(0x70b4, SYMM_PLAN_TOPK_DISPATCH);
+    fp = symm_tm_mix(fp, k);
+    fp = symm_tm_mix(fp, ne);
+    fp = symm_tm_mix(fp, row_bytes);
+    fp = symm_tm_mix(fp, major_align);
+    return symm_tm_mix(fp, nside);
+}
+
+SYMM_HD uint64_t symm_plan_topk_combine_fp(uint64_t k, uint64_t ne, uint64_t hidden,
+                                           uint64_t type)
+{
+    uint64_t fp = symm_tm_mix(0x70b4, SYMM_PLAN_TOPK_COMBINE);
+    fp = symm_tm_mix(fp, k);
+    fp = symm_tm_mix(fp, ne);
+    fp = symm_tm_mix(fp, hidden);
+    return symm_tm_mix(fp, type);
+}
+
+#endif
