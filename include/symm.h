@@ -573,7 +573,7 @@ symm_status_t symm_moe_combine_parallel(symm_pool_t pool, int nworkers, void *ou
  *    tokens, and reads the routes of every source (tokens x k words each) to find the
  *    tokens it receives. */
 #define SYMM_MOE_SIDE_MAX 8
-#define SYMM_MOE_TOPK_MAX 256
+#define SYMM_MOE_TOPK_MAX 32
 typedef struct {
     const void *in;   /* tokens rows, symmetric; may be NULL as in */
     void *out;        /* out_capacity rows, this PE's memory */
