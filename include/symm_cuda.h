@@ -229,6 +229,33 @@ symm_status_t symm_moe_combine_on_stream(symm_pool_t pool, void *out, size_t out
                                          int ne, size_t row_bytes, size_t *out_splits,
                                          size_t *out_offsets, size_t *out_rows, void *workspace,
                                          int nblocks, cudaStream_t stream);
+/* Top-k MoE (symm_moe_topk_dispatch / _combine of symm.h) on a stream: the layout is
+ * worked out on the device, never through the host. topk_idx, topk_weights, topk_rows,
+ * the side array's outs and every output are in this GPU's memory (device, managed or
+ * registered host memory); side itself (nside entries) is read on the host at the call.
+ * in and the side ins (tokens rows, NULL on a member that routes nothing) and the
+ * combine's in are in the GPU symmetric heap; outs are this GPU's memory. workspace is a
+ * symmetric buffer of at least symm_cuda_moe_topk_workspace_bytes(n, ne, tokens, k) bytes
+ * for this member's tokens (a combine needs it for 0 tokens), 16-byte aligned, zeroed
+ * once before its first use, used by one call at a time (the next call on the same
+ * stream may reuse it). Block 0 of the kernel runs the rounds on pool duplicate 0, the
+ * others share the rows; nblocks = 0: one block per SM of this PE's share (at most the
+ * pool's size). The kernel is launched plainly (stream order, no programmatic dependent
+ * launch). Failures agreed on the device come back through symm_cuda_check(). */
+size_t symm_cuda_moe_topk_workspace_bytes(int n, int ne, size_t tokens, int k);
+symm_status_t symm_moe_topk_dispatch_on_stream(
+    symm_pool_t pool, void *out, size_t out_capacity, const void *in, size_t tokens,
+    size_t row_bytes, const int64_t *topk_idx, int k, int ne, size_t major_align,
+    const symm_moe_side_t *side, int nside, size_t *out_counts, size_t *out_offsets,
+    symm_moe_src_t *out_src, size_t *out_rows, int64_t *topk_rows, void *workspace, int nblocks,
+    cudaStream_t stream);
+symm_status_t symm_moe_topk_combine_on_stream(symm_pool_t pool, void *out, size_t tokens,
+                                              const void *in, size_t in_rows, size_t hidden,
+                                              symm_type_t type, const int64_t *topk_idx,
+                                              const int64_t *topk_rows,
+                                              const float *topk_weights, int k, int ne,
+                                              void *workspace, int nblocks,
+                                              cudaStream_t stream);
 /* The block count nblocks = 0 would choose for a tile reduce of `bytes` bytes per member
  * (kind 0) or for the MoE calls (kind 1), for this PE and pool. */
 int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t bytes);

@@ -2,7 +2,8 @@
  * block/warp/thread-scoped collectives and RMA on the GPU symmetric heap of the PEs of
  * one node, tile reduce and MoE all-to-all-v by the blocks of a kernel. Declarations only;
  * the bodies are in symm/impl/: dev__funcs.cuh (teams, synchronisation, collectives, RMA),
- * tile__funcs.cuh (tile reduce), a2a__funcs.cuh (all-to-all-v, MoE dispatch and combine).
+ * tile__funcs.cuh (tile reduce), a2a__funcs.cuh (all-to-all-v, MoE dispatch and combine),
+ * topk__funcs.cuh (top-k MoE dispatch and weighted combine).
  *
  * Usage (one duplicate per block, so that blocks never share synchronisation state):
  *
@@ -194,10 +195,43 @@ SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
                                         size_t *out_offsets, size_t *out_rows, void *ws,
                                         uint32_t part, uint32_t nparts);
 
+/* ---------------------------------------------------------------- MoE top-k (blocks) */
+/* symm_moe_topk_dispatch and symm_moe_topk_combine of symm.h by the blocks of a kernel
+ * (part = blockIdx.x, nparts = gridDim.x, the same arguments on every block of a member),
+ * with the CPU calls' arguments and results (the same bytes and bits), and:
+ * - the layout is worked out on the device: topk_idx (and side, nside entries), the
+ *   weights and topk_rows are in this GPU's memory, as are the outputs;
+ * - ws: a workspace of symm_tm_topk_ws_bytes(n, ne, tokens, k) bytes for this member's
+ *   tokens (a combine needs the size for 0 tokens) in the GPU symmetric heap, 16-byte
+ *   aligned, zeroed once before its first use (cudaMemset): the member's blocks meet on
+ *   two of its words, which every call leaves ready for the next. One call at a time per
+ *   workspace; two calls that follow each other in one kernel use different ones.
+ * - block 0 of each member runs the rounds between members on its duplicate t (the other
+ *   blocks' duplicates are not used); the other blocks wait for it on the workspace.
+ * Every member reaches the same verdict (a bad expert id or argument anywhere, an output
+ * beyond a member's out_capacity, a topk_rows entry beyond its member's rows): every
+ * block of every member returns it and nothing is written. */
+static __host__ __device__ __forceinline__ size_t symm_tm_topk_ws_bytes(int n, int ne,
+                                                                        size_t tokens, int k);
+SYMM_DEV int
+symm_dev_moe_topk_dispatch_block(const symm_dev_team_t &t, void *out, size_t out_capacity,
+                                 const void *in, size_t tokens, size_t row_bytes,
+                                 const int64_t *topk_idx, int k, int ne, size_t major_align,
+                                 const symm_moe_side_t *side, int nside, size_t *out_counts,
+                                 size_t *out_offsets, symm_moe_src_t *out_src, size_t *out_rows,
+                                 int64_t *topk_rows, void *ws, uint32_t part, uint32_t nparts);
+SYMM_DEV int symm_dev_moe_topk_combine_block(const symm_dev_team_t &t, void *out, size_t tokens,
+                                             const void *in, size_t in_rows, size_t hidden,
+                                             symm_type_t type, const int64_t *topk_idx,
+                                             const int64_t *topk_rows,
+                                             const float *topk_weights, int k, int ne, void *ws,
+                                             uint32_t part, uint32_t nparts);
+
 #include "symm/impl/dev__funcs.cuh"
 
 #include "symm/impl/a2a__funcs.cuh"
 #include "symm/impl/tile__funcs.cuh"
+#include "symm/impl/topk__funcs.cuh"
 
 #endif /* __CUDACC__ */
 #endif /* SYMM_DEVICE_CUH */

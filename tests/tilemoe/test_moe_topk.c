@@ -24,12 +24,12 @@ static uint64_t seed;
 #define SENTINEL 0xC3
 #define SRC_SENT 0x5a
 
-static uint8_t *inbuf;           /* symmetric: MAXTOK rows of MAXRB */
-static uint8_t *sidein[MAXSIDE]; /* symmetric: MAXTOK rows of MAXRB */
-static uint8_t *eobuf;           /* symmetric: MAXROWS rows of MAXHID floats */
-static uint8_t *dout, *sideout[MAXSIDE], *ref_out; /* local */
-static uint8_t *cout;                              /* local: MAXTOK rows of MAXHID floats */
-static symm_moe_src_t *osrc, *ref_src;             /* local: MAXROWS each */
+static uint8_t *inbuf;                   /* symmetric: MAXTOK rows of MAXRB */
+static uint8_t *sidein[MAXSIDE];         /* symmetric: MAXTOK rows of MAXRB */
+static uint8_t *eobuf;                   /* symmetric: MAXROWS rows of MAXHID floats */
+static uint8_t *dout, *sideout[MAXSIDE]; /* local */
+static uint8_t *cout;                    /* local: MAXTOK rows of MAXHID floats */
+static symm_moe_src_t *osrc;             /* local: MAXROWS */
 
 typedef struct {
     topk_case_t c;
@@ -80,109 +80,41 @@ typedef struct {
     int64_t trows[MAXTOK * MAXK];
 } douts_t;
 
-/* The dispatch outputs on this PE against the model. */
+/* The dispatch outputs on this PE against the model (the layout outputs too when set). */
 static void check_dispatch(const tcase_t *tc, const topk_routes_t *R, const douts_t *d,
                            int check_layout_outputs, const char *what)
 {
-    const topk_case_t *c = &tc->c;
-    size_t cnt[32], start[32];
-    size_t rows = topk_ref_layout(c, R, tc->rank, cnt, start, ref_src, -1, NULL);
-    CHECK_TRUE(rows <= MAXROWS, "%s: model rows %zu", what, rows);
+    topk_got_t g = {.out = dout,
+                    .rb = tc->rb,
+                    .nside = tc->nside,
+                    .maxrows = MAXROWS,
+                    .sentinel = SENTINEL,
+                    .src_sentinel = SRC_SENT};
+    for (int p = 0; p < tc->nside; p++) {
+        g.side_out[p] = sideout[p];
+        g.srb[p] = tc->srb[p];
+    }
     if (check_layout_outputs) {
-        CHECK_TRUE(d->rows == rows, "%s: out_rows %zu, model %zu (n %d ne %d k %d align %zu)",
-                   what, d->rows, rows, c->n, c->ne, c->k, c->align);
-        for (int e = 0; e < c->ne; e++)
-            CHECK_TRUE(d->counts[e] == cnt[e] && d->offsets[e] == start[e],
-                       "%s: expert %d count/offset %zu/%zu, model %zu/%zu", what, e,
-                       d->counts[e], d->offsets[e], cnt[e], start[e]);
+        g.src = osrc;
+        g.counts = d->counts;
+        g.offsets = d->offsets;
+        g.rows = &d->rows;
+        g.trows = d->trows;
     }
-    uint8_t want[MAXRB];
-    for (size_t r = 0; r < MAXROWS; r++) {
-        int real = r < rows && ref_src[r].pe >= 0;
-        if (check_layout_outputs) {
-            if (r < rows)
-                CHECK_TRUE(osrc[r].pe == ref_src[r].pe && osrc[r].slot == ref_src[r].slot &&
-                               osrc[r].token == ref_src[r].token,
-                           "%s: out_src[%zu] = (%d, %lld, %d), model (%d, %lld, %d)", what, r,
-                           osrc[r].pe, (long long)osrc[r].token, osrc[r].slot, ref_src[r].pe,
-                           (long long)ref_src[r].token, ref_src[r].slot);
-            else
-                CHECK_ALL_BYTES(&osrc[r], SRC_SENT, sizeof(symm_moe_src_t),
-                                "%s: out_src[%zu] past the layout written", what, r);
-        }
-        if (!real) {
-            CHECK_ALL_BYTES(dout + r * tc->rb, SENTINEL, tc->rb, "%s: padding row %zu written",
-                            what, r);
-            for (int p = 0; p < tc->nside; p++)
-                CHECK_ALL_BYTES(sideout[p] + r * tc->srb[p], SENTINEL, tc->srb[p],
-                                "%s: side %d padding row %zu written", what, p, r);
-            if (r > rows + 8 && r < MAXROWS - 9) r = MAXROWS - 9; /* the tail: spot checks */
-            continue;
-        }
-        int s = ref_src[r].pe;
-        size_t t = (size_t)ref_src[r].token;
-        test_fill_pattern(want, tc->rb, topk_ref_row_tag(c, s, t, 0));
-        CHECK_BYTES(
-            dout + r * tc->rb, want, tc->rb,
-            "%s: row %zu (source %d token %zu slot %d; n %d ne %d k %d align %zu rb %zu)", what,
-            r, s, t, ref_src[r].slot, c->n, c->ne, c->k, c->align, tc->rb);
-        for (int p = 0; p < tc->nside; p++) {
-            test_fill_pattern(want, tc->srb[p], topk_ref_row_tag(c, s, t, 1 + p));
-            CHECK_BYTES(sideout[p] + r * tc->srb[p], want, tc->srb[p],
-                        "%s: side %d row %zu (source %d token %zu)", what, p, r, s, t);
-        }
-    }
-    if (!check_layout_outputs) return;
-    /* where my slots landed */
-    size_t T = R->tokens[tc->rank];
-    int64_t want_rows[MAXTOK * MAXK];
-    for (size_t q = 0; q < T * (size_t)c->k; q++)
-        want_rows[q] = -1;
-    for (int j = 0; j < c->n; j++)
-        topk_ref_layout(c, R, j, cnt, start, NULL, tc->rank, want_rows);
-    for (size_t q = 0; q < T * (size_t)c->k; q++)
-        CHECK_TRUE(d->trows[q] == want_rows[q], "%s: topk_rows[%zu] = %lld, model %lld", what,
-                   q, (long long)d->trows[q], (long long)want_rows[q]);
+    topk_ref_check_dispatch(&tc->c, R, tc->rank, &g, what);
 }
 
-/* My expert outputs: for every row I received, what its expert computes for its token;
- * padding rows NaN (a combine that read one would show it). */
 static void fill_expert_out(const tcase_t *tc, const douts_t *d)
 {
-    size_t es = symm_type_size(tc->type), rb = tc->hidden * es;
-    memset(eobuf, 0xff, d->rows * rb);
-    for (int e = 0; e < tc->c.ne; e++)
-        for (size_t r = d->offsets[e]; r < d->offsets[e] + d->counts[e]; r++) {
-            int64_t g = (int64_t)tc->rank * tc->c.ne + e;
-            for (size_t h = 0; h < tc->hidden; h++)
-                topk_ref_store(
-                    tc->type, eobuf + r * rb, h,
-                    topk_ref_expert_value(&tc->c, g, osrc[r].pe, (size_t)osrc[r].token, h));
-        }
+    topk_ref_fill_expert_out(&tc->c, tc->rank, tc->type, tc->hidden, d->rows, d->counts,
+                             d->offsets, osrc, eobuf);
 }
 
 static void check_combine(const tcase_t *tc, const topk_routes_t *R, const uint8_t *out,
                           const char *what)
 {
-    size_t T = R->tokens[tc->rank], es = symm_type_size(tc->type), rb = tc->hidden * es;
-    for (size_t t = 0; t < T; t++)
-        for (size_t h = 0; h < tc->hidden; h++) {
-            float exact, got = topk_ref_load(tc->type, out + t * rb, h);
-            double approx, tol;
-            topk_ref_combine(&tc->c, R, tc->rank, t, h, tc->type, tc->weighted, &exact, &approx,
-                             &tol);
-            CHECK_TRUE(!memcmp(&got, &exact, sizeof got) || (got != got && exact != exact),
-                       "%s: token %zu element %zu = %.9g, the float accumulation gives %.9g "
-                       "(type %s, k %d)",
-                       what, t, h, (double)got, (double)exact, symm_type_name(tc->type),
-                       tc->c.k);
-            CHECK_TRUE(fabs((double)got - approx) <= tol,
-                       "%s: token %zu element %zu = %.9g, the exact sum is %.12g (tolerance "
-                       "%.3g)",
-                       what, t, h, (double)got, approx, tol);
-        }
-    CHECK_ALL_BYTES(out + T * rb, SENTINEL, (size_t)MAXTOK * MAXHID * 4 - T * rb,
-                    "%s: combine wrote past its tokens", what);
+    topk_ref_check_combine(&tc->c, R, tc->rank, tc->type, tc->hidden, tc->weighted, out,
+                           (size_t)MAXTOK * MAXHID * 4, SENTINEL, what);
 }
 
 static symm_moe_side_t sides_of(const tcase_t *tc, int p, int null_in)
@@ -652,11 +584,9 @@ int main(void)
     }
     eobuf = symm_malloc((size_t)MAXROWS * MAXHID * 4);
     dout = malloc((size_t)MAXROWS * MAXRB);
-    ref_out = malloc((size_t)MAXROWS * MAXRB);
     cout = malloc((size_t)MAXTOK * MAXHID * 4);
     osrc = malloc(sizeof(symm_moe_src_t) * MAXROWS);
-    ref_src = malloc(sizeof(symm_moe_src_t) * MAXROWS);
-    CHECK_TRUE(inbuf && eobuf && dout && ref_out && cout && osrc && ref_src, "allocation");
+    CHECK_TRUE(inbuf && eobuf && dout && cout && osrc, "allocation");
     test_sweep();
     test_special();
     test_workers();
@@ -670,10 +600,8 @@ int main(void)
     }
     CHECK_OK(symm_free(inbuf));
     free(dout);
-    free(ref_out);
     free(cout);
     free(osrc);
-    free(ref_src);
     if (me == 0) printf("test_moe_topk: %d PEs OK\n", npes);
     TEST_FINALIZE();
     return 0;

@@ -209,4 +209,141 @@ static inline void topk_ref_combine(const topk_case_t *c, const topk_routes_t *R
     if (type == SYMM_FP16) *tol += 0x1p-24; /* fp16 subnormal spacing */
 }
 
+/* ---------------------------------------------------------------- checks */
+/* What a dispatch left on a member. The layout outputs (src, counts, offsets, rows, trows)
+ * are checked when src is set. */
+typedef struct {
+    const uint8_t *out;
+    size_t rb;
+    int nside;
+    const uint8_t *side_out[SYMM_MOE_SIDE_MAX];
+    size_t srb[SYMM_MOE_SIDE_MAX];
+    const symm_moe_src_t *src;
+    const size_t *counts, *offsets, *rows;
+    const int64_t *trows;
+    size_t maxrows; /* rows of out (and of every side out and of src) */
+    uint8_t sentinel, src_sentinel;
+} topk_got_t;
+
+/* Every row of member rank's outputs against the model: the rows of every slot routed
+ * here from their sources' patterns, padding and everything past the layout untouched,
+ * and (with g->src) the sources, counts, offsets, rows and where rank's slots landed. */
+static inline void topk_ref_check_dispatch(const topk_case_t *c, const topk_routes_t *R,
+                                           int rank, const topk_got_t *g, const char *what)
+{
+    size_t cnt[32], start[32], maxrb = g->rb;
+    for (int p = 0; p < g->nside; p++)
+        if (g->srb[p] > maxrb) maxrb = g->srb[p];
+    symm_moe_src_t *ref = (symm_moe_src_t *)malloc(sizeof(symm_moe_src_t) * (g->maxrows + 1));
+    uint8_t *want = (uint8_t *)malloc(maxrb);
+    if (!ref || !want) TEST_FAIL("allocation");
+    size_t rows = topk_ref_layout(c, R, rank, cnt, start, NULL, -1, NULL);
+    CHECK_TRUE(rows <= g->maxrows, "%s: model rows %zu", what, rows);
+    topk_ref_layout(c, R, rank, cnt, start, ref, -1, NULL);
+    if (g->src) {
+        CHECK_TRUE(*g->rows == rows, "%s: out_rows %zu, model %zu (n %d ne %d k %d align %zu)",
+                   what, *g->rows, rows, c->n, c->ne, c->k, c->align);
+        for (int e = 0; e < c->ne; e++)
+            CHECK_TRUE(g->counts[e] == cnt[e] && g->offsets[e] == start[e],
+                       "%s: expert %d count/offset %zu/%zu, model %zu/%zu", what, e,
+                       g->counts[e], g->offsets[e], cnt[e], start[e]);
+    }
+    for (size_t r = 0; r < g->maxrows; r++) {
+        int real = r < rows && ref[r].pe >= 0;
+        if (g->src) {
+            const symm_moe_src_t *o = &g->src[r];
+            if (r < rows)
+                CHECK_TRUE(o->pe == ref[r].pe && o->slot == ref[r].slot &&
+                               o->token == ref[r].token,
+                           "%s: out_src[%zu] = (%d, %lld, %d), model (%d, %lld, %d)", what, r,
+                           o->pe, (long long)o->token, o->slot, ref[r].pe,
+                           (long long)ref[r].token, ref[r].slot);
+            else
+                CHECK_ALL_BYTES(o, g->src_sentinel, sizeof(symm_moe_src_t),
+                                "%s: out_src[%zu] past the layout written", what, r);
+        }
+        if (!real) {
+            CHECK_ALL_BYTES(g->out + r * g->rb, g->sentinel, g->rb,
+                            "%s: padding row %zu written", what, r);
+            for (int p = 0; p < g->nside; p++)
+                CHECK_ALL_BYTES(g->side_out[p] + r * g->srb[p], g->sentinel, g->srb[p],
+                                "%s: side %d padding row %zu written", what, p, r);
+            if (r > rows + 8 && r + 9 < g->maxrows) r = g->maxrows - 9; /* the tail: spots */
+            continue;
+        }
+        int s = ref[r].pe;
+        size_t t = (size_t)ref[r].token;
+        test_fill_pattern(want, g->rb, topk_ref_row_tag(c, s, t, 0));
+        CHECK_BYTES(
+            g->out + r * g->rb, want, g->rb,
+            "%s: row %zu (source %d token %zu slot %d; n %d ne %d k %d align %zu rb %zu)", what,
+            r, s, t, ref[r].slot, c->n, c->ne, c->k, c->align, g->rb);
+        for (int p = 0; p < g->nside; p++) {
+            test_fill_pattern(want, g->srb[p], topk_ref_row_tag(c, s, t, 1 + p));
+            CHECK_BYTES(g->side_out[p] + r * g->srb[p], want, g->srb[p],
+                        "%s: side %d row %zu (source %d token %zu)", what, p, r, s, t);
+        }
+    }
+    if (g->src) { /* where my slots landed */
+        size_t slots = R->tokens[rank] * (size_t)c->k;
+        int64_t *wr = (int64_t *)malloc(sizeof(int64_t) * (slots + 1));
+        if (!wr) TEST_FAIL("allocation");
+        for (size_t q = 0; q < slots; q++)
+            wr[q] = -1;
+        for (int j = 0; j < c->n; j++)
+            topk_ref_layout(c, R, j, cnt, start, NULL, rank, wr);
+        for (size_t q = 0; q < slots; q++)
+            CHECK_TRUE(g->trows[q] == wr[q], "%s: topk_rows[%zu] = %lld, model %lld", what, q,
+                       (long long)g->trows[q], (long long)wr[q]);
+        free(wr);
+    }
+    free(want);
+    free(ref);
+}
+
+/* Member rank's expert outputs (rows of hidden elements of type, into eo): for every row
+ * it received (from src, counts and offsets), what its expert computes for its token;
+ * padding rows all ones (NaN for every type: a combine that read one would show it). */
+static inline void topk_ref_fill_expert_out(const topk_case_t *c, int rank, symm_type_t type,
+                                            size_t hidden, size_t rows, const size_t *counts,
+                                            const size_t *offsets, const symm_moe_src_t *src,
+                                            uint8_t *eo)
+{
+    size_t rb = hidden * symm_type_size(type);
+    memset(eo, 0xff, rows * rb);
+    for (int e = 0; e < c->ne; e++)
+        for (size_t r = offsets[e]; r < offsets[e] + counts[e]; r++) {
+            int64_t g = (int64_t)rank * c->ne + e;
+            for (size_t h = 0; h < hidden; h++)
+                topk_ref_store(type, eo + r * rb, h,
+                               topk_ref_expert_value(c, g, src[r].pe, (size_t)src[r].token, h));
+        }
+}
+
+/* Member rank's combined tokens (out, out_bytes bytes, sentinel past its tokens): bit for
+ * bit the documented float accumulation, and within rounding of the exact sum. */
+static inline void topk_ref_check_combine(const topk_case_t *c, const topk_routes_t *R,
+                                          int rank, symm_type_t type, size_t hidden,
+                                          int weighted, const uint8_t *out, size_t out_bytes,
+                                          uint8_t sentinel, const char *what)
+{
+    size_t T = R->tokens[rank], rb = hidden * symm_type_size(type);
+    for (size_t t = 0; t < T; t++)
+        for (size_t h = 0; h < hidden; h++) {
+            float exact, got = topk_ref_load(type, out + t * rb, h);
+            double approx, tol;
+            topk_ref_combine(c, R, rank, t, h, type, weighted, &exact, &approx, &tol);
+            CHECK_TRUE(!memcmp(&got, &exact, sizeof got) || (got != got && exact != exact),
+                       "%s: token %zu element %zu = %.9g, the float accumulation gives %.9g "
+                       "(type %s, k %d)",
+                       what, t, h, (double)got, (double)exact, symm_type_name(type), c->k);
+            CHECK_TRUE(fabs((double)got - approx) <= tol,
+                       "%s: token %zu element %zu = %.9g, the exact sum is %.12g (tolerance "
+                       "%.3g)",
+                       what, t, h, (double)got, approx, tol);
+        }
+    CHECK_ALL_BYTES(out + T * rb, sentinel, out_bytes - T * rb,
+                    "%s: combine wrote past its tokens", what);
+}
+
 #endif

@@ -133,4 +133,56 @@ SYMM_HD uint64_t symm_plan_topk_combine_fp(uint64_t k, uint64_t ne, uint64_t hid
     return symm_tm_mix(fp, type);
 }
 
+/* ---------------------------------------------------------------- device workspace */
+/* The workspace of the device calls, in 8-byte words at the same offsets on every member
+ * (it is a symmetric object): a header that peers read (status, out_capacity, tokens,
+ * where the ins lie, the fingerprint; combine: in_rows and the verdict on its rows), the
+ * member's own grid-barrier and verdict words (their own 128-byte lines), the count
+ * table (n*ne words, read by peers), the route (tokens*k words, read by peers), then the
+ * member's own scratch for the layout: segment lengths and prefixes of every receiver,
+ * where its slots land on each, the bases of its own segments per source, its segments'
+ * starts and lengths, the sources' token prefix, and the per-chunk histograms that rank
+ * the slots (SYMM_PLAN_TOPK_CHUNK slots a chunk). */
+enum {
+    SYMM_PLAN_TK_STATUS = 0,
+    SYMM_PLAN_TK_CAP = 1,
+    SYMM_PLAN_TK_TOK = 2,
+    SYMM_PLAN_TK_IN = 3, /* byte offset of in from the workspace */
+    SYMM_PLAN_TK_FP = 4,
+    SYMM_PLAN_TK_ROWS = 5,    /* combine: in_rows */
+    SYMM_PLAN_TK_ROWSTAT = 6, /* combine: this member's topk_rows checked (status) */
+    SYMM_PLAN_TK_SIDE = 8,    /* SYMM_MOE_SIDE_MAX words: the side ins */
+    SYMM_PLAN_TK_BAR_COUNT = 16,
+    SYMM_PLAN_TK_BAR_GEN = 32,
+    SYMM_PLAN_TK_RC = 48,    /* the call's verdict */
+    SYMM_PLAN_TK_FAILM = 49, /* the member that failed it */
+    SYMM_PLAN_TK_NEED = 50,  /* my rows, padding included */
+    SYMM_PLAN_TK_RECV = 51,  /* tokens I receive (every source's, summed) */
+    SYMM_PLAN_TK_EP = 52,    /* the lead's episode */
+    SYMM_PLAN_TK_CNT = 64,
+};
+#define SYMM_PLAN_TOPK_CHUNK 1024u
+
+typedef struct {
+    uint64_t route, len, pre, dstb, recvb, mystart, mylen, tokpre, hist, words;
+} symm_plan_topk_ws_t;
+
+/* Where everything of a member with `tokens` tokens lies (words from the workspace) and
+ * the words it needs; a shape symm_plan_topk_shape accepts. */
+SYMM_HD void symm_plan_topk_ws(int n, int ne, uint64_t tokens, int k, symm_plan_topk_ws_t *w)
+{
+    const uint64_t E = (uint64_t)n * (uint64_t)ne, slots = tokens * (uint64_t)k;
+    const uint64_t chunks = (slots + SYMM_PLAN_TOPK_CHUNK - 1) / SYMM_PLAN_TOPK_CHUNK;
+    w->route = SYMM_PLAN_TK_CNT + E;
+    w->len = w->route + slots;
+    w->pre = w->len + E;
+    w->dstb = w->pre + E;
+    w->recvb = w->dstb + E;
+    w->mystart = w->recvb + E;
+    w->mylen = w->mystart + (uint64_t)ne;
+    w->tokpre = w->mylen + (uint64_t)ne;
+    w->hist = w->tokpre + (uint64_t)n + 1;
+    w->words = w->hist + chunks * E;
+}
+
 #endif

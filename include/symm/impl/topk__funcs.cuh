@@ -1,0 +1,830 @@
+/* topk__funcs.cuh — bodies of the device top-k MoE calls of symm_device.cuh: dispatch
+ * (every token once to each member holding one of its experts, landing in each of its
+ * experts' segments there) and weighted combine, by the blocks of a kernel, with the
+ * rules of plan__topk.h, the same as the CPU's (src/coll/moe_topk.c): same bytes, same
+ * bits.
+ *
+ * Block 0 of a member (the lead) holds its pool duplicate and runs the rounds between
+ * members; the member's other blocks wait for it on a barrier in the member's own part of
+ * the workspace. The lead works out, on the device and with no host round trip, the
+ * member's route (each slot's expert and rank among the member's slots for that expert:
+ * per-chunk histograms, their prefix over chunks, then ranks within each chunk, one warp
+ * per chunk), publishes it with the count table, and after a round reads every member's
+ * counts: the capacity verdict (the same on every member), the starts of its own
+ * segments, and where its slots land on each receiver. Then every block copies its share
+ * of the tokens this member receives, a warp per token: the route words of the token's
+ * slots, the row read once from its source and written into each segment it goes to;
+ * and its share of topk_rows. A closing round keeps inputs and workspaces alive until
+ * every member has read.
+ *
+ * Combine: the lead publishes where the expert output lies, a round, checks this member's
+ * topk_rows against every member's rows, a round carrying that verdict; then every block
+ * reduces its share of the member's tokens, a warp per token, each element accumulated in
+ * float over the token's slots in order (fmaf) and rounded once; a closing round. */
+#ifndef SYMM_IMPL_TOPK__FUNCS_CUH
+#define SYMM_IMPL_TOPK__FUNCS_CUH
+
+#include "symm/impl/block__funcs.cuh"
+#include "symm/impl/dev__funcs.cuh"
+#include "symm/impl/plan__topk.h"
+
+namespace symm_tm
+{
+
+struct topk_args {
+    void *out;
+    size_t out_capacity;
+    const void *in;
+    size_t tokens, row_bytes;
+    const int64_t *topk_idx;
+    int k, ne;
+    size_t major_align;
+    int nside;
+    symm_moe_side_t side[SYMM_MOE_SIDE_MAX];
+    size_t *out_counts, *out_offsets, *out_rows;
+    symm_moe_src_t *out_src;
+    int64_t *rows_out; /* dispatch: topk_rows */
+    /* combine */
+    size_t in_rows, hidden;
+    int type;
+    const int64_t *rows_in; /* combine: topk_rows */
+    const float *weights;
+    void *ws;
+    int fail; /* != 0: this member publishes this status (the host wrapper's local errors) */
+    int pad;
+};
+
+/* The arguments of a dispatch (of a combine: topk_combine_args), zeroed first: the host
+ * passes the struct, padding included, as a kernel parameter. side: nside entries the
+ * caller can read (host memory for the stream form, device memory for the device form). */
+SYMM_HD topk_args topk_dispatch_args(void *out, size_t out_capacity, const void *in,
+                                     size_t tokens, size_t row_bytes, const int64_t *topk_idx,
+                                     int k, int ne, size_t major_align,
+                                     const symm_moe_side_t *side, int nside, size_t *out_counts,
+                                     size_t *out_offsets, symm_moe_src_t *out_src,
+                                     size_t *out_rows, int64_t *topk_rows, void *ws)
+{
+    topk_args a;
+    memset(&a, 0, sizeof a);
+    a.out = out;
+    a.out_capacity = out_capacity;
+    a.in = in;
+    a.tokens = tokens;
+    a.row_bytes = row_bytes;
+    a.topk_idx = topk_idx;
+    a.k = k;
+    a.ne = ne;
+    a.major_align = major_align;
+    a.nside = nside;
+    for (int p = 0; side && p < nside && p < SYMM_MOE_SIDE_MAX; p++)
+        a.side[p] = side[p];
+    a.out_counts = out_counts;
+    a.out_offsets = out_offsets;
+    a.out_src = out_src;
+    a.out_rows = out_rows;
+    a.rows_out = topk_rows;
+    a.ws = ws;
+    return a;
+}
+
+SYMM_HD topk_args topk_combine_args(void *out, size_t tokens, const void *in, size_t in_rows,
+                                    size_t hidden, int type, const int64_t *topk_idx,
+                                    const int64_t *topk_rows, const float *topk_weights, int k,
+                                    int ne, void *ws)
+{
+    topk_args a;
+    memset(&a, 0, sizeof a);
+    a.out = out;
+    a.tokens = tokens;
+    a.in = in;
+    a.in_rows = in_rows;
+    a.hidden = hidden;
+    a.type = type;
+    a.topk_idx = topk_idx;
+    a.rows_in = topk_rows;
+    a.weights = topk_weights;
+    a.k = k;
+    a.ne = ne;
+    a.ws = ws;
+    return a;
+}
+
+/* ---------------------------------------------------------------- the member's barrier */
+/* All nparts blocks of this member meet (a generation barrier on two words of the
+ * member's own workspace, which must start at 0 and are left ready for the next call).
+ * Writes before it are visible to every block after it. 0, or SYMM_ERR_TIMEOUT in every
+ * thread of a block that waited past the team's timeout. */
+SYMM_DEV int topk_grid_barrier(const symm_dev_team_t &t, uint64_t *ws, uint32_t nparts)
+{
+    using namespace symm_detail;
+    __shared__ int s_rc;
+    __syncthreads();
+    if (thread_linear() == 0) {
+        s_rc = 0;
+        uint64_t *count = ws + SYMM_PLAN_TK_BAR_COUNT, *gen = ws + SYMM_PLAN_TK_BAR_GEN;
+        const uint64_t g0 = ld_acquire_gpu(gen);
+        __threadfence();
+        const unsigned long long old = atomicAdd((unsigned long long *)count, 1ull);
+        if (old + 1 == nparts) {
+            st_relaxed_gpu(count, 0);
+            st_release_gpu(gen, g0 + 1);
+        } else {
+            const uint64_t start = globaltimer();
+            const uint64_t limit = t.timeout_ns ? t.timeout_ns : 120000000000ull;
+            for (uint32_t i = 1; ld_acquire_gpu(gen) == g0; i++)
+                if ((i & 1023u) == 0 && globaltimer() - start > limit) {
+                    record(t, SYMM_ERR_TIMEOUT, SYMM_DEV_WHAT_MOE, 0xffffffffu, 0);
+                    s_rc = SYMM_ERR_TIMEOUT;
+                    break;
+                }
+        }
+    }
+    __syncthreads();
+    return s_rc;
+}
+
+/* What a call shares between its steps. */
+struct topk_call {
+    const symm_dev_team_t &t;
+    const topk_args &a;
+    uint32_t part, nparts, tid, nthr, lane, warp, nwarps;
+    int n, me;
+    uint64_t *ws; /* this member's workspace */
+    symm_plan_topk_ws_t L;
+
+    SYMM_DEV topk_call(const symm_dev_team_t &t_, const topk_args &a_, uint32_t part_,
+                       uint32_t nparts_)
+        : t(t_), a(a_), part(part_), nparts(nparts_), tid(symm_detail::thread_linear()),
+          nthr(symm_detail::block_threads()), lane(tid & 31u), warp(tid >> 5),
+          nwarps((nthr + 31) / 32), n(t_.n), me(t_.me), ws((uint64_t *)a_.ws)
+    {
+        if (n > 0 && a.ne > 0 && a.k > 0) symm_plan_topk_ws(n, a.ne, a.tokens, a.k, &L);
+    }
+    /* Member s's workspace, as mapped here. */
+    SYMM_DEV const uint64_t *wsp(int s) const
+    {
+        return (const uint64_t *)((const char *)ws + t.heap_delta[s]);
+    }
+    SYMM_DEV uint64_t nexp() const { return (uint64_t)n * (uint64_t)a.ne; }
+};
+
+SYMM_DEV uint64_t ldg_ws(const uint64_t *p)
+{
+    return symm_detail::ldcg(p);
+}
+
+/* An argument every member passes alike is bad: every member finds it, and nobody
+ * communicates. */
+SYMM_DEV bool topk_dispatch_args_bad(const topk_call &c)
+{
+    const topk_args &a = c.a;
+    bool bad = c.n < 1 || c.nparts == 0 || c.part >= c.nparts || !a.ws || c.nthr < 32 ||
+               (c.nthr & 31) || a.row_bytes == 0 || a.nside < 0 ||
+               a.nside > SYMM_MOE_SIDE_MAX ||
+               symm_plan_topk_shape(c.n, a.ne, 0, a.k) != SYMM_PLAN_TOPK_OK;
+    for (int p = 0; !bad && p < a.nside; p++)
+        bad = a.side[p].row_bytes == 0;
+    return bad;
+}
+
+SYMM_DEV uint64_t topk_dispatch_fp(const topk_call &c)
+{
+    const topk_args &a = c.a;
+    uint64_t fp = symm_plan_topk_dispatch_fp((uint64_t)a.k, (uint64_t)a.ne, a.row_bytes,
+                                             a.major_align, (uint64_t)a.nside);
+    for (int p = 0; p < a.nside; p++)
+        fp = symm_tm_mix(fp, a.side[p].row_bytes);
+    return symm_tm_mix(fp, (uint64_t)c.n); /* the block count is each member's own */
+}
+
+/* ---------------------------------------------------------------- dispatch: the route */
+/* The lead block: the slots checked, ranked and published with the count table. Returns
+ * this member's status (0, or SYMM_ERR_INVALID_ARG for a bad expert id or a NULL in that
+ * routes tokens), the same in every thread. Chunk q of the slots belongs to warp
+ * q % nwarps. */
+SYMM_DEV int topk_route(const topk_call &c)
+{
+    const topk_args &a = c.a;
+    const uint64_t E = c.nexp(), slots = a.tokens * (uint64_t)a.k;
+    const uint64_t chunks = (slots + SYMM_PLAN_TOPK_CHUNK - 1) / SYMM_PLAN_TOPK_CHUNK;
+    uint64_t *hist = c.ws + c.L.hist, *cnt = c.ws + SYMM_PLAN_TK_CNT, *route = c.ws + c.L.route;
+    int bad = 0, routed = 0;
+    for (uint64_t i = c.tid; i < chunks * E; i += c.nthr)
+        hist[i] = 0;
+    __syncthreads();
+    /* pass 1: each chunk's histogram (its warp alone writes it) */
+    for (uint64_t q0 = (uint64_t)c.warp * SYMM_PLAN_TOPK_CHUNK; q0 < slots;
+         q0 += (uint64_t)c.nwarps * SYMM_PLAN_TOPK_CHUNK) {
+        uint64_t *h = hist + (q0 / SYMM_PLAN_TOPK_CHUNK) * E;
+        const uint64_t q1 =
+            q0 + SYMM_PLAN_TOPK_CHUNK < slots ? q0 + SYMM_PLAN_TOPK_CHUNK : slots;
+        for (uint64_t b = q0; b < q1; b += 32) {
+            const uint64_t q = b + c.lane;
+            int64_t g = q < q1 ? a.topk_idx[q] : -1;
+            if (!symm_plan_topk_slot_ok(g, E)) {
+                bad = 1;
+                g = -1;
+            }
+            routed |= g >= 0;
+            const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
+            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] += __popc(peers);
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    /* pass 2: the prefix over chunks, and the totals */
+    for (uint64_t g = c.tid; g < E; g += c.nthr) {
+        uint64_t run = 0;
+        for (uint64_t q = 0; q < chunks; q++) {
+            const uint64_t v = hist[q * E + g];
+            hist[q * E + g] = run;
+            run += v;
+        }
+        cnt[g] = run;
+    }
+    __syncthreads();
+    /* pass 3: each slot's rank, in (token, slot) order */
+    for (uint64_t q0 = (uint64_t)c.warp * SYMM_PLAN_TOPK_CHUNK; q0 < slots;
+         q0 += (uint64_t)c.nwarps * SYMM_PLAN_TOPK_CHUNK) {
+        uint64_t *h = hist + (q0 / SYMM_PLAN_TOPK_CHUNK) * E;
+        const uint64_t q1 =
+            q0 + SYMM_PLAN_TOPK_CHUNK < slots ? q0 + SYMM_PLAN_TOPK_CHUNK : slots;
+        for (uint64_t b = q0; b < q1; b += 32) {
+            const uint64_t q = b + c.lane;
+            int64_t g = q < q1 ? a.topk_idx[q] : -1;
+            if (!symm_plan_topk_slot_ok(g, E)) g = -1;
+            const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
+            const uint64_t base = g >= 0 ? h[g] : 0;
+            __syncwarp();
+            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] = base + __popc(peers);
+            if (q < q1)
+                route[q] = g < 0
+                               ? symm_plan_topk_route(SYMM_PLAN_TOPK_NONE, 0)
+                               : symm_plan_topk_route(
+                                     (uint32_t)g,
+                                     (uint32_t)(base + __popc(peers & ((1u << c.lane) - 1u))));
+            __syncwarp();
+        }
+    }
+    routed = __syncthreads_or(routed);
+    bad = __syncthreads_or(bad);
+    bool null_in = !a.in;
+    for (int p = 0; p < a.nside; p++)
+        null_in = null_in || !a.side[p].in;
+    return bad || (routed && null_in) ? SYMM_ERR_INVALID_ARG : 0;
+}
+
+/* The lead's header: its status, capacity, tokens, where its ins lie, the fingerprint. */
+SYMM_DEV void topk_write_header(const topk_call &c, int status, uint64_t fp)
+{
+    const topk_args &a = c.a;
+    if (c.tid == 0) {
+        uint64_t *w = c.ws;
+        w[SYMM_PLAN_TK_STATUS] = (uint64_t)(int64_t)status;
+        w[SYMM_PLAN_TK_CAP] = a.out_capacity;
+        w[SYMM_PLAN_TK_TOK] = a.tokens;
+        w[SYMM_PLAN_TK_IN] = a.in ? (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws) : 0;
+        for (int p = 0; p < a.nside; p++)
+            w[SYMM_PLAN_TK_SIDE + p] =
+                a.side[p].in ? (uint64_t)((uintptr_t)a.side[p].in - (uintptr_t)a.ws) : 0;
+        w[SYMM_PLAN_TK_FP] = fp;
+    }
+    __syncthreads();
+}
+
+/* ---------------------------------------------------------------- dispatch: the layout */
+/* The lead block, after the first round: every member's header checked, every receiver's
+ * segments (lengths and the prefix before me), the capacity verdict, my segments and the
+ * bases of my sources, where my slots land, the sources' token prefix. Writes the verdict
+ * (SYMM_PLAN_TK_RC, _FAILM), my rows and the tokens I receive into my workspace. */
+SYMM_DEV void topk_layout(const topk_call &c, int mine, uint64_t fp)
+{
+    using symm_detail::ldcg;
+    const topk_args &a = c.a;
+    const int n = c.n, me = c.me, ne = a.ne;
+    const uint64_t E = c.nexp();
+    uint64_t *w = c.ws;
+    __shared__ int s_bad, s_fail;
+    __shared__ uint64_t s_need;
+    if (c.tid == 0) {
+        s_bad = n;
+        s_fail = n;
+        s_need = 0;
+    }
+    __syncthreads();
+    for (int s = (int)c.tid; s < n; s += (int)c.nthr) {
+        const uint64_t *h = c.wsp(s);
+        if (ldcg(h + SYMM_PLAN_TK_STATUS) || ldcg(h + SYMM_PLAN_TK_FP) != fp)
+            atomicMin(&s_bad, s);
+    }
+    /* segment lengths of every receiver, and the rows of sources before me */
+    for (uint64_t g = c.tid; g < E; g += c.nthr) {
+        uint64_t sum = 0, pre = 0;
+        for (int s = 0; s < n; s++) {
+            if (s == me) pre = sum;
+            sum += ldcg(c.wsp(s) + SYMM_PLAN_TK_CNT + g);
+        }
+        w[c.L.len + g] = sum;
+        w[c.L.pre + g] = pre;
+    }
+    __syncthreads();
+    /* every receiver's segment starts: the capacity check, where my slots land */
+    for (int m = (int)c.tid; m < n; m += (int)c.nthr) {
+        uint64_t pos = 0;
+        for (int e = 0; e < ne; e++) {
+            const uint64_t g = (uint64_t)m * ne + e, len = w[c.L.len + g];
+            if (pos != UINT64_MAX) w[c.L.dstb + g] = pos + w[c.L.pre + g];
+            if (m == me) {
+                w[c.L.mystart + e] = pos;
+                w[c.L.mylen + e] = len;
+            }
+            pos = pos == UINT64_MAX ? pos : symm_plan_topk_seg_next(pos, len, a.major_align);
+        }
+        if (pos == UINT64_MAX || pos > ldcg(c.wsp(m) + SYMM_PLAN_TK_CAP)) atomicMin(&s_fail, m);
+        if (m == me) s_need = pos;
+    }
+    __syncthreads();
+    /* my segments' bases per source, and the sources' token prefix */
+    for (int e = (int)c.tid; e < ne && s_fail == n; e += (int)c.nthr) {
+        uint64_t run = w[c.L.mystart + e];
+        for (int s = 0; s < n; s++) {
+            w[c.L.recvb + (uint64_t)e * n + s] = run;
+            run += ldcg(c.wsp(s) + SYMM_PLAN_TK_CNT + (uint64_t)me * ne + e);
+        }
+    }
+    if (c.tid == 0) {
+        uint64_t run = 0;
+        for (int s = 0; s < n; s++) {
+            w[c.L.tokpre + s] = run;
+            run += ldcg(c.wsp(s) + SYMM_PLAN_TK_TOK);
+        }
+        w[c.L.tokpre + n] = run;
+        int rc = mine;
+        if (!rc && s_bad < n) {
+            const int64_t st = (int64_t)ldcg(c.wsp(s_bad) + SYMM_PLAN_TK_STATUS);
+            rc = st ? (int)st : SYMM_ERR_MISMATCH;
+        }
+        if (!rc && s_fail < n) rc = SYMM_ERR_OVERFLOW;
+        w[SYMM_PLAN_TK_RC] = (uint64_t)(int64_t)rc;
+        w[SYMM_PLAN_TK_FAILM] = (uint64_t)(s_bad < n ? s_bad : s_fail < n ? s_fail : -1);
+        w[SYMM_PLAN_TK_NEED] = s_need;
+        w[SYMM_PLAN_TK_RECV] = run;
+    }
+    __syncthreads();
+}
+
+/* ---------------------------------------------------------------- dispatch: the rows */
+/* Copies one payload row of rb bytes from src (a peer's) to the rows held by lanes
+ * 0..m-1 of the warp (pos) in dst, reading it once. Every lane runs the same iterations:
+ * the shuffles need the whole warp. */
+SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint64_t pos,
+                            uint32_t m, uint32_t lane)
+{
+    const uintptr_t al = (uintptr_t)dst | (uintptr_t)src | (uintptr_t)rb;
+    if ((al & 15) == 0) {
+        const uint64_t nv = rb / 16;
+        for (uint64_t v0 = 0; v0 < nv; v0 += 32) {
+            const uint64_t v = v0 + lane;
+            uint4 x = make_uint4(0, 0, 0, 0);
+            if (v < nv) x = ld_once((const uint4 *)src + v);
+            for (uint32_t j = 0; j < m; j++) {
+                const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
+                if (v < nv) st_once((uint4 *)(dst + p * rb) + v, x);
+            }
+        }
+    } else if ((al & 3) == 0) {
+        const uint64_t nv = rb / 4;
+        for (uint64_t v0 = 0; v0 < nv; v0 += 32) {
+            const uint64_t v = v0 + lane;
+            const unsigned x = v < nv ? __ldcg((const unsigned *)src + v) : 0u;
+            for (uint32_t j = 0; j < m; j++) {
+                const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
+                if (v < nv) ((unsigned *)(dst + p * rb))[v] = x;
+            }
+        }
+    } else {
+        for (uint64_t v0 = 0; v0 < rb; v0 += 32) {
+            const uint64_t v = v0 + lane;
+            const unsigned char x = v < rb ? __ldcg(src + v) : (unsigned char)0;
+            for (uint32_t j = 0; j < m; j++) {
+                const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
+                if (v < rb) dst[p * rb + v] = x;
+            }
+        }
+    }
+}
+
+/* My share of the tokens this member receives (received token x by warp x % (nparts *
+ * nwarps) of the member's blocks), each read once from its source and written into the
+ * segment of every slot of it routed here, with the source of each row. */
+SYMM_DEV void topk_copy(const topk_call &c)
+{
+    using symm_detail::ldcg;
+    const topk_args &a = c.a;
+    const int n = c.n, ne = a.ne, k = a.k;
+    const uint32_t g0 = (uint32_t)c.me * (uint32_t)ne;
+    const uint64_t *w = c.ws;
+    const uint64_t recv = ldcg(w + SYMM_PLAN_TK_RECV);
+    const uint64_t gw = (uint64_t)c.part * c.nwarps + c.warp,
+                   GW = (uint64_t)c.nparts * c.nwarps;
+    int s = 0;
+    for (uint64_t x = gw; x < recv; x += GW) {
+        while (s + 1 < n && ldcg(w + c.L.tokpre + s + 1) <= x)
+            s++;
+        const uint64_t t = x - ldcg(w + c.L.tokpre + s);
+        const uint64_t *hs = c.wsp(s);
+        uint64_t rw = symm_plan_topk_route(SYMM_PLAN_TOPK_NONE, 0);
+        if (c.lane < (uint32_t)k) rw = ldcg(hs + c.L.route + t * (uint64_t)k + c.lane);
+        const uint32_t ge = symm_plan_topk_route_expert(rw), e = ge - g0;
+        const bool mine = ge != SYMM_PLAN_TOPK_NONE && e < (uint32_t)ne;
+        const uint32_t mask = __ballot_sync(0xffffffffu, mine);
+        if (!mask) continue;
+        uint64_t pos = 0;
+        if (mine) {
+            pos = symm_plan_topk_row(ldcg(w + c.L.recvb + (uint64_t)e * n + s),
+                                     symm_plan_topk_route_rank(rw));
+            if (a.out_src) {
+                symm_moe_src_t sr;
+                sr.pe = s;
+                sr.slot = (int32_t)c.lane;
+                sr.token = (int64_t)t;
+                a.out_src[pos] = sr;
+            }
+        }
+        /* the positions of my slots, packed into lanes 0..m-1 */
+        const uint32_t m = __popc(mask);
+        uint32_t rest = mask; /* lane l takes the position of the l-th slot of mask */
+        for (uint32_t i = 0; i < c.lane && rest; i++)
+            rest &= rest - 1;
+        const uint32_t from = rest ? (uint32_t)__ffs(rest) - 1 : 0;
+        const uint64_t packed = __shfl_sync(0xffffffffu, pos, from);
+        const char *base = (const char *)a.ws + c.t.heap_delta[s];
+        topk_copy_row((uint8_t *)a.out,
+                      (const uint8_t *)base + ldcg(hs + SYMM_PLAN_TK_IN) + t * a.row_bytes,
+                      a.row_bytes, packed, m, c.lane);
+        for (int p = 0; p < a.nside; p++) {
+            const uint64_t rb = a.side[p].row_bytes;
+            topk_copy_row((uint8_t *)a.side[p].out,
+                          (const uint8_t *)base + ldcg(hs + SYMM_PLAN_TK_SIDE + p) + t * rb, rb,
+                          packed, m, c.lane);
+        }
+    }
+}
+
+/* My share of the outputs: topk_rows (the slots of this member's tokens, by every block),
+ * and, by part 0, the counts, offsets, rows and the padding rows' sources. */
+SYMM_DEV void topk_outputs(const topk_call &c)
+{
+    using symm_detail::ldcg;
+    const topk_args &a = c.a;
+    const uint64_t *w = c.ws;
+    const uint64_t slots = a.tokens * (uint64_t)a.k;
+    const uint64_t gt = (uint64_t)c.part * c.nthr + c.tid, GT = (uint64_t)c.nparts * c.nthr;
+    for (uint64_t q = gt; a.rows_out && q < slots; q += GT) {
+        const uint64_t rw = ldcg(w + c.L.route + q);
+        const uint32_t g = symm_plan_topk_route_expert(rw);
+        a.rows_out[q] = g == SYMM_PLAN_TOPK_NONE
+                            ? -1
+                            : (int64_t)symm_plan_topk_row(ldcg(w + c.L.dstb + g),
+                                                          symm_plan_topk_route_rank(rw));
+    }
+    if (c.part != 0) return;
+    const int ne = a.ne;
+    const uint64_t need = ldcg(w + SYMM_PLAN_TK_NEED);
+    for (int e = (int)c.tid; e < ne; e += (int)c.nthr) {
+        const uint64_t st = ldcg(w + c.L.mystart + e), len = ldcg(w + c.L.mylen + e);
+        if (a.out_counts) a.out_counts[e] = len;
+        if (a.out_offsets) a.out_offsets[e] = st;
+    }
+    if (c.tid == 0 && a.out_rows) *a.out_rows = need;
+    if (!a.out_src) return;
+    for (int e = (int)c.warp; e < ne; e += (int)c.nwarps) {
+        const uint64_t st = ldcg(w + c.L.mystart + e), len = ldcg(w + c.L.mylen + e);
+        const uint64_t end = e + 1 < ne ? ldcg(w + c.L.mystart + e + 1) : need;
+        for (uint64_t r = st + len + c.lane; r < end; r += 32) {
+            symm_moe_src_t pad;
+            pad.pe = -1;
+            pad.slot = -1;
+            pad.token = -1;
+            a.out_src[r] = pad;
+        }
+    }
+}
+
+/* The dispatch body. Every branch that skips a barrier depends on values the same in
+ * every thread of the block; every block of the member passes the same member barriers. */
+SYMM_DEV int topk_dispatch_impl(const symm_dev_team_t &t, const topk_args &a, uint32_t part,
+                                uint32_t nparts)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_MOE;
+    const topk_call c(t, a, part, nparts);
+    if (topk_dispatch_args_bad(c)) {
+        if (part == 0 && c.tid == 0) record(t, SYMM_ERR_INVALID_ARG, W, 0, 0);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    __shared__ int s_claim, s_owned;
+    __shared__ uint64_t s_ep;
+    int rc = 0;
+    if (part == 0) {
+        const uint64_t fp = topk_dispatch_fp(c);
+        __syncthreads();
+        if (c.tid == 0) {
+            uint64_t ep = 0;
+            const int cl = claim(t, W, holder_tag(SUB_BLOCK), &ep);
+            s_owned = cl == 1;
+            s_claim = cl < 0 ? cl : 0;
+            s_ep = ep;
+        }
+        __syncthreads();
+        rc = s_claim;
+        if (!rc) {
+            /* my own failures: the host's, a shape beyond the limits with my tokens, a bad
+             * expert id or a NULL in that routes tokens; published, so every member fails */
+            int mine = a.fail;
+            if (!mine && symm_plan_topk_shape(c.n, a.ne, a.tokens, a.k) != SYMM_PLAN_TOPK_OK)
+                mine = SYMM_ERR_OVERFLOW;
+            if (!mine) mine = topk_route(c);
+            topk_write_header(c, mine, fp);
+            rc = round_block_at(t, s_ep + 1, W); /* every member's route and ins ready */
+            if (!rc) topk_layout(c, mine, fp);
+        }
+        if (rc && c.tid == 0) c.ws[SYMM_PLAN_TK_RC] = (uint64_t)(int64_t)rc;
+        __syncthreads();
+    }
+    int brc = topk_grid_barrier(t, c.ws, nparts);
+    const int verdict = brc ? brc : (int)(int64_t)ldg_ws(c.ws + SYMM_PLAN_TK_RC);
+    if (!verdict) {
+        topk_copy(c);
+        topk_outputs(c);
+    }
+    brc = topk_grid_barrier(t, c.ws, nparts); /* every block has read its peers */
+    if (part == 0) {
+        if (!s_claim) {
+            if (verdict && verdict != SYMM_ERR_TIMEOUT && c.tid == 0) {
+                const int64_t fm = (int64_t)c.ws[SYMM_PLAN_TK_FAILM];
+                record(t, verdict, W, fm >= 0 ? (uint32_t)fm : 0xffffffffu, 0);
+            }
+            /* the closing round: nobody reads my ins or workspace any more */
+            const int rc2 = rc ? rc : round_block_at(t, s_ep + 2, W);
+            if (!rc && !verdict && rc2) c.ws[SYMM_PLAN_TK_RC] = (uint64_t)(int64_t)rc2;
+            leave_block_at(t, s_owned, rc ? s_ep + 1 : s_ep + 2);
+        }
+        __syncthreads();
+    }
+    const int brc2 = topk_grid_barrier(t, c.ws, nparts); /* the closing round is done */
+    if (brc || brc2) return SYMM_ERR_TIMEOUT;
+    return (int)(int64_t)ldg_ws(c.ws + SYMM_PLAN_TK_RC);
+}
+
+/* ---------------------------------------------------------------- combine */
+SYMM_DEV bool topk_combine_args_bad(const topk_call &c)
+{
+    const topk_args &a = c.a;
+    return c.n < 1 || c.nparts == 0 || c.part >= c.nparts || !a.ws || c.nthr < 32 ||
+           (c.nthr & 31) || a.hidden == 0 || !symm_plan_topk_type_ok(a.type) ||
+           symm_plan_topk_shape(c.n, a.ne, 0, a.k) != SYMM_PLAN_TOPK_OK;
+}
+
+SYMM_DEV uint64_t topk_combine_fp(const topk_call &c)
+{
+    const topk_args &a = c.a;
+    uint64_t fp =
+        symm_plan_topk_combine_fp((uint64_t)a.k, (uint64_t)a.ne, a.hidden, (uint64_t)a.type);
+    fp = symm_tm_mix(fp, c.nparts);
+    return symm_tm_mix(fp, (uint64_t)c.n);
+}
+
+/* The lead: my slots' rows against every member's rows (0, or SYMM_ERR_INVALID_ARG in
+ * every thread); with bad expert ids or missing arrays the same. */
+SYMM_DEV int topk_combine_check(const topk_call &c)
+{
+    using symm_detail::ldcg;
+    const topk_args &a = c.a;
+    const uint64_t slots = a.tokens * (uint64_t)a.k, E = c.nexp();
+    int bad = slots && (!a.topk_idx || !a.rows_in || !a.out);
+    for (uint64_t q = c.tid; !bad && q < slots; q += c.nthr) {
+        const int64_t g = a.topk_idx[q];
+        if (!symm_plan_topk_slot_ok(g, E)) {
+            bad = 1;
+            break;
+        }
+        if (g < 0) continue;
+        const int64_t r = a.rows_in[q];
+        const int j = (int)(g / a.ne);
+        if (r < 0 || (uint64_t)r >= ldcg(c.wsp(j) + SYMM_PLAN_TK_ROWS)) bad = 1;
+    }
+    return __syncthreads_or(bad) ? SYMM_ERR_INVALID_ARG : 0;
+}
+
+/* Elements [h0, h0 + 8) (or the tail) of a token: acc over the slots of lanes 0..k-1
+ * (their rows in ptr, weights in wt), by one lane, in slot order. */
+template <int TY> struct topk_elem;
+template <> struct topk_elem<SYMM_FLOAT> {
+    static SYMM_DEV float ld(const void *row, uint64_t h)
+    {
+        return __ldcg((const float *)row + h);
+    }
+    static SYMM_DEV void st(void *row, uint64_t h, float v) { ((float *)row)[h] = v; }
+};
+template <> struct topk_elem<SYMM_BF16> {
+    static SYMM_DEV float ld(const void *row, uint64_t h)
+    {
+        return symm_half_bf16_to_float(__ldcg((const unsigned short *)row + h));
+    }
+    static SYMM_DEV void st(void *row, uint64_t h, float v)
+    {
+        ((uint16_t *)row)[h] = symm_half_float_to_bf16(v);
+    }
+};
+template <> struct topk_elem<SYMM_FP16> {
+    static SYMM_DEV float ld(const void *row, uint64_t h)
+    {
+        return symm_half_fp16_to_float(__ldcg((const unsigned short *)row + h));
+    }
+    static SYMM_DEV void st(void *row, uint64_t h, float v)
+    {
+        ((uint16_t *)row)[h] = symm_half_float_to_fp16(v);
+    }
+};
+
+/* My share of this member's tokens (token x by warp x % (nparts * nwarps)): each element
+ * the fmaf sum over the token's slots in order, rounded to the type once. */
+template <int TY> SYMM_DEV void topk_reduce(const topk_call &c)
+{
+    using symm_detail::ldcg;
+    typedef topk_elem<TY> EL;
+    const topk_args &a = c.a;
+    const int k = a.k;
+    const uint64_t hidden = a.hidden, rb = hidden * (TY == SYMM_FLOAT ? 4 : 2);
+    const uint64_t gw = (uint64_t)c.part * c.nwarps + c.warp,
+                   GW = (uint64_t)c.nparts * c.nwarps;
+    for (uint64_t t = gw; t < a.tokens; t += GW) {
+        const char *row = nullptr;
+        float wt = 0.0f;
+        if (c.lane < (uint32_t)k) {
+            const uint64_t q = t * (uint64_t)k + c.lane;
+            const int64_t g = a.topk_idx[q];
+            if (g >= 0) {
+                const int j = (int)(g / a.ne);
+                const uint64_t *hj = c.wsp(j);
+                row = (const char *)a.ws + c.t.heap_delta[j] + ldcg(hj + SYMM_PLAN_TK_IN) +
+                      (uint64_t)a.rows_in[q] * rb;
+                wt = a.weights ? a.weights[q] : 1.0f;
+            }
+        }
+        const uint32_t used = __ballot_sync(0xffffffffu, row != nullptr);
+        char *o = (char *)a.out + t * rb;
+        for (uint64_t h0 = 0; h0 < hidden; h0 += 32) {
+            const uint64_t h = h0 + c.lane;
+            float acc = 0.0f;
+            for (uint32_t j = 0; j < (uint32_t)k; j++) {
+                const char *rj = (const char *)__shfl_sync(0xffffffffu, (uintptr_t)row, j);
+                const float wj = __shfl_sync(0xffffffffu, wt, j);
+                if ((used >> j & 1u) && h < hidden)
+                    acc = symm_plan_topk_acc(acc, wj, EL::ld(rj, h));
+            }
+            if (h < hidden) EL::st(o, h, acc);
+        }
+    }
+}
+
+SYMM_DEV int topk_combine_impl(const symm_dev_team_t &t, const topk_args &a, uint32_t part,
+                               uint32_t nparts)
+{
+    using namespace symm_detail;
+    const uint32_t W = SYMM_DEV_WHAT_MOE;
+    const topk_call c(t, a, part, nparts);
+    if (topk_combine_args_bad(c)) {
+        if (part == 0 && c.tid == 0) record(t, SYMM_ERR_INVALID_ARG, W, 0, 0);
+        return SYMM_ERR_INVALID_ARG;
+    }
+    __shared__ int s_claim, s_owned, s_bad;
+    __shared__ uint64_t s_ep;
+    int rc = 0, rounds = 0;
+    if (part == 0) {
+        const uint64_t fp = topk_combine_fp(c);
+        __syncthreads();
+        if (c.tid == 0) {
+            uint64_t ep = 0;
+            const int cl = claim(t, W, holder_tag(SUB_BLOCK), &ep);
+            s_owned = cl == 1;
+            s_claim = cl < 0 ? cl : 0;
+            s_ep = ep;
+            s_bad = c.n;
+            if (!s_claim) {
+                uint64_t *w = c.ws;
+                w[SYMM_PLAN_TK_STATUS] = (uint64_t)(int64_t)a.fail;
+                w[SYMM_PLAN_TK_IN] = a.in ? (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws) : 0;
+                w[SYMM_PLAN_TK_ROWS] = a.in ? a.in_rows : 0;
+                w[SYMM_PLAN_TK_FP] = fp;
+            }
+        }
+        __syncthreads();
+        rc = s_claim;
+        if (!rc) rc = round_block_at(t, s_ep + 1, W); /* where every expert output lies */
+        if (!rc) {
+            rounds = 1;
+            for (int s = (int)c.tid; s < c.n; s += (int)c.nthr) {
+                const uint64_t *h = c.wsp(s);
+                if (ldcg(h + SYMM_PLAN_TK_STATUS) || ldcg(h + SYMM_PLAN_TK_FP) != fp)
+                    atomicMin(&s_bad, s);
+            }
+            __syncthreads();
+            int mine = (int)(int64_t)c.ws[SYMM_PLAN_TK_STATUS];
+            if (!mine && s_bad == c.n) mine = topk_combine_check(c);
+            if (c.tid == 0) c.ws[SYMM_PLAN_TK_ROWSTAT] = (uint64_t)(int64_t)mine;
+            __syncthreads();
+            rc = round_block_at(t, s_ep + 2, W); /* every member's rows checked */
+            if (!rc) {
+                rounds = 2;
+                if (c.tid == 0) {
+                    int v = 0, fm = -1;
+                    if (s_bad < c.n) {
+                        const int64_t st = (int64_t)ldcg(c.wsp(s_bad) + SYMM_PLAN_TK_STATUS);
+                        v = st ? (int)st : SYMM_ERR_MISMATCH;
+                        fm = s_bad;
+                    }
+                    for (int s = 0; !v && s < c.n; s++) {
+                        const int64_t st = (int64_t)ldcg(c.wsp(s) + SYMM_PLAN_TK_ROWSTAT);
+                        if (st) {
+                            v = (int)st;
+                            fm = s;
+                        }
+                    }
+                    c.ws[SYMM_PLAN_TK_RC] = (uint64_t)(int64_t)v;
+                    c.ws[SYMM_PLAN_TK_FAILM] = (uint64_t)(int64_t)fm;
+                }
+            }
+        }
+        if (rc && c.tid == 0) c.ws[SYMM_PLAN_TK_RC] = (uint64_t)(int64_t)rc;
+        __syncthreads();
+    }
+    int brc = topk_grid_barrier(t, c.ws, nparts);
+    const int verdict = brc ? brc : (int)(int64_t)ldg_ws(c.ws + SYMM_PLAN_TK_RC);
+    if (!verdict) {
+        if (a.type == SYMM_FLOAT)
+            topk_reduce<SYMM_FLOAT>(c);
+        else if (a.type == SYMM_BF16)
+            topk_reduce<SYMM_BF16>(c);
+        else
+            topk_reduce<SYMM_FP16>(c);
+    }
+    brc = topk_grid_barrier(t, c.ws, nparts); /* every block has read its peers */
+    if (part == 0) {
+        if (!s_claim) {
+            if (verdict && verdict != SYMM_ERR_TIMEOUT && c.tid == 0) {
+                const int64_t fm = (int64_t)c.ws[SYMM_PLAN_TK_FAILM];
+                record(t, verdict, W, fm >= 0 ? (uint32_t)fm : 0xffffffffu, 0);
+            }
+            const int rc3 = rounds == 2 ? round_block_at(t, s_ep + 3, W) : 0;
+            if (!verdict && rc3) c.ws[SYMM_PLAN_TK_RC] = (uint64_t)(int64_t)rc3;
+            leave_block_at(t, s_owned, s_ep + (uint64_t)(rounds == 2 ? 3 : rounds + 1));
+        }
+        __syncthreads();
+    }
+    const int brc2 = topk_grid_barrier(t, c.ws, nparts);
+    if (brc || brc2) return SYMM_ERR_TIMEOUT;
+    return (int)(int64_t)ldg_ws(c.ws + SYMM_PLAN_TK_RC);
+}
+
+} // namespace symm_tm
+
+/* ================================================================ public device calls */
+static __host__ __device__ __forceinline__ size_t symm_tm_topk_ws_bytes(int n, int ne,
+                                                                        size_t tokens, int k)
+{
+    if (n < 1 || symm_plan_topk_shape(n, ne, tokens, k) != SYMM_PLAN_TOPK_OK) return 0;
+    symm_plan_topk_ws_t w;
+    symm_plan_topk_ws(n, ne, tokens, k, &w);
+    return (size_t)w.words * 8;
+}
+
+SYMM_DEV int
+symm_dev_moe_topk_dispatch_block(const symm_dev_team_t &t, void *out, size_t out_capacity,
+                                 const void *in, size_t tokens, size_t row_bytes,
+                                 const int64_t *topk_idx, int k, int ne, size_t major_align,
+                                 const symm_moe_side_t *side, int nside, size_t *out_counts,
+                                 size_t *out_offsets, symm_moe_src_t *out_src, size_t *out_rows,
+                                 int64_t *topk_rows, void *ws, uint32_t part, uint32_t nparts)
+{
+    const symm_tm::topk_args a = symm_tm::topk_dispatch_args(
+        out, out_capacity, in, tokens, row_bytes, topk_idx, k, ne, major_align, side, nside,
+        out_counts, out_offsets, out_src, out_rows, topk_rows, ws);
+    return symm_tm::topk_dispatch_impl(t, a, part, nparts);
+}
+
+SYMM_DEV int symm_dev_moe_topk_combine_block(const symm_dev_team_t &t, void *out, size_t tokens,
+                                             const void *in, size_t in_rows, size_t hidden,
+                                             symm_type_t type, const int64_t *topk_idx,
+                                             const int64_t *topk_rows,
+                                             const float *topk_weights, int k, int ne, void *ws,
+                                             uint32_t part, uint32_t nparts)
+{
+    const symm_tm::topk_args a =
+        symm_tm::topk_combine_args(out, tokens, in, in_rows, hidden, (int)type, topk_idx,
+                                   topk_rows, topk_weights, k, ne, ws);
+    return symm_tm::topk_combine_impl(t, a, part, nparts);
+}
+
+#endif

@@ -1,0 +1,590 @@
+/* test_gpu_topk.cu — the device top-k MoE dispatch and weighted combine against the serial
+ * model of tests/tilemoe/topk_ref.h (the CPU test's): random routings with k = 1..8, 1..32
+ * experts per PE, tokens on one PE, tokens with none, empty and deaf PEs, major_align
+ * 0/1/16/128 and others, side payloads, rows of odd sizes and of whole 16-byte vectors,
+ * float/fp16/bf16 combines bit for bit the CPU's float accumulation; the decode shape
+ * (128 tokens of 7168 fp8 bytes with 56 float scales, top-8, bf16 combine of 7168);
+ * the stream forms with 1, 2, 3 and the automatic block count, the per-block device forms
+ * from a kernel of our own; concurrent sub-teams (2-D split) and 1-PE teams; a bad expert
+ * id, an output one row short and a member's bad in failing every PE with nothing written,
+ * and the team working afterwards. --quick: fewer cases and no decode shape (for
+ * compute-sanitizer). */
+#include "gpu_test.h"
+#include "symm_device.cuh"
+#include "tilemoe/topk_ref.h"
+
+static int me, npes, quick; /* quick: fewer cases (under compute-sanitizer) */
+static uint64_t seed;
+
+#define MAXTOK   128
+#define MAXK     8
+#define BIGRB    7168
+#define MAXSIDE  3
+#define MAXHID   7168
+#define SENTINEL 0xC3
+#define SRC_SENT 0x5a
+/* rows a member may receive: every slot of every token of 4 PEs, plus padding */
+#define MAXROWS (4 * MAXTOK * MAXK + 32 * 128)
+
+static uint8_t *din, *dside[MAXSIDE], *deo; /* GPU symmetric */
+static uint8_t *ws[2];                      /* GPU symmetric workspaces */
+static size_t ws_bytes;
+static uint8_t *dout, *dsideout[MAXSIDE], *dcout; /* device */
+static symm_moe_src_t *dsrc;
+static int64_t *didx, *dtrows;
+static float *dw;
+static size_t *dcounts, *doffsets, *drows;
+static cudaStream_t stream;
+
+typedef struct {
+    topk_case_t c;
+    int rank;
+    size_t rb, srb[MAXSIDE];
+    int nside;
+    symm_type_t type;
+    size_t hidden;
+    int weighted, nblocks, null_in;
+} tcase_t;
+
+static void tcase_team(tcase_t *tc, symm_team_t team)
+{
+    tc->c.n = symm_team_n_pes(team);
+    tc->rank = symm_team_my_pe(team);
+    for (int i = 0; i < tc->c.n; i++)
+        tc->c.world[i] = symm_team_world_pe(team, i);
+}
+
+static const symm_type_t row_types[3] = {SYMM_FLOAT, SYMM_FP16, SYMM_BF16};
+
+static void random_case(tcase_t *tc, symm_team_t team, uint64_t tag)
+{
+    test_rng_t r;
+    test_rng_seed(&r, test_mix(seed, tag));
+    static const size_t aligns[] = {0, 1, 16, 128, 3, 7};
+    static const size_t rbs[] = {1, 5, 16, 24, 48, 64, 72, 100};
+    static const size_t srbs[] = {1, 4, 7, 16, 56, 64};
+    memset(tc, 0, sizeof *tc);
+    tcase_team(tc, team);
+    tc->c.tag = test_mix(seed, tag + 1);
+    tc->c.k = 1 + (int)test_rng_below(&r, MAXK);
+    tc->c.ne = 1 + (int)test_rng_below(&r, 32);
+    tc->c.align = aligns[test_rng_below(&r, 6)];
+    tc->c.maxtok = test_rng_below(&r, 49);
+    tc->c.empty = test_rng_below(&r, 3) == 0 ? (int)test_rng_below(&r, (uint64_t)tc->c.n) : -1;
+    tc->c.deaf = test_rng_below(&r, 3) == 0 ? (int)test_rng_below(&r, (uint64_t)tc->c.n) : -1;
+    tc->c.one_pe = test_rng_below(&r, 6) == 0;
+    tc->c.none_every = (int)test_rng_below(&r, 4);
+    tc->rb = rbs[test_rng_below(&r, 8)];
+    tc->nside = (int)test_rng_below(&r, MAXSIDE + 1);
+    for (int p = 0; p < tc->nside; p++)
+        tc->srb[p] = srbs[test_rng_below(&r, 6)];
+    tc->type = row_types[test_rng_below(&r, 3)];
+    tc->hidden = 1 + test_rng_below(&r, 72);
+    tc->weighted = test_rng_below(&r, 4) != 0;
+    tc->nblocks = (int)test_rng_below(&r, 4); /* 0: automatic */
+    tc->null_in = (int)test_rng_below(&r, 2);
+}
+
+/* ---------------------------------------------------------------- one round trip */
+typedef struct {
+    std::vector<uint8_t> out, side[MAXSIDE], cout;
+    std::vector<symm_moe_src_t> src;
+    std::vector<int64_t> trows;
+    size_t counts[32], offsets[32], rows;
+} host_t;
+
+/* My inputs on the device; *in_null: this member passes NULL ins (it routes nothing). */
+static size_t upload(const tcase_t *tc, const topk_routes_t *R, int *in_null)
+{
+    size_t T = R->tokens[tc->rank];
+    int routed = 0;
+    for (size_t q = 0; q < T * (size_t)tc->c.k; q++)
+        routed |= R->idx[tc->rank][q] >= 0;
+    *in_null = tc->null_in && !routed;
+    std::vector<uint8_t> h(T * tc->rb + 1);
+    for (size_t t = 0; t < T; t++)
+        test_fill_pattern(&h[t * tc->rb], tc->rb, topk_ref_row_tag(&tc->c, tc->rank, t, 0));
+    if (T) GT_CUDA(gt_memcpy_sync(din, h.data(), T * tc->rb, cudaMemcpyHostToDevice));
+    for (int p = 0; p < tc->nside; p++) {
+        std::vector<uint8_t> hs(T * tc->srb[p] + 1);
+        for (size_t t = 0; t < T; t++)
+            test_fill_pattern(&hs[t * tc->srb[p]], tc->srb[p],
+                              topk_ref_row_tag(&tc->c, tc->rank, t, 1 + p));
+        if (T)
+            GT_CUDA(
+                gt_memcpy_sync(dside[p], hs.data(), T * tc->srb[p], cudaMemcpyHostToDevice));
+    }
+    if (T) {
+        GT_CUDA(gt_memcpy_sync(didx, R->idx[tc->rank], T * tc->c.k * sizeof(int64_t),
+                               cudaMemcpyHostToDevice));
+        std::vector<float> w(T * tc->c.k);
+        for (size_t t = 0; t < T; t++)
+            for (int i = 0; i < tc->c.k; i++)
+                w[t * tc->c.k + i] = topk_ref_weight(&tc->c, tc->rank, t, i);
+        GT_CUDA(gt_memcpy_sync(dw, w.data(), w.size() * sizeof(float), cudaMemcpyHostToDevice));
+    }
+    GT_CUDA(gt_memset_sync(dout, SENTINEL, (size_t)MAXROWS * BIGRB));
+    for (int p = 0; p < MAXSIDE; p++)
+        GT_CUDA(gt_memset_sync(dsideout[p], SENTINEL, (size_t)MAXROWS * 256));
+    GT_CUDA(gt_memset_sync(dsrc, SRC_SENT, sizeof(symm_moe_src_t) * MAXROWS));
+    GT_CUDA(gt_memset_sync(dcout, SENTINEL, (size_t)MAXTOK * MAXHID * 4));
+    GT_CUDA(gt_memset_sync(dtrows, 0x77, sizeof(int64_t) * MAXTOK * MAXK));
+    GT_CUDA(gt_memset_sync(dcounts, 0x77, sizeof(size_t) * 32));
+    GT_CUDA(gt_memset_sync(doffsets, 0x77, sizeof(size_t) * 32));
+    GT_CUDA(gt_memset_sync(drows, 0x77, sizeof(size_t)));
+    return T;
+}
+
+static void download(const tcase_t *tc, size_t T, host_t *h, size_t maxrows)
+{
+    h->out.resize(maxrows * tc->rb);
+    GT_CUDA(gt_memcpy_sync(h->out.data(), dout, h->out.size(), cudaMemcpyDeviceToHost));
+    for (int p = 0; p < tc->nside; p++) {
+        h->side[p].resize(maxrows * tc->srb[p]);
+        GT_CUDA(gt_memcpy_sync(h->side[p].data(), dsideout[p], h->side[p].size(),
+                               cudaMemcpyDeviceToHost));
+    }
+    h->src.resize(maxrows);
+    GT_CUDA(gt_memcpy_sync(h->src.data(), dsrc, maxrows * sizeof(symm_moe_src_t),
+                           cudaMemcpyDeviceToHost));
+    h->trows.resize(T * tc->c.k + 1);
+    if (T)
+        GT_CUDA(gt_memcpy_sync(h->trows.data(), dtrows, T * tc->c.k * sizeof(int64_t),
+                               cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(h->counts, dcounts, sizeof h->counts, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(h->offsets, doffsets, sizeof h->offsets, cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(&h->rows, drows, sizeof h->rows, cudaMemcpyDeviceToHost));
+}
+
+static void check_dispatch(const tcase_t *tc, const topk_routes_t *R, const host_t *h,
+                           size_t maxrows, const char *what)
+{
+    topk_got_t g;
+    memset(&g, 0, sizeof g);
+    g.out = h->out.data();
+    g.rb = tc->rb;
+    g.nside = tc->nside;
+    for (int p = 0; p < tc->nside; p++) {
+        g.side_out[p] = h->side[p].data();
+        g.srb[p] = tc->srb[p];
+    }
+    g.src = h->src.data();
+    g.counts = h->counts;
+    g.offsets = h->offsets;
+    g.rows = &h->rows;
+    g.trows = h->trows.data();
+    g.maxrows = maxrows;
+    g.sentinel = SENTINEL;
+    g.src_sentinel = SRC_SENT;
+    topk_ref_check_dispatch(&tc->c, R, tc->rank, &g, what);
+}
+
+/* The combine's input from what the dispatch returned, on the device. */
+static void upload_expert_out(const tcase_t *tc, const host_t *h)
+{
+    const size_t rb = tc->hidden * symm_type_size(tc->type);
+    std::vector<uint8_t> eo(h->rows * rb + 1);
+    topk_ref_fill_expert_out(&tc->c, tc->rank, tc->type, tc->hidden, h->rows, h->counts,
+                             h->offsets, h->src.data(), eo.data());
+    if (h->rows) GT_CUDA(gt_memcpy_sync(deo, eo.data(), h->rows * rb, cudaMemcpyHostToDevice));
+}
+
+static void check_combine(const tcase_t *tc, const topk_routes_t *R, size_t T, const char *what)
+{
+    const size_t bytes = (size_t)MAXTOK * MAXHID * 4;
+    std::vector<uint8_t> out(bytes);
+    GT_CUDA(gt_memcpy_sync(out.data(), dcout, bytes, cudaMemcpyDeviceToHost));
+    (void)T;
+    topk_ref_check_combine(&tc->c, R, tc->rank, tc->type, tc->hidden, tc->weighted, out.data(),
+                           bytes, SENTINEL, what);
+}
+
+static void sides_of(const tcase_t *tc, int null_in, symm_moe_side_t *side)
+{
+    for (int p = 0; p < tc->nside; p++) {
+        side[p].in = null_in ? NULL : dside[p];
+        side[p].out = dsideout[p];
+        side[p].row_bytes = tc->srb[p];
+    }
+}
+
+/* Dispatch and combine with the stream forms on pool, both checked. */
+static void round_trip(const tcase_t *tc, symm_pool_t pool, const char *what)
+{
+    topk_routes_t R;
+    topk_ref_routes(&tc->c, &R);
+    int nul;
+    size_t T = upload(tc, &R, &nul);
+    symm_moe_side_t side[MAXSIDE];
+    sides_of(tc, nul, side);
+    size_t cap = (size_t)MAXROWS * BIGRB / tc->rb;
+    if (cap > MAXROWS) cap = MAXROWS;
+    char w[160];
+    snprintf(w, sizeof w, "%s (n %d k %d ne %d align %zu rb %zu nside %d nblocks %d)", what,
+             tc->c.n, tc->c.k, tc->c.ne, tc->c.align, tc->rb, tc->nside, tc->nblocks);
+    GT_OK(symm_moe_topk_dispatch_on_stream(
+        pool, dout, cap, nul ? NULL : din, T, tc->rb, didx, tc->c.k, tc->c.ne, tc->c.align,
+        tc->nside ? side : NULL, tc->nside, dcounts, doffsets, dsrc, drows, dtrows, ws[0],
+        tc->nblocks, stream));
+    GT_CUDA(cudaStreamSynchronize(stream));
+    GT_OK(symm_cuda_check());
+    host_t h;
+    download(tc, T, &h, cap);
+    check_dispatch(tc, &R, &h, cap, w);
+    upload_expert_out(tc, &h);
+    GT_OK(symm_moe_topk_combine_on_stream(
+        pool, dcout, T, h.rows ? deo : NULL, h.rows, tc->hidden, tc->type, didx, dtrows,
+        tc->weighted ? dw : NULL, tc->c.k, tc->c.ne, ws[0], tc->nblocks, stream));
+    GT_CUDA(cudaStreamSynchronize(stream));
+    GT_OK(symm_cuda_check());
+    check_combine(tc, &R, T, w);
+    topk_ref_routes_free(&tc->c, &R);
+}
+
+static void test_random(symm_pool_t pool)
+{
+    for (int it = 0; it < (quick ? 8 : 24); it++) {
+        tcase_t tc;
+        random_case(&tc, SYMM_TEAM_WORLD, 100 + (uint64_t)it);
+        if (it < 8) {
+            tc.c.k = 1 + it;
+            tc.c.align = (size_t[]){1, 16, 128, 0}[it % 4];
+        }
+        round_trip(&tc, pool, "random");
+    }
+}
+
+/* The decode shape: up to 128 tokens of 7168 fp8 bytes with 56 float scales, top-8, a
+ * bf16 combine of 7168 elements. */
+static void test_decode(symm_pool_t pool)
+{
+    for (int v = 0; v < (quick ? 0 : 2); v++) {
+        tcase_t tc;
+        random_case(&tc, SYMM_TEAM_WORLD, 500 + (uint64_t)v);
+        tc.c.maxtok = MAXTOK;
+        tc.c.k = 8;
+        tc.c.ne = v ? 32 : 8;
+        tc.c.align = v ? 128 : 0;
+        tc.c.empty = -1;
+        tc.c.none_every = 0;
+        tc.c.one_pe = 0;
+        tc.rb = BIGRB;
+        tc.nside = 1;
+        tc.srb[0] = 56 * 4;
+        tc.type = SYMM_BF16;
+        tc.hidden = MAXHID;
+        tc.weighted = 1;
+        tc.nblocks = v ? 0 : 3;
+        round_trip(&tc, pool, "decode shape");
+    }
+}
+
+/* ---------------------------------------------------------------- device forms */
+struct dev_args {
+    void *out;
+    size_t cap;
+    const void *in;
+    size_t tokens, rb;
+    const int64_t *idx;
+    int k, ne;
+    size_t align;
+    const symm_moe_side_t *side;
+    int nside;
+    size_t *counts, *offsets, *rows;
+    symm_moe_src_t *src;
+    int64_t *trows;
+    void *ws;
+    /* combine */
+    void *cout;
+    const void *eo;
+    size_t eo_rows, hidden;
+    symm_type_t type;
+    const float *w;
+    int *rc;
+};
+
+__global__ void k_dev_dispatch(symm_dev_pool_t pool, dev_args a)
+{
+    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    int rc = symm_dev_moe_topk_dispatch_block(
+        t, a.out, a.cap, a.in, a.tokens, a.rb, a.idx, a.k, a.ne, a.align, a.side, a.nside,
+        a.counts, a.offsets, a.src, a.rows, a.trows, a.ws, blockIdx.x, gridDim.x);
+    if (threadIdx.x == 0 && rc) atomicCAS(a.rc, 0, rc);
+}
+
+__global__ void k_dev_combine(symm_dev_pool_t pool, dev_args a)
+{
+    symm_dev_team_t t = symm_dev_pool_team(pool, blockIdx.x);
+    int rc = symm_dev_moe_topk_combine_block(t, a.cout, a.tokens, a.eo, a.eo_rows, a.hidden,
+                                             a.type, a.idx, a.trows, a.w, a.k, a.ne, a.ws,
+                                             blockIdx.x, gridDim.x);
+    if (threadIdx.x == 0 && rc) atomicCAS(a.rc, 0, rc);
+}
+
+static void test_device_forms(symm_pool_t pool)
+{
+    symm_dev_pool_t dp;
+    GT_OK(symm_cuda_pool_device(pool, &dp));
+    int *drc;
+    symm_moe_side_t *dsides;
+    GT_CUDA(cudaMalloc(&drc, sizeof(int)));
+    GT_CUDA(cudaMalloc(&dsides, sizeof(symm_moe_side_t) * MAXSIDE));
+    for (int it = 0; it < (quick ? 2 : 4); it++) {
+        tcase_t tc;
+        random_case(&tc, SYMM_TEAM_WORLD, 700 + (uint64_t)it);
+        tc.c.maxtok = 48;
+        topk_routes_t R;
+        topk_ref_routes(&tc.c, &R);
+        int nul;
+        size_t T = upload(&tc, &R, &nul);
+        symm_moe_side_t side[MAXSIDE];
+        sides_of(&tc, nul, side);
+        GT_CUDA(gt_memcpy_sync(dsides, side, sizeof side, cudaMemcpyHostToDevice));
+        GT_CUDA(gt_memset_sync(drc, 0, sizeof(int)));
+        dev_args a;
+        memset(&a, 0, sizeof a);
+        a.out = dout;
+        a.cap = MAXROWS;
+        a.in = nul ? NULL : din;
+        a.tokens = T;
+        a.rb = tc.rb;
+        a.idx = didx;
+        a.k = tc.c.k;
+        a.ne = tc.c.ne;
+        a.align = tc.c.align;
+        a.side = dsides;
+        a.nside = tc.nside;
+        a.counts = dcounts;
+        a.offsets = doffsets;
+        a.rows = drows;
+        a.src = dsrc;
+        a.trows = dtrows;
+        a.ws = ws[it % 2];
+        a.rc = drc;
+        void *args[] = {&dp, &a};
+        const int nb = 1 + it % 3, threads = it % 2 ? 128 : 256;
+        GT_OK(symm_cuda_launch((const void *)k_dev_dispatch, dim3(nb), dim3(threads), args, 0,
+                               stream));
+        GT_CUDA(cudaStreamSynchronize(stream));
+        GT_OK(symm_cuda_check());
+        int rc;
+        GT_CUDA(gt_memcpy_sync(&rc, drc, sizeof rc, cudaMemcpyDeviceToHost));
+        GT_TRUE(rc == 0, "device dispatch returned %d", rc);
+        host_t h;
+        download(&tc, T, &h, MAXROWS);
+        check_dispatch(&tc, &R, &h, MAXROWS, "device dispatch");
+        upload_expert_out(&tc, &h);
+        a.cout = dcout;
+        a.eo = h.rows ? deo : NULL;
+        a.eo_rows = h.rows;
+        a.hidden = tc.hidden;
+        a.type = tc.type;
+        a.w = tc.weighted ? dw : NULL;
+        a.ws = ws[(it + 1) % 2];
+        GT_OK(symm_cuda_launch((const void *)k_dev_combine, dim3(nb), dim3(threads), args, 0,
+                               stream));
+        GT_CUDA(cudaStreamSynchronize(stream));
+        GT_OK(symm_cuda_check());
+        GT_CUDA(gt_memcpy_sync(&rc, drc, sizeof rc, cudaMemcpyDeviceToHost));
+        GT_TRUE(rc == 0, "device combine returned %d", rc);
+        check_combine(&tc, &R, T, "device combine");
+        topk_ref_routes_free(&tc.c, &R);
+    }
+    cudaFree(dsides);
+    cudaFree(drc);
+}
+
+/* ---------------------------------------------------------------- sub-teams */
+static void test_sub_teams(void)
+{
+    symm_team_t row = SYMM_TEAM_INVALID, col = SYMM_TEAM_INVALID, solo;
+    GT_OK(symm_team_split_2d(SYMM_TEAM_WORLD, 2, &row, &col));
+    GT_OK(symm_team_create(&me, 1, &solo));
+    const symm_team_t teams[2] = {row, solo};
+    for (int ti = 0; ti < 2; ti++) {
+        symm_pool_t pool;
+        GT_OK(symm_cuda_pool_create(teams[ti], 4, &pool));
+        uint64_t tag =
+            900 + (uint64_t)ti * 100 + (uint64_t)symm_team_world_pe(teams[ti], 0) * 7;
+        for (int it = 0; it < (quick ? 1 : 4); it++) {
+            tcase_t tc;
+            random_case(&tc, teams[ti], tag + (uint64_t)it);
+            if (tc.nblocks > 4) tc.nblocks = 4;
+            round_trip(&tc, pool, ti ? "1-PE team" : "2-D split row");
+        }
+        GT_CUDA(cudaDeviceSynchronize());
+        GT_OK(symm_barrier_all());
+        GT_OK(symm_pool_destroy(pool));
+    }
+    GT_OK(symm_barrier_all());
+    GT_OK(symm_team_destroy(solo));
+    GT_OK(symm_team_destroy(row));
+    GT_OK(symm_team_destroy(col));
+}
+
+/* ---------------------------------------------------------------- failures */
+static void expect_device_failure(symm_status_t want, const char *what)
+{
+    GT_CUDA(cudaStreamSynchronize(stream));
+    symm_status_t st = symm_cuda_check();
+    GT_TRUE(st == want, "%s: symm_cuda_check %d (%s), expected %d (%s): %s", what, (int)st,
+            symm_strerror(st), (int)want, symm_strerror(want), symm_last_error());
+}
+
+static void check_untouched(const char *what)
+{
+    std::vector<uint8_t> o(4096);
+    GT_CUDA(gt_memcpy_sync(o.data(), dout, o.size(), cudaMemcpyDeviceToHost));
+    CHECK_ALL_BYTES(o.data(), SENTINEL, o.size(), "%s: out written", what);
+    std::vector<uint8_t> s(sizeof(symm_moe_src_t) * 64);
+    GT_CUDA(gt_memcpy_sync(s.data(), dsrc, s.size(), cudaMemcpyDeviceToHost));
+    CHECK_ALL_BYTES(s.data(), SRC_SENT, s.size(), "%s: out_src written", what);
+    size_t r;
+    GT_CUDA(gt_memcpy_sync(&r, drows, sizeof r, cudaMemcpyDeviceToHost));
+    GT_TRUE(r == 0x7777777777777777ull, "%s: out_rows written", what);
+}
+
+static void test_failures(symm_pool_t pool)
+{
+    tcase_t tc;
+    random_case(&tc, SYMM_TEAM_WORLD, 1100);
+    tc.c.maxtok = 32;
+    tc.c.empty = -1;
+    tc.c.none_every = 0;
+    tc.c.k = 4;
+    tc.c.ne = 3;
+    tc.rb = 32;
+    tc.nside = 0;
+    tc.null_in = 0;
+    tc.nblocks = 2;
+    topk_routes_t R;
+    topk_ref_routes(&tc.c, &R);
+    int nul;
+    size_t T = upload(&tc, &R, &nul);
+    GT_TRUE(T > 0, "tokens");
+    const int last = npes - 1;
+    /* a bad expert id on the last PE: every PE fails, nothing written */
+    std::vector<int64_t> bad(R.idx[tc.rank], R.idx[tc.rank] + T * 4);
+    bad[T * 4 - 1] = (int64_t)npes * 3;
+    if (me == last)
+        GT_CUDA(
+            gt_memcpy_sync(didx, bad.data(), T * 4 * sizeof(int64_t), cudaMemcpyHostToDevice));
+    GT_OK(symm_moe_topk_dispatch_on_stream(pool, dout, MAXROWS, din, T, 32, didx, 4, 3,
+                                           tc.c.align, NULL, 0, dcounts, doffsets, dsrc, drows,
+                                           dtrows, ws[0], 2, stream));
+    expect_device_failure(SYMM_ERR_INVALID_ARG, "bad expert id");
+    check_untouched("bad expert id");
+    if (me == last)
+        GT_CUDA(gt_memcpy_sync(didx, R.idx[tc.rank], T * 4 * sizeof(int64_t),
+                               cudaMemcpyHostToDevice));
+    /* the last PE's output one row short */
+    size_t cnt[32], start[32];
+    size_t need = topk_ref_layout(&tc.c, &R, last, cnt, start, NULL, -1, NULL);
+    GT_OK(symm_moe_topk_dispatch_on_stream(pool, dout, me == last ? need - 1 : MAXROWS, din, T,
+                                           32, didx, 4, 3, tc.c.align, NULL, 0, dcounts,
+                                           doffsets, dsrc, drows, dtrows, ws[0], 2, stream));
+    expect_device_failure(SYMM_ERR_OVERFLOW, "one row short");
+    check_untouched("one row short");
+    /* PE 0's in outside the GPU heap: it fails at once, the others on the device */
+    void *local;
+    GT_CUDA(cudaMalloc(&local, T * 32));
+    symm_status_t st = symm_moe_topk_dispatch_on_stream(
+        pool, dout, MAXROWS, me == 0 ? local : din, T, 32, didx, 4, 3, tc.c.align, NULL, 0,
+        dcounts, doffsets, dsrc, drows, dtrows, ws[0], 2, stream);
+    if (me == 0) {
+        GT_TRUE(st == SYMM_ERR_NOT_SYMMETRIC, "in outside the heap: %d (%s)", (int)st,
+                symm_last_error());
+        GT_CUDA(cudaStreamSynchronize(stream));
+        (void)symm_cuda_check();
+    } else {
+        GT_OK(st);
+        expect_device_failure(SYMM_ERR_NOT_SYMMETRIC, "PE 0's in outside the heap");
+    }
+    check_untouched("PE 0's in outside the heap");
+    GT_CUDA(cudaFree(local));
+    /* combine: a row beyond its member's in on the last PE */
+    tc.nblocks = 2;
+    round_trip(&tc, pool, "before the combine failures"); /* dtrows, deo as for a combine */
+    host_t h;
+    download(&tc, T, &h, MAXROWS);
+    size_t q = 0;
+    while (q < T * 4 && R.idx[tc.rank][q] < 0)
+        q++;
+    int last_routes = 0;
+    for (size_t x = 0; x < R.tokens[last] * 4; x++)
+        last_routes |= R.idx[last][x] >= 0;
+    if (last_routes) {
+        std::vector<int64_t> br(h.trows.begin(), h.trows.begin() + T * 4);
+        if (me == last) {
+            br[q] = 1 << 30;
+            GT_CUDA(gt_memcpy_sync(dtrows, br.data(), T * 4 * sizeof(int64_t),
+                                   cudaMemcpyHostToDevice));
+        }
+        GT_CUDA(gt_memset_sync(dcout, SENTINEL, (size_t)MAXTOK * MAXHID * 4));
+        GT_OK(symm_moe_topk_combine_on_stream(pool, dcout, T, h.rows ? deo : NULL, h.rows,
+                                              tc.hidden, tc.type, didx, dtrows, NULL, 4, 3,
+                                              ws[0], 2, stream));
+        expect_device_failure(SYMM_ERR_INVALID_ARG, "combine row beyond in");
+        std::vector<uint8_t> o(4096);
+        GT_CUDA(gt_memcpy_sync(o.data(), dcout, o.size(), cudaMemcpyDeviceToHost));
+        CHECK_ALL_BYTES(o.data(), SENTINEL, o.size(), "failed combine wrote out");
+    }
+    /* the team still works */
+    round_trip(&tc, pool, "after failures");
+    topk_ref_routes_free(&tc.c, &R);
+}
+
+int main(int argc, char **argv)
+{
+    quick = argc > 1 && !strcmp(argv[1], "--quick");
+    if (!gt_init()) return 0;
+    me = symm_my_pe();
+    npes = symm_n_pes();
+    seed = test_seed();
+    GT_TRUE(npes <= 4, "at most 4 PEs (the buffers are sized for them)");
+    GT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    din = (uint8_t *)symm_gpu_malloc((size_t)MAXTOK * BIGRB);
+    for (int p = 0; p < MAXSIDE; p++) {
+        dside[p] = (uint8_t *)symm_gpu_malloc((size_t)MAXTOK * 256);
+        GT_CUDA(cudaMalloc(&dsideout[p], (size_t)MAXROWS * 256));
+        GT_TRUE(dside[p] != NULL, "allocation");
+    }
+    deo = (uint8_t *)symm_gpu_malloc((size_t)MAXROWS * MAXHID * 2);
+    ws_bytes = symm_cuda_moe_topk_workspace_bytes(npes, 32, MAXTOK, MAXK);
+    for (int i = 0; i < 2; i++) {
+        ws[i] = (uint8_t *)symm_gpu_malloc(ws_bytes);
+        GT_TRUE(ws[i] != NULL, "workspace of %zu bytes", ws_bytes);
+        GT_CUDA(gt_memset_sync(ws[i], 0, ws_bytes));
+    }
+    GT_TRUE(din && deo, "allocation");
+    GT_CUDA(cudaMalloc(&dout, (size_t)MAXROWS * BIGRB));
+    GT_CUDA(cudaMalloc(&dcout, (size_t)MAXTOK * MAXHID * 4));
+    GT_CUDA(cudaMalloc(&dsrc, sizeof(symm_moe_src_t) * MAXROWS));
+    GT_CUDA(cudaMalloc(&didx, sizeof(int64_t) * MAXTOK * MAXK));
+    GT_CUDA(cudaMalloc(&dtrows, sizeof(int64_t) * MAXTOK * MAXK));
+    GT_CUDA(cudaMalloc(&dw, sizeof(float) * MAXTOK * MAXK));
+    GT_CUDA(cudaMalloc(&dcounts, sizeof(size_t) * 32));
+    GT_CUDA(cudaMalloc(&doffsets, sizeof(size_t) * 32));
+    GT_CUDA(cudaMalloc(&drows, sizeof(size_t)));
+    GT_OK(symm_barrier_all()); /* every PE's workspace zeroed before anyone uses it */
+    symm_pool_t pool;
+    GT_OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 8, &pool));
+    test_random(pool);
+    if (me == 0) printf("ok: random routings\n");
+    test_decode(pool);
+    if (me == 0) printf("ok: decode shape\n");
+    test_device_forms(pool);
+    if (me == 0) printf("ok: device forms\n");
+    test_failures(pool);
+    if (me == 0) printf("ok: failures\n");
+    GT_CUDA(cudaDeviceSynchronize());
+    GT_OK(symm_barrier_all());
+    GT_OK(symm_pool_destroy(pool));
+    test_sub_teams();
+    if (me == 0) printf("ok: sub-teams, 1-PE teams\n");
+    GT_CUDA(cudaDeviceSynchronize());
+    GT_OK(symm_barrier_all());
+    if (me == 0) printf("PASS test_gpu_topk: %d PEs\n", npes);
+    GT_OK(symm_finalize());
+    return 0;
+}
