@@ -188,9 +188,9 @@ __global__ void k_alltoall(symm_dev_team_t t, void *dest, const void *src, size_
 }
 
 symm_status_t prepare(const char *fn, symm_team_t team, symm_dev_team_t *t, const void *dest,
-                      size_t dest_bytes, const void *src, size_t src_bytes)
+                      size_t dest_bytes, const void *src, size_t src_bytes, cudaStream_t s)
 {
-    return symm_cuda_coll_prepare(fn, team, t, dest, dest_bytes, src, src_bytes);
+    return symm_cuda_coll_prepare(fn, team, t, dest, dest_bytes, src, src_bytes, s);
 }
 
 symm_status_t launched(const char *fn)
@@ -229,7 +229,7 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
     if (count > SIZE_MAX / es)
         return symm_error_set(SYMM_ERR_OVERFLOW, "%s: count %zu", fn, count);
     symm_dev_team_t t;
-    CHECK(prepare(fn, team, &t, dest, count * es, src, count * es));
+    CHECK(prepare(fn, team, &t, dest, count * es, src, count * es, s));
     if (root >= t.n)
         return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d of a team of %d", fn, root,
                               t.n);
@@ -281,7 +281,7 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
 extern "C" symm_status_t symm_barrier_on_stream(symm_team_t team, cudaStream_t stream)
 {
     symm_dev_team_t t;
-    CHECK(prepare(__func__, team, &t, NULL, 0, NULL, 0));
+    CHECK(prepare(__func__, team, &t, NULL, 0, NULL, 0, stream));
     k_barrier<<<1, kThreads, 0, stream>>>(t);
     return launched(__func__);
 }
@@ -290,7 +290,7 @@ extern "C" symm_status_t symm_broadcast_on_stream(symm_team_t team, void *dest, 
                                                   size_t nbytes, int root, cudaStream_t stream)
 {
     symm_dev_team_t t;
-    CHECK(prepare(__func__, team, &t, dest, nbytes, src, nbytes));
+    CHECK(prepare(__func__, team, &t, dest, nbytes, src, nbytes, stream));
     if (root < 0 || root >= t.n)
         return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d of a team of %d", __func__,
                               root, t.n);
@@ -325,7 +325,8 @@ extern "C" symm_status_t symm_fcollect_on_stream(symm_team_t team, void *dest, c
     if (n > 0 && nbytes > SIZE_MAX / (size_t)n)
         return symm_error_set(SYMM_ERR_OVERFLOW, "%s: nbytes %zu", __func__, nbytes);
     symm_dev_team_t t;
-    CHECK(prepare(__func__, team, &t, dest, nbytes * (size_t)(n > 0 ? n : 1), src, nbytes));
+    CHECK(prepare(__func__, team, &t, dest, nbytes * (size_t)(n > 0 ? n : 1), src, nbytes,
+                  stream));
     const void *kg = (const void *)k_gather_grid;
     grid_tag g = next_tag();
     bool a2a = false;
@@ -343,7 +344,7 @@ extern "C" symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, c
         return symm_error_set(SYMM_ERR_OVERFLOW, "%s: nbytes %zu", __func__, nbytes);
     size_t total = nbytes * (size_t)(n > 0 ? n : 1);
     symm_dev_team_t t;
-    CHECK(prepare(__func__, team, &t, dest, total, src, total));
+    CHECK(prepare(__func__, team, &t, dest, total, src, total, stream));
     const void *kg = (const void *)k_gather_grid;
     grid_tag g = next_tag();
     bool a2a = true;

@@ -12,12 +12,13 @@
 extern "C" {
 #endif
 
-/* For a collective on team: requires symm_cuda_init and membership, checks that dest
- * (dest_bytes) and src (src_bytes) lie in the GPU heap (0 bytes: not checked), attaches
- * the team's GPU state if needed (collective), and fills *t. */
+/* For a collective on team enqueued on stream: requires symm_cuda_init and membership,
+ * checks that dest (dest_bytes) and src (src_bytes) lie in the GPU heap (0 bytes: not
+ * checked), attaches the team's GPU state if needed (collective; refused while stream is
+ * captured into a CUDA graph), and fills *t. */
 symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_team_t *t,
                                      const void *dest, size_t dest_bytes, const void *src,
-                                     size_t src_bytes);
+                                     size_t src_bytes, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

@@ -7,7 +7,7 @@
 
 symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_team_t *t,
                                      const void *dest, size_t dest_bytes, const void *src,
-                                     size_t src_bytes)
+                                     size_t src_bytes, cudaStream_t stream)
 {
     CHECK(symm_cuda_require(fn));
     symm_pool_obj_t *p;
@@ -26,7 +26,7 @@ symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_
                               "%s: src %p (+%zu bytes) is not in the "
                               "GPU symmetric heap (symm_gpu_malloc)",
                               fn, src, src_bytes);
-    CHECK(symm_cuda_pool_attach(p));
+    CHECK(symm_cuda_pool_attach_on(p, fn, stream));
     symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), t);
     return SYMM_SUCCESS;
 }

@@ -139,9 +139,9 @@ int auto_blocks(int cap, const symm_dev_pool_t &dp, int kind, size_t bytes)
 }
 
 symm_status_t get_pool(const char *fn, symm_pool_t pool, symm_dev_pool_t *dp,
-                       symm_cuda_fast_t *fast)
+                       symm_cuda_fast_t *fast, cudaStream_t stream)
 {
-    CHECK(symm_cuda_pool_device_fast(pool, dp, fast));
+    CHECK(symm_cuda_pool_device_fast(fn, pool, dp, fast, stream));
     if (dp->n < 1 || dp->me < 0 || dp->size < 1)
         return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool %lld has no usable GPU state",
                               fn, (long long)pool);
@@ -240,7 +240,7 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
 {
     symm_dev_pool_t dp;
     symm_cuda_fast_t fast;
-    CHECK(get_pool(fn, pool, &dp, &fast));
+    CHECK(get_pool(fn, pool, &dp, &fast, stream));
     const int me = dp.me;
     const size_t es = symm_type_size(type);
     const symm_check_where_t w = gpu_where(fn);
@@ -322,7 +322,7 @@ symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int
 {
     symm_dev_pool_t dp;
     symm_cuda_fast_t fast;
-    CHECK(get_pool(fn, pool, &dp, &fast));
+    CHECK(get_pool(fn, pool, &dp, &fast, stream));
     const symm_check_where_t w = gpu_where(fn);
     size_t nsplit;
     CHECK(symm_check_a2a_shape(&w, dp.n, a.ne, a.row_bytes, &nsplit));

@@ -32,6 +32,9 @@ typedef struct symm_cuda_pool {
 /* Ensures p's GPU state covers all of its duplicates (collective over the members
  * when it does not). */
 symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p);
+/* The same for a call that enqueues on stream: SYMM_ERR_UNSUPPORTED, naming fn, when the
+ * state must be made while stream is being captured into a CUDA graph. */
+symm_status_t symm_cuda_pool_attach_on(symm_pool_obj_t *p, const char *fn, cudaStream_t stream);
 /* The device value of duplicate i of p (state attached). */
 void symm_cuda_dev_team(const symm_pool_obj_t *p, size_t i, symm_dev_team_t *out);
 /* Quiesce and release of a pool's GPU state, for symm_team_pool_hooks_register. */

@@ -18,10 +18,12 @@ typedef struct symm_cuda_fast {
     uint8_t *base[SYMM_CUDA_FAST_MAX]; /* member j's chunk base, as mapped here */
     int64_t delta[SYMM_CUDA_FAST_MAX]; /* member j's GPU heap address - mine */
 } symm_cuda_fast_t;
-/* symm_cuda_pool_device, and (fast != NULL) the pool's first chunk in *fast (count 0 when
- * the pool has more than SYMM_CUDA_FAST_MAX members): one lookup of the handle. */
-symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
-                                         symm_cuda_fast_t *fast);
+/* symm_cuda_pool_device for fn, a call that enqueues on stream (refused while stream is
+ * captured if the pool's GPU state must be made), and (fast != NULL) the pool's first
+ * chunk in *fast (count 0 when the pool has more than SYMM_CUDA_FAST_MAX members): one
+ * lookup of the handle. */
+symm_status_t symm_cuda_pool_device_fast(const char *fn, symm_pool_t pool, symm_dev_pool_t *out,
+                                         symm_cuda_fast_t *fast, cudaStream_t stream);
 
 #ifdef __cplusplus
 }

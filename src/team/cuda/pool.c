@@ -187,6 +187,26 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
     return SYMM_SUCCESS;
 }
 
+symm_status_t symm_cuda_pool_attach_on(symm_pool_obj_t *p, const char *fn, cudaStream_t stream)
+{
+    symm_cuda_pool_t *g = p->gpu;
+    if (p->me >= 0 && g && g->size >= atomic_load(&p->size)) return SYMM_SUCCESS;
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+        cudaGetLastError();
+        cs = cudaStreamCaptureStatusNone;
+    }
+    if (cs != cudaStreamCaptureStatusNone)
+        return symm_error_set(SYMM_ERR_UNSUPPORTED,
+                              "%s: the pool (or team) has no GPU state for all its duplicates "
+                              "yet, and making it is a collective exchange through the host, "
+                              "which a CUDA graph capture cannot hold; make it before the "
+                              "capture (symm_cuda_pool_device, symm_cuda_team_device, or one "
+                              "call outside the capture)",
+                              fn);
+    return symm_cuda_pool_attach(p);
+}
+
 symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p)
 {
     if (p->me < 0)
@@ -252,10 +272,9 @@ symm_status_t symm_cuda_pool_create(symm_team_t team, size_t n, symm_pool_t *out
     return SYMM_SUCCESS;
 }
 
-symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
-                                         symm_cuda_fast_t *fast)
+symm_status_t symm_cuda_pool_device_fast(const char *fn, symm_pool_t pool, symm_dev_pool_t *out,
+                                         symm_cuda_fast_t *fast, cudaStream_t stream)
 {
-    static const char fn[] = "symm_cuda_pool_device";
     CHECK(symm_cuda_require(fn));
     if (!out) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: out is NULL", fn);
     symm_pool_obj_t *p = (pool & SYMM_H_POOL_BIT) ? symm_handle_resolve(pool) : NULL;
@@ -264,7 +283,7 @@ symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
                               "%s: pool handle 0x%llx is invalid or "
                               "was destroyed",
                               fn, (unsigned long long)pool);
-    CHECK(symm_cuda_pool_attach(p));
+    CHECK(symm_cuda_pool_attach_on(p, fn, stream));
     *out = ((symm_cuda_pool_t *)p->gpu)->dev;
     if (fast) *fast = ((symm_cuda_pool_t *)p->gpu)->fast;
     return SYMM_SUCCESS;
@@ -272,7 +291,7 @@ symm_status_t symm_cuda_pool_device_fast(symm_pool_t pool, symm_dev_pool_t *out,
 
 symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out)
 {
-    return symm_cuda_pool_device_fast(pool, out, NULL);
+    return symm_cuda_pool_device_fast(__func__, pool, out, NULL, 0);
 }
 
 symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out)
