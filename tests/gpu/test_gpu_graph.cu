@@ -17,9 +17,10 @@ static cudaStream_t g_stream;
 static int *g_epoch; /* device: replays run so far */
 static const int kSets = 5;
 
-__global__ void k_select(uint8_t *dst, const uint8_t *sets, size_t bytes, const int *epoch)
+__global__ void k_select(uint8_t *dst, const uint8_t *sets, size_t bytes, size_t stride,
+                         const int *epoch)
 {
-    const uint8_t *src = sets + (size_t)(*epoch % kSets) * bytes;
+    const uint8_t *src = sets + (size_t)(*epoch % kSets) * stride;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < bytes;
          i += (size_t)gridDim.x * blockDim.x)
         dst[i] = src[i];
@@ -39,18 +40,23 @@ struct captured {
     cudaGraphExec_t exec;
 };
 
-/* Captures body (which enqueues the call on g_stream) between a select of every input
- * (dst[j] <- sets[j], bytes[j] each) and the tick. */
+/* An input the graph selects: bytes at dst from set (replay % kSets) of sets, whose sets
+ * lie stride bytes apart. */
+struct sel {
+    void *dst;
+    const void *sets;
+    size_t bytes, stride;
+};
+
+/* Captures body (which enqueues the call on g_stream) between the selects and the tick. */
 template <typename Body>
-static captured capture(const char *what, const std::vector<void *> &dst,
-                        const std::vector<const void *> &sets, const std::vector<size_t> &bytes,
-                        Body body)
+static captured capture(const char *what, const std::vector<sel> &in, Body body)
 {
     cudaGraph_t g;
     GT_CUDA(cudaStreamBeginCapture(g_stream, cudaStreamCaptureModeGlobal));
-    for (size_t j = 0; j < dst.size(); j++)
-        k_select<<<64, 256, 0, g_stream>>>((uint8_t *)dst[j], (const uint8_t *)sets[j],
-                                           bytes[j], g_epoch);
+    for (const sel &x : in)
+        k_select<<<64, 256, 0, g_stream>>>((uint8_t *)x.dst, (const uint8_t *)x.sets, x.bytes,
+                                           x.stride, g_epoch);
     symm_status_t st = body();
     k_tick<<<1, 1, 0, g_stream>>>(g_epoch);
     cudaError_t e = cudaStreamEndCapture(g_stream, &g);
@@ -122,7 +128,7 @@ static void test_colls(symm_team_t team, const char *tname, size_t count)
     GT_CUDA(cudaStreamSynchronize(g_stream));
 
     snprintf(what, sizeof what, "allreduce on %s, %zu int64", tname, count);
-    captured c = capture(what, {src}, {sets}, {cb}, [&] {
+    captured c = capture(what, {{src, sets, cb, cb * n}}, [&] {
         return symm_allreduce_on_stream(team, dst, src, count, SYMM_INT64, SYMM_OP_SUM,
                                         g_stream);
     });
@@ -133,7 +139,7 @@ static void test_colls(symm_team_t team, const char *tname, size_t count)
     });
 
     snprintf(what, sizeof what, "reduce to %d on %s, %zu int64", root, tname, count);
-    c = capture(what, {src}, {sets}, {cb}, [&] {
+    c = capture(what, {{src, sets, cb, cb * n}}, [&] {
         return symm_reduce_on_stream(team, dst, src, count, SYMM_INT64, SYMM_OP_SUM, root,
                                      g_stream);
     });
@@ -145,7 +151,7 @@ static void test_colls(symm_team_t team, const char *tname, size_t count)
     });
 
     snprintf(what, sizeof what, "broadcast from %d on %s, %zu bytes", root, tname, cb);
-    c = capture(what, {src}, {sets}, {cb},
+    c = capture(what, {{src, sets, cb, cb * n}},
                 [&] { return symm_broadcast_on_stream(team, dst, src, cb, root, g_stream); });
     replay(what, c, [&](int k, int r) {
         std::vector<int64_t> h = d2h64(dst, count);
@@ -154,7 +160,7 @@ static void test_colls(symm_team_t team, const char *tname, size_t count)
     });
 
     snprintf(what, sizeof what, "fcollect on %s, %zu bytes each", tname, cb);
-    c = capture(what, {src}, {sets}, {cb},
+    c = capture(what, {{src, sets, cb, cb * n}},
                 [&] { return symm_fcollect_on_stream(team, dst, src, cb, g_stream); });
     replay(what, c, [&](int k, int r) {
         std::vector<int64_t> h = d2h64(dst, count * n);
@@ -165,7 +171,7 @@ static void test_colls(symm_team_t team, const char *tname, size_t count)
     });
 
     snprintf(what, sizeof what, "alltoall on %s, %zu bytes each", tname, cb);
-    c = capture(what, {src}, {sets}, {cb * n},
+    c = capture(what, {{src, sets, cb * n, cb * n}},
                 [&] { return symm_alltoall_on_stream(team, dst, src, cb, g_stream); });
     replay(what, c, [&](int k, int r) {
         std::vector<int64_t> h = d2h64(dst, count * n);
@@ -176,7 +182,7 @@ static void test_colls(symm_team_t team, const char *tname, size_t count)
     });
 
     snprintf(what, sizeof what, "barrier on %s", tname);
-    c = capture(what, {}, {}, {}, [&] { return symm_barrier_on_stream(team, g_stream); });
+    c = capture(what, {}, [&] { return symm_barrier_on_stream(team, g_stream); });
     replay(what, c, [&](int, int) {});
 
     GT_CUDA(cudaFree(sets));
@@ -207,14 +213,14 @@ static void test_tiles(symm_pool_t pool, size_t rows, size_t cols, int nblocks)
                     GT_FAIL("%s: replay %d element (%zu, %zu)", what, r, i, j);
     };
     snprintf(what, sizeof what, "tile allreduce %zux%zu, %d blocks", rows, cols, nblocks);
-    captured c = capture(what, {in}, {sets}, {sb}, [&] {
+    captured c = capture(what, {{in, sets, sb, sb}}, [&] {
         return symm_tile_allreduce_on_stream(pool, tout, tin, SYMM_INT64, SYMM_OP_SUM, nblocks,
                                              g_stream);
     });
     replay(what, c, check);
     snprintf(what, sizeof what, "tile reduce to %d %zux%zu, %d blocks", root, rows, cols,
              nblocks);
-    c = capture(what, {in}, {sets}, {sb}, [&] {
+    c = capture(what, {{in, sets, sb, sb}}, [&] {
         return symm_tile_reduce_on_stream(pool, tout, tin, SYMM_INT64, SYMM_OP_SUM, root,
                                           nblocks, g_stream);
     });
@@ -277,16 +283,17 @@ static void test_moe(symm_pool_t pool, int ne, size_t rb, size_t align, int nblo
     char what[128];
     snprintf(what, sizeof what, "dispatch + combine, %d experts per PE, rows of %zu, align %zu",
              ne, rb, align);
-    captured c = capture(what, {in, sp}, {sets_in, sets_sp}, {in_cap * rb, N * 8}, [&] {
-        cudaMemsetAsync(mid, 0xEE, out_cap * rb, g_stream);
-        cudaMemsetAsync(back, 0x11, in_cap * rb, g_stream);
-        symm_status_t st =
-            symm_moe_dispatch_on_stream(pool, mid, out_cap, in, in_cap, sp, ne, rb, align, osp,
-                                        oof, rows, ws, nblocks, g_stream);
-        if (st) return st;
-        return symm_moe_combine_on_stream(pool, back, in_cap, mid, out_cap, osp, oof, ne, rb,
-                                          bsp, bof, rows + 1, ws, nblocks, g_stream);
-    });
+    captured c = capture(
+        what, {{in, sets_in, in_cap * rb, in_cap * rb}, {sp, sets_sp, N * 8, N * 8}}, [&] {
+            cudaMemsetAsync(mid, 0xEE, out_cap * rb, g_stream);
+            cudaMemsetAsync(back, 0x11, in_cap * rb, g_stream);
+            symm_status_t st =
+                symm_moe_dispatch_on_stream(pool, mid, out_cap, in, in_cap, sp, ne, rb, align,
+                                            osp, oof, rows, ws, nblocks, g_stream);
+            if (st) return st;
+            return symm_moe_combine_on_stream(pool, back, in_cap, mid, out_cap, osp, oof, ne,
+                                              rb, bsp, bof, rows + 1, ws, nblocks, g_stream);
+        });
     replay(what, c, [&](int k, int r) {
         char w[160];
         snprintf(w, sizeof w, "%s, replay %d", what, r);
