@@ -13,8 +13,13 @@
 static const int kM = 777; /* floats per block: an odd length */
 
 __global__ void k_blocks(symm_dev_pool_t pool, float *dst, const float *src, int *rc,
-                         int *touched)
+                         int *touched, int *smid)
 {
+    if (threadIdx.x == 0) {
+        int id;
+        asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+        smid[blockIdx.x] = id;
+    }
     const int b = blockIdx.x;
     symm_dev_team_t t = symm_dev_pool_team(pool, b);
     int r = symm_dev_allreduce_block(t, dst + (size_t)b * kM, src + (size_t)b * kM, (size_t)kM,
@@ -71,7 +76,8 @@ static void check_launch(const char *runtime)
     size_t len = (size_t)blocks * kM;
     float *src = (float *)symm_gpu_malloc(len * 4), *dst = (float *)symm_gpu_malloc(len * 4);
     int *rc = (int *)symm_gpu_malloc((size_t)blocks * 4), *touched = (int *)symm_gpu_malloc(4);
-    GT_TRUE(src && dst && rc && touched, "symm_gpu_malloc");
+    int *smid = (int *)symm_gpu_malloc((size_t)(cap + 1) * 4);
+    GT_TRUE(src && dst && rc && touched && smid, "symm_gpu_malloc");
     uint64_t seed = 0x51a7;
     std::vector<float> h(len);
     for (size_t i = 0; i < len; i++)
@@ -82,7 +88,7 @@ static void check_launch(const char *runtime)
     GT_OK(symm_barrier_all());
 
     /* One block too many: refused, nothing runs. */
-    void *args[] = {&dp, &dst, &src, &rc, &touched};
+    void *args[] = {&dp, &dst, &src, &rc, &touched, &smid};
     symm_status_t st =
         symm_cuda_launch((const void *)k_blocks, dim3(cap + 1), dim3(256), args, 0, s);
     GT_TRUE(st == SYMM_ERR_INVALID_ARG, "%s runtime: %d blocks (> %d) gave %s", runtime,
@@ -110,7 +116,31 @@ static void check_launch(const char *runtime)
         if (memcmp(&r, &h[i], 4))
             GT_FAIL("%s runtime: element %zu: %g, not %g", runtime, i, (double)h[i], (double)r);
     }
+    /* Where the blocks ran: SMs of this PE that another PE's blocks used too (shown, not
+     * checked: MPS decides). */
+    std::vector<int> hs(blocks);
+    GT_CUDA(cudaMemcpy(hs.data(), smid, (size_t)blocks * 4, cudaMemcpyDeviceToHost));
+    uint64_t *masks = (uint64_t *)symm_malloc(8 * 4 * (size_t)(n + 1));
+    GT_TRUE(masks, "symm_malloc");
+    uint64_t *mine = masks + 4 * (size_t)n;
+    memset(mine, 0, 32);
+    for (int b = 0; b < blocks; b++)
+        if (hs[b] >= 0 && hs[b] < 256) mine[hs[b] / 64] |= 1ull << (hs[b] % 64);
+    GT_OK(symm_fcollect(SYMM_TEAM_WORLD, masks, mine, 32));
+    int used = 0, shared = 0;
+    for (int w = 0; w < 4; w++) {
+        uint64_t others = 0;
+        for (int j = 0; j < n; j++)
+            if (j != me) others |= masks[4 * j + w];
+        used += __builtin_popcountll(mine[w]);
+        shared += __builtin_popcountll(mine[w] & others);
+    }
+    if (me == 0)
+        printf("ok: PE 0's %d blocks ran on %d SMs, %d of them also used by other PEs\n",
+               blocks, used, shared);
+    symm_free(masks);
     GT_OK(symm_barrier_all());
+    GT_OK(symm_gpu_free(smid));
     GT_OK(symm_gpu_free(touched));
     GT_OK(symm_gpu_free(rc));
     GT_OK(symm_gpu_free(dst));
