@@ -127,17 +127,21 @@ static void check_launch(const char *runtime)
     for (int b = 0; b < blocks; b++)
         if (hs[b] >= 0 && hs[b] < 256) mine[hs[b] / 64] |= 1ull << (hs[b] % 64);
     GT_OK(symm_fcollect(SYMM_TEAM_WORLD, masks, mine, 32));
-    int used = 0, shared = 0;
+    int used = 0, shared = 0, all_used = 0;
     for (int w = 0; w < 4; w++) {
-        uint64_t others = 0;
-        for (int j = 0; j < n; j++)
+        uint64_t others = 0, every = 0;
+        for (int j = 0; j < n; j++) {
             if (j != me) others |= masks[4 * j + w];
+            every |= masks[4 * j + w];
+        }
         used += __builtin_popcountll(mine[w]);
         shared += __builtin_popcountll(mine[w] & others);
+        all_used += __builtin_popcountll(every);
     }
     if (me == 0)
-        printf("ok: PE 0's %d blocks ran on %d SMs, %d of them also used by other PEs\n",
-               blocks, used, shared);
+        printf("ok: PE 0's %d blocks ran on %d SMs, %d of them also used by other PEs; all "
+               "PEs' blocks on %d SMs\n",
+               blocks, used, shared, all_used);
     symm_free(masks);
     GT_OK(symm_barrier_all());
     GT_OK(symm_gpu_free(smid));
