@@ -66,6 +66,27 @@ int symm_n_pes(void);
 /* Abort the whole job from any PE: symmrun stops the others and names this PE. */
 void symm_abort(int code, const char *why);
 
+/* Start-up under a launcher symm does not know (torchrun and its store, a scheduler's
+ * key-value service): the caller says who this PE is and how PEs exchange a few bytes;
+ * symm hands the segments between the PEs itself, over an abstract UNIX socket of the
+ * host (nothing is left in /dev/shm or /tmp). Every PE of the job must be on one host.
+ * The exchange is used only during symm_init_exchange. */
+typedef struct symm_exchange {
+    size_t size; /* sizeof(symm_exchange_t), so that the struct may grow */
+    int rank;    /* this PE, 0 <= rank < npes: becomes symm_my_pe() */
+    int npes;    /* the same on every PE */
+    /* Collective over all npes PEs: n bytes from every PE's mine into all[npes * n], in
+     * rank order. Returns 0 on success; anything else fails symm_init_exchange. symm
+     * calls it three times, from the thread that called symm_init_exchange. */
+    int (*allgather)(void *ctx, const void *mine, void *all, size_t n);
+    void *ctx;
+} symm_exchange_t;
+/* As symm_init, with the rendezvous of ex whatever SYMM_BOOTSTRAP says. A job on several
+ * hosts fails on every PE with SYMM_ERR_UNSUPPORTED naming them. symm_abort tells the
+ * other PEs' waits who aborted (they fail naming it) and exits; ending the other
+ * processes is the launcher's work. */
+symm_status_t symm_init_exchange(const symm_exchange_t *ex);
+
 /* ---------------------------------------------------------------- symmetric heap */
 /* Collective over the world: every PE must call with the same arguments in the same
  * order; the returned object has the same offset on every PE. NULL on error

@@ -25,11 +25,13 @@ static symm_status_t boot_init_single(int my_seg_fd, size_t seg_size, symm_boot_
     return SYMM_SUCCESS;
 }
 
-/* SYMM_BOOTSTRAP=auto: symmrun first, since symmrun may itself run under an MPI launcher
- * and then hands its PEs the launcher's environment too. A program that initialized MPI
- * without a launcher we know still gets MPI's ranks. */
+/* A caller's exchange (symm_init_exchange) first: the call itself names it. Then
+ * SYMM_BOOTSTRAP; with auto, symmrun first, since symmrun may itself run under an MPI
+ * launcher and then hands its PEs the launcher's environment too. A program that
+ * initialized MPI without a launcher we know still gets MPI's ranks. */
 static symm_boot_via_t boot_choose(void)
 {
+    if (symm_boot_exchange_pending()) return SYMM_BOOT_VIA_EXCHANGE;
     const char *want = symm_config.bootstrap;
     if (strcmp(want, "symmrun") == 0) return SYMM_BOOT_VIA_SYMMRUN;
     if (strcmp(want, "mpi") == 0) return SYMM_BOOT_VIA_MPI;
@@ -51,6 +53,8 @@ symm_status_t symm_boot_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
         return symm_boot_symmrun_init(my_seg_fd, seg_size, out);
     case SYMM_BOOT_VIA_MPI:
         return symm_boot_mpi_init(my_seg_fd, seg_size, out);
+    case SYMM_BOOT_VIA_EXCHANGE:
+        return symm_boot_exchange_init(my_seg_fd, seg_size, out);
     case SYMM_BOOT_VIA_NONE:
         break;
     }
@@ -79,5 +83,8 @@ void symm_boot_abort(symm_boot_t *boot, int code, const char *why)
 
 const char *symm_boot_via_name(symm_boot_via_t via)
 {
-    return via == SYMM_BOOT_VIA_SYMMRUN ? "symmrun" : via == SYMM_BOOT_VIA_MPI ? "mpi" : "none";
+    return via == SYMM_BOOT_VIA_SYMMRUN    ? "symmrun"
+           : via == SYMM_BOOT_VIA_MPI      ? "mpi"
+           : via == SYMM_BOOT_VIA_EXCHANGE ? "exchange"
+                                           : "none";
 }

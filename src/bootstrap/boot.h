@@ -42,7 +42,8 @@ static inline size_t symm_ctrl_size(uint32_t npes)
 typedef enum {
     SYMM_BOOT_VIA_NONE,    /* run directly: a 1-PE job */
     SYMM_BOOT_VIA_SYMMRUN, /* symmrun's socket (SYMM_BOOT_FD) */
-    SYMM_BOOT_VIA_MPI      /* mpirun, srun: MPI's ranks, the node's sockets */
+    SYMM_BOOT_VIA_MPI,     /* mpirun, srun: MPI's ranks, the node's sockets */
+    SYMM_BOOT_VIA_EXCHANGE /* symm_init_exchange: the caller's allgather, the node's sockets */
 } symm_boot_via_t;
 
 /* What the rendezvous gives a PE. */
@@ -56,7 +57,8 @@ typedef struct symm_boot {
     int ctrl_fd;     /* memfd of the control page, -1 in a 1-PE job */
 } symm_boot_t;
 
-/* The rendezvous of the launcher SYMM_BOOTSTRAP names; with auto, symmrun's if it started
+/* The rendezvous of the caller's exchange during symm_init_exchange; otherwise that of
+ * the launcher SYMM_BOOTSTRAP names; with auto, symmrun's if it started
  * this process (SYMM_BOOT_FD), else MPI's if an MPI launcher did (symm_boot_mpi_launcher)
  * or the program initialized MPI, else a 1-PE job: rank 0, npes 1, seg_fd[0] =
  * my_seg_fd, ctrl_fd = -1. The caller owns the fds (and seg_fd) afterwards. */
@@ -105,6 +107,17 @@ void symm_boot_mpi_finalize(void);
 void symm_boot_mpi_close(void);
 /* MPI_Abort on MPI_COMM_WORLD, where MPI is up. */
 void symm_boot_mpi_abort(int code);
+
+/* ---- a caller-supplied exchange (exchange.c) */
+/* The exchange of one symm_init_exchange (NULL after it): while one is set, symm_boot_init
+ * takes its rendezvous from it, whatever SYMM_BOOTSTRAP says. */
+void symm_boot_exchange_use(const symm_exchange_t *ex);
+int symm_boot_exchange_pending(void);
+/* Checks that every PE is on this host (else SYMM_ERR_UNSUPPORTED naming the hosts, on
+ * every PE alike) and runs the node rendezvous, its socket's name and the outcome carried
+ * by the caller's allgather; rank and npes are the caller's. No state is kept: nothing
+ * to finalize. */
+symm_status_t symm_boot_exchange_init(int my_seg_fd, size_t seg_size, symm_boot_t *out);
 
 /* ---- the node rendezvous without symmrun (node.c) */
 /* Name of an abstract UNIX socket (without its leading NUL): nothing in the file

@@ -228,9 +228,9 @@ int symm_n_pes(void)
  * them: their waits look every millisecond or so. */
 #define SYMM_ABORT_GRACE_NS 200000000L
 
-/* Under MPI nobody else tells the other PEs who failed (symmrun does that under
- * symmrun): this PE writes it on the control page itself, unless another PE's failure
- * is there already. */
+/* Under MPI or a caller's exchange nobody else tells the other PEs who failed (symmrun
+ * does that under symmrun): this PE writes it on the control page itself, unless another PE's
+ * failure is there already. */
 static void ctrl_note_abort(int code, const char *why)
 {
     symm_ctrl_t *c = symm_g.ctrl;
@@ -252,7 +252,8 @@ void symm_abort(int code, const char *why)
 {
     if (why == NULL) why = "";
     SYMM_ERROR("symm_abort(%d): %s", code, why);
-    if (symm_g.boot.via == SYMM_BOOT_VIA_MPI && symm_g.ctrl != NULL && !symm_g.ctrl_owned)
+    if ((symm_g.boot.via == SYMM_BOOT_VIA_MPI || symm_g.boot.via == SYMM_BOOT_VIA_EXCHANGE) &&
+        symm_g.ctrl != NULL && !symm_g.ctrl_owned)
         ctrl_note_abort(code, why);
     symm_boot_abort(&symm_g.boot, code, why);
     _exit(code ? code : 1);

@@ -3,6 +3,7 @@
  * workers start on first use) and taken down in the reverse order. */
 #include <pthread.h>
 
+#include "bootstrap/boot.h"
 #include "coll/tile_moe.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -11,7 +12,8 @@
 
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
-symm_status_t symm_init(void)
+/* ex: the caller's exchange (symm_init_exchange), or NULL for the launcher's. */
+static symm_status_t init_layers(const symm_exchange_t *ex)
 {
     symm_status_t st = SYMM_SUCCESS;
     pthread_mutex_lock(&init_lock);
@@ -19,7 +21,10 @@ symm_status_t symm_init(void)
         pthread_mutex_unlock(&init_lock);
         return symm_error_set(SYMM_ERR_ALREADY_INITIALIZED, "symm_init called twice");
     }
-    CHECK_GOTO(symm_core_init(), st, out_unlock);
+    symm_boot_exchange_use(ex);
+    st = symm_core_init();
+    symm_boot_exchange_use(NULL);
+    if (st != SYMM_SUCCESS) goto out_unlock;
     CHECK_GOTO(symm_transport_init(), st, out_core);
     CHECK_GOTO(symm_team_layer_init(), st, out_transport);
     pthread_mutex_unlock(&init_lock);
@@ -34,6 +39,18 @@ out_core:
 out_unlock:
     pthread_mutex_unlock(&init_lock);
     return st;
+}
+
+symm_status_t symm_init(void)
+{
+    return init_layers(NULL);
+}
+
+symm_status_t symm_init_exchange(const symm_exchange_t *ex)
+{
+    if (ex == NULL)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "symm_init_exchange: the exchange is NULL");
+    return init_layers(ex);
 }
 
 symm_status_t symm_finalize(void)
