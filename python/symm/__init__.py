@@ -1,0 +1,104 @@
+"""symm from Python: symmetric arrays (torch.Tensor or NumPy) on symm's heap, teams and
+team pools, and collectives named like torch.distributed's.
+
+    import symm
+    symm.init()                         # under symmrun, mpirun, or torchrun-style env
+    x = symm.empty((1024,), "float32")  # the same object on every PE
+    x[:] = symm.my_pe()
+    symm.all_reduce(x)                  # in place, op="sum"
+    with symm.WORLD.pool(8) as pool:    # 8 duplicates, one per concurrent worker
+        symm.barrier(pool[3])
+    symm.finalize()
+
+docs/PYTHON.md in symm's source tree describes the whole API."""
+
+import sys
+
+from . import _boot, _heap
+from ._heap import collect_garbage, empty, peer, zeros
+from ._lib import LIB_PATH, SymmError, check as _check, lib as _lib
+from ._ops import (all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single,
+                   all_to_all_vdev, all_to_all_vdev_2d, all_to_all_vdev_2d_offset, barrier,
+                   broadcast, moe_combine, moe_dispatch, multi_root_tile_reduce, reduce,
+                   reduce_scatter, reduce_scatter_tensor, sync, tile_all_reduce, tile_reduce)
+from ._team import (NODE, WORLD, Pool, Team, get_pool, new_team, pool_create, release_pool,
+                    team_from_group)
+
+__version__ = "0.1.0"
+
+
+def _dist_initialized():
+    dist = sys.modules.get("torch.distributed")
+    return dist is not None and dist.is_available() and dist.is_initialized()
+
+
+def init(group=None, store=None, rank=None, world_size=None, timeout=None):
+    """Starts symm in this process; collective over every process of the job.
+
+    Under symmrun or an MPI launcher, as a C program would. Started torchrun-style (RANK,
+    WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or with torch.distributed initialized, or given
+    store (and rank, world_size), over that store (see symm._boot). Else a 1-PE job.
+    Every PE must be on one host. Returns symm.WORLD, or with a torch.distributed process
+    group, a Team of its ranks (None on PEs outside it)."""
+    how = _boot.launcher()
+    if store is None and rank is None and how in ("env", "none") and _dist_initialized():
+        import torch.distributed as dist
+        rank, world_size = dist.get_rank(), dist.get_world_size()
+        how = "env"
+    if store is not None or rank is not None or how == "env":
+        _boot.init_exchange(store, rank, world_size, timeout)
+    else:
+        _check(_lib.symm_init())
+    if group is not None:
+        return team_from_group(group)
+    return WORLD
+
+
+def finalize():
+    """Ends symm in this process; collective. Arrays on symm's heap must not be used
+    afterwards (their memory is gone)."""
+    _check(_lib.symm_finalize())
+    _heap.reset()
+
+
+def initialized():
+    return bool(_lib.symm_initialized())
+
+
+def my_pe():
+    """This PE's world rank (-1 before init)."""
+    return _lib.symm_my_pe()
+
+
+def n_pes():
+    """The number of PEs in the job (-1 before init)."""
+    return _lib.symm_n_pes()
+
+
+def abort(code=1, why=""):
+    """Ends the whole job from this PE: the others' waits fail naming it."""
+    _lib.symm_abort(int(code), str(why).encode())
+
+
+def heap_info():
+    """Bytes of symmetric heap in use and in all, as a dict."""
+    import ctypes
+
+    from ._lib import Info
+    i = Info()
+    _check(_lib.symm_get_info(ctypes.byref(i)))
+    return {"heap_size": i.heap_size, "heap_used": i.heap_used,
+            "team_heap_size": i.team_heap_size, "team_heap_used": i.team_heap_used,
+            "transport": i.transport.decode()}
+
+
+__all__ = [
+    "init", "finalize", "initialized", "my_pe", "n_pes", "abort", "heap_info", "SymmError",
+    "empty", "zeros", "peer", "collect_garbage", "Team", "Pool", "WORLD", "NODE", "new_team",
+    "team_from_group", "pool_create", "get_pool", "release_pool", "barrier", "sync",
+    "broadcast", "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor",
+    "all_gather", "all_gather_into_tensor", "all_to_all", "all_to_all_single",
+    "tile_reduce", "tile_all_reduce", "multi_root_tile_reduce", "all_to_all_vdev",
+    "all_to_all_vdev_2d", "all_to_all_vdev_2d_offset", "moe_dispatch", "moe_combine",
+    "LIB_PATH",
+]

@@ -1,0 +1,123 @@
+"""_arrays.py — what symm needs to know of a torch.Tensor or a NumPy array (address,
+bytes, element type, shape, strides, device) and which of the two symm.empty returns:
+torch when it can be imported, else NumPy. torch is imported on first use, not with
+symm."""
+
+import ctypes
+import importlib.util
+
+import numpy as np
+
+from ._lib import TYPES
+
+_torch = None
+_torch_checked = False
+
+
+def torch_module():
+    """torch if it can be imported, else None (looked for once)."""
+    global _torch, _torch_checked
+    if not _torch_checked:
+        _torch_checked = True
+        if importlib.util.find_spec("torch") is not None:
+            import torch
+            _torch = torch
+    return _torch
+
+
+_TORCH_TYPES = {}
+
+
+def _torch_types(torch):
+    if not _TORCH_TYPES:
+        for name in TYPES:
+            _TORCH_TYPES[getattr(torch, name)] = name
+    return _TORCH_TYPES
+
+
+class ArrayInfo:
+    __slots__ = ("ptr", "nbytes", "numel", "dtype", "type", "itemsize", "shape", "strides",
+                 "contiguous", "device")
+
+    def row_bytes(self):
+        """Bytes of one row (everything but dimension 0) of a contiguous array."""
+        n = self.itemsize
+        for s in self.shape[1:]:
+            n *= s
+        return n
+
+
+def info(a, what="tensor"):
+    """ArrayInfo of a torch.Tensor or NumPy array; TypeError for anything else and for
+    element types symm has no reduction type for."""
+    i = ArrayInfo()
+    if isinstance(a, np.ndarray):
+        i.ptr = a.__array_interface__["data"][0]
+        i.nbytes = a.nbytes
+        i.numel = a.size
+        i.dtype = a.dtype.name
+        i.itemsize = a.itemsize
+        i.shape = a.shape
+        i.strides = tuple(s // a.itemsize for s in a.strides) if a.itemsize else a.strides
+        i.contiguous = a.flags.c_contiguous
+        i.device = ("cpu", 0)
+    else:
+        torch = torch_module()
+        if torch is None or not isinstance(a, torch.Tensor):
+            raise TypeError("symm: %s must be a torch.Tensor or numpy.ndarray, not %s"
+                            % (what, type(a).__name__))
+        dt = _torch_types(torch).get(a.dtype)
+        if dt is None:
+            raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, a.dtype))
+        i.ptr = a.data_ptr()
+        i.itemsize = a.element_size()
+        i.numel = a.numel()
+        i.nbytes = i.numel * i.itemsize
+        i.dtype = dt
+        i.shape = tuple(a.shape)
+        i.strides = tuple(a.stride())
+        i.contiguous = a.is_contiguous()
+        i.device = (a.device.type, a.device.index or 0)
+        i.type = TYPES[dt]
+        return i
+    t = TYPES.get(i.dtype)
+    if t is None:
+        raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, i.dtype))
+    i.type = t
+    return i
+
+
+def dense(a, what="tensor"):
+    """info() of a contiguous array (ValueError otherwise)."""
+    i = info(a, what)
+    if not i.contiguous:
+        raise ValueError("symm: %s must be contiguous (shape %s, strides %s)"
+                         % (what, i.shape, i.strides))
+    return i
+
+
+def from_export(exp, backend=None):
+    """The array of an export: a torch.Tensor through DLPack if torch is there (or
+    backend == "torch"), else (backend == "numpy") a NumPy array over the memory, which
+    holds the owner through its base."""
+    torch = torch_module() if backend in (None, "torch") else None
+    if backend == "torch" and torch is None:
+        raise ImportError("symm: backend='torch' but torch cannot be imported")
+    if torch is not None:
+        return torch.from_dlpack(exp)
+    if exp.dtype == "bfloat16":
+        raise TypeError("symm: bfloat16 arrays need torch (NumPy has no bfloat16)")
+    dt = np.dtype(exp.dtype)
+    strides = None if exp.strides is None else tuple(s * dt.itemsize for s in exp.strides)
+    if 0 in exp.shape:
+        return np.empty(exp.shape, dtype=dt)
+    # The buffer spans every element the strides reach from ptr (non-negative strides).
+    if strides is None:
+        span = dt.itemsize * int(np.prod(exp.shape))
+    else:
+        if min(strides, default=0) < 0:
+            raise ValueError("symm: negative strides are not supported")
+        span = dt.itemsize + sum((n - 1) * st for n, st in zip(exp.shape, strides))
+    buf = (ctypes.c_char * span).from_address(exp.ptr)
+    buf.owner = exp.owner
+    return np.ndarray(exp.shape, dtype=dt, buffer=buf, strides=strides)

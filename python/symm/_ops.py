@@ -1,0 +1,351 @@
+"""_ops.py — collectives on arrays, named and shaped like torch.distributed's (and
+torch.ops.symm_mem's for tile reduce and MoE dispatch/combine). Every one is collective
+over the team's members (the world by default), which pass the same arguments; buffers
+that the C call needs symmetric must come from symm.empty. PE numbers (src, dst, root,
+roots) are team-relative, as torch's group_src / group_dst. A failure raises SymmError
+with symm's message on every member alike."""
+
+import ctypes
+
+import numpy as np
+
+from . import _arrays
+from ._lib import OPS, SIZE_P, INT_P, Tile, check, lib
+from ._team import handle_of
+
+_OP_ALIASES = {"sum": "sum", "prod": "prod", "product": "prod", "min": "min", "max": "max",
+               "band": "band", "and": "band", "bor": "bor", "or": "bor", "bxor": "bxor",
+               "xor": "bxor", "avg": None, "premul_sum": None}
+
+
+def _op(op):
+    """symm_op_t of "sum", "max", ... or a torch.distributed.ReduceOp."""
+    key = op if isinstance(op, str) else getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
+    name = _OP_ALIASES.get(str(key).lower(), False)
+    if not name:
+        raise ValueError("symm: reduction op %r is not one of sum, prod, min, max, band, bor, "
+                         "bxor" % (op,))
+    return OPS[name]
+
+
+def barrier(team=None):
+    """Completes this PE's earlier puts and waits for every member."""
+    check(lib.symm_barrier(handle_of(team)))
+
+
+def sync(team=None):
+    """Waits for every member (no quiet)."""
+    check(lib.symm_sync(handle_of(team)))
+
+
+def broadcast(tensor, src=0, team=None):
+    """Member src's tensor into every member's tensor (in place, symmetric)."""
+    i = _arrays.dense(tensor)
+    check(lib.symm_broadcast(handle_of(team), i.ptr, i.ptr, i.nbytes, int(src)))
+    return tensor
+
+
+def all_reduce(tensor, op="sum", team=None):
+    """tensor = op over every member's tensor, element by element, in place."""
+    i = _arrays.dense(tensor)
+    check(lib.symm_allreduce(handle_of(team), i.ptr, i.ptr, i.numel, i.type, _op(op)))
+    return tensor
+
+
+def reduce(tensor, dst=0, op="sum", team=None):
+    """The reduction into member dst's tensor (in place); the others' are unchanged."""
+    i = _arrays.dense(tensor)
+    check(lib.symm_reduce(handle_of(team), i.ptr, i.ptr, i.numel, i.type, _op(op), int(dst)))
+    return tensor
+
+
+def _same_type(a, b, what):
+    if a.type != b.type:
+        raise TypeError("symm: %s: dtypes differ (%s and %s)" % (what, a.dtype, b.dtype))
+
+
+def reduce_scatter(output, input, op="sum", team=None):
+    """input holds n_pes blocks of output's size; member r's output gets the reduction of
+    block r (torch's reduce_scatter_tensor)."""
+    h = handle_of(team)
+    o, i = _arrays.dense(output, "output"), _arrays.dense(input, "input")
+    _same_type(o, i, "reduce_scatter")
+    n = lib.symm_team_n_pes(h)
+    if n > 0 and i.numel != o.numel * n:
+        raise ValueError("symm: reduce_scatter: input has %d elements, not %d x %d (the team's "
+                         "size times output's)" % (i.numel, n, o.numel))
+    check(lib.symm_reduce_scatter(h, o.ptr, i.ptr, o.numel, o.type, _op(op)))
+    return output
+
+
+def all_gather(output, input, team=None):
+    """output = every member's input, concatenated in team order (torch's
+    all_gather_into_tensor)."""
+    h = handle_of(team)
+    o, i = _arrays.dense(output, "output"), _arrays.dense(input, "input")
+    _same_type(o, i, "all_gather")
+    n = lib.symm_team_n_pes(h)
+    if n > 0 and o.numel != i.numel * n:
+        raise ValueError("symm: all_gather: output has %d elements, not %d x %d (the team's "
+                         "size times input's)" % (o.numel, n, i.numel))
+    check(lib.symm_fcollect(h, o.ptr, i.ptr, i.nbytes))
+    return output
+
+
+def all_to_all(output, input, team=None):
+    """Block j of input goes to member j's output, at block (my PE); blocks are equal."""
+    h = handle_of(team)
+    o, i = _arrays.dense(output, "output"), _arrays.dense(input, "input")
+    _same_type(o, i, "all_to_all")
+    n = lib.symm_team_n_pes(h)
+    if n > 0 and (i.nbytes % n or o.nbytes != i.nbytes):
+        raise ValueError("symm: all_to_all: input and output must have the same size, a "
+                         "multiple of the team's size %d (%d and %d bytes)"
+                         % (n, i.nbytes, o.nbytes))
+    check(lib.symm_alltoall(h, o.ptr, i.ptr, i.nbytes // n if n > 0 else 0))
+    return output
+
+
+def _sizes(x, n, what):
+    """x (a list, NumPy array or CPU tensor of n non-negative integers) as size_t[n]."""
+    if not isinstance(x, np.ndarray):
+        torch = _arrays.torch_module()
+        if torch is not None and isinstance(x, torch.Tensor):
+            x = x.detach().cpu().numpy()
+    a = np.ascontiguousarray(x, dtype=np.int64).reshape(-1)
+    if a.size != n:
+        raise ValueError("symm: %s has %d entries, not %d" % (what, a.size, n))
+    if n and a.min() < 0:
+        raise ValueError("symm: %s has a negative entry" % what)
+    return a, ctypes.cast(a.__array_interface__["data"][0], SIZE_P)
+
+
+def _like_int64(ref, shape):
+    """A new int64 array: a tensor if ref is one, else NumPy."""
+    torch = _arrays.torch_module()
+    if torch is not None and isinstance(ref, torch.Tensor):
+        return torch.empty(shape, dtype=torch.int64)
+    return np.empty(shape, dtype=np.int64)
+
+
+class _OutSizes:
+    """Where a call writes n splits and n offsets (rows): straight into a contiguous
+    int64 (2, n) CPU array the caller gave, else a scratch copied into it afterwards."""
+
+    def __init__(self, given, ref, n, what):
+        self.given = given if given is not None else _like_int64(ref, (2, n))
+        i = _arrays.info(self.given, what)
+        if i.shape != (2, n):
+            raise ValueError("symm: %s must have shape (2, %d), not %s" % (what, n, i.shape))
+        if i.dtype == "int64" and i.contiguous and i.device[0] == "cpu":
+            self.scratch = None
+            self.ptr = i.ptr
+        else:
+            self.scratch = np.empty((2, n), dtype=np.int64)
+            self.ptr = self.scratch.__array_interface__["data"][0]
+        self.splits = ctypes.cast(self.ptr, SIZE_P)
+        self.offsets = ctypes.cast(self.ptr + 8 * n, SIZE_P)
+
+    def done(self):
+        if self.scratch is not None:
+            if isinstance(self.given, np.ndarray):
+                self.given[...] = self.scratch
+            else:
+                torch = _arrays.torch_module()
+                self.given.copy_(torch.from_numpy(self.scratch))
+        return self.given
+
+
+def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=None,
+                      team=None):
+    """torch's all_to_all_single: rows (dimension 0) of input, input_split_sizes[j] of them
+    for member j (equal blocks when None), go to member j; output receives them packed
+    in team order. Returns the rows received from each member (a list); where
+    output_split_sizes is given, it must match. output and input need not be symmetric
+    with splits; output's rows must hold what arrives (else SymmError, nothing written)."""
+    h = handle_of(team)
+    o, i = _arrays.dense(output, "output"), _arrays.dense(input, "input")
+    _same_type(o, i, "all_to_all_single")
+    if input_split_sizes is None and output_split_sizes is None:
+        all_to_all(output, input, team)
+        n = lib.symm_team_n_pes(h)
+        return [i.shape[0] // n if i.shape else 0] * n
+    n = lib.symm_team_n_pes(h)
+    if n < 1:
+        check(lib.symm_barrier(h))  # raises symm's error for the team
+    rb = i.row_bytes()
+    if o.row_bytes() != rb or not i.shape or not o.shape:
+        raise ValueError("symm: all_to_all_single: output and input rows differ (%s, %s)"
+                         % (o.shape, i.shape))
+    if input_split_sizes is None:
+        input_split_sizes = [i.shape[0] // n] * n
+    send_keep, send = _sizes(input_split_sizes, n, "input_split_sizes")
+    recv = (ctypes.c_size_t * n)()
+    check(lib.symm_alltoallv(h, o.ptr, o.shape[0], i.ptr if i.nbytes else None, send, None, rb,
+                             recv, None))
+    del send_keep
+    got = list(recv)
+    if output_split_sizes is not None:
+        want = [int(v) for v in np.asarray(_sizes(output_split_sizes, n, "output_split_sizes")[0])]
+        if want != got:
+            raise ValueError("symm: all_to_all_single: output_split_sizes %s, but %s arrived"
+                             % (want, got))
+    return got
+
+
+def _tile(a, what):
+    """symm_tile_t of a 2-D view whose rows are contiguous (stride (ld, 1))."""
+    i = _arrays.info(a, what)
+    if len(i.shape) != 2:
+        raise ValueError("symm: %s must be 2-D, not of shape %s" % (what, i.shape))
+    rows, cols = i.shape
+    ld = i.strides[0] if rows > 1 else max(cols, 1)
+    if cols > 1 and i.strides[1] != 1:
+        raise ValueError("symm: %s must have contiguous rows (strides %s)" % (what, i.strides))
+    return Tile(i.ptr, rows, cols, ld), i
+
+
+def _run(team, pool, workers, plain, parallel, *args):
+    if pool is not None:
+        if team is not None:
+            raise ValueError("symm: pass a team or a pool, not both")
+        check(parallel(pool.handle, int(workers), *args))
+    else:
+        check(plain(handle_of(team), *args))
+
+
+def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, workers=0):
+    """Every member's 2-D in_tile (the same symmetric tile) reduced into member root's
+    out_tile (torch.ops.symm_mem.tile_reduce). out_tile may be None on non-roots. With
+    pool, the work is split over `workers` threads on the pool's duplicates (0: chosen
+    automatically)."""
+    ti, ii = _tile(in_tile, "in_tile")
+    if out_tile is None:
+        to = Tile(None, 0, 0, 0)
+    else:
+        to, io = _tile(out_tile, "out_tile")
+        _same_type(ii, io, "tile_reduce")
+    _run(team, pool, workers, lib.symm_tile_reduce, lib.symm_tile_reduce_parallel, to, ti,
+         ii.type, _op(op), int(root))
+    return out_tile
+
+
+def tile_all_reduce(in_tile, out_tile=None, op="sum", team=None, pool=None, workers=0):
+    """The reduction into every member's out_tile (symmetric; in place when None)."""
+    ti, ii = _tile(in_tile, "in_tile")
+    to, io = (ti, ii) if out_tile is None else _tile(out_tile, "out_tile")
+    _same_type(ii, io, "tile_all_reduce")
+    _run(team, pool, workers, lib.symm_tile_allreduce, lib.symm_tile_allreduce_parallel, to, ti,
+         ii.type, _op(op))
+    return in_tile if out_tile is None else out_tile
+
+
+def multi_root_tile_reduce(in_tiles, out_tile, roots, op="sum", team=None, pool=None,
+                           workers=0):
+    """torch.ops.symm_mem.multi_root_tile_reduce: member roots[k] receives in its out_tile
+    the reduction over all members of in_tiles[k]."""
+    k = len(in_tiles)
+    if len(roots) != k:
+        raise ValueError("symm: multi_root_tile_reduce: %d tiles but %d roots"
+                         % (k, len(roots)))
+    tiles = (Tile * max(k, 1))()
+    typ = None
+    for j, t in enumerate(in_tiles):
+        tiles[j], i = _tile(t, "in_tiles[%d]" % j)
+        if typ is not None and i.type != typ:
+            raise TypeError("symm: multi_root_tile_reduce: in_tiles differ in dtype")
+        typ = i.type
+    if out_tile is None:
+        to = Tile(None, 0, 0, 0)
+    else:
+        to, io = _tile(out_tile, "out_tile")
+        typ = io.type if typ is None else typ
+        if io.type != typ:
+            raise TypeError("symm: multi_root_tile_reduce: out_tile's dtype differs")
+    r = (ctypes.c_int * max(k, 1))(*[int(x) for x in roots])
+    _run(team, pool, workers, lib.symm_tile_reduce_multi, lib.symm_tile_reduce_multi_parallel,
+         to, tiles, ctypes.cast(r, INT_P), k, 0 if typ is None else typ, _op(op))
+    return out_tile
+
+
+def _moe_args(input, out, team, pool):
+    h = pool[0].handle if pool is not None else handle_of(team)
+    n = lib.symm_team_n_pes(h)
+    if n < 1:
+        check(lib.symm_barrier(h))
+    i, o = _arrays.dense(input, "input"), _arrays.dense(out, "out")
+    _same_type(i, o, "dispatch/combine")
+    if not i.shape or not o.shape or i.row_bytes() != o.row_bytes():
+        raise ValueError("symm: input and out must have rows of the same size (%s, %s)"
+                         % (i.shape, o.shape))
+    return n, i, o
+
+
+def all_to_all_vdev(input, out, in_splits, out_splits_offsets=None, team=None, pool=None,
+                    workers=0):
+    """torch.ops.symm_mem.all_to_all_vdev: input (symmetric) holds rows packed in member
+    order, in_splits[j] for member j; out receives rows packed in source order.
+    out_splits_offsets (int64, shape (2, n)) gets the rows from each member and where
+    they start; returned (a new array when None)."""
+    n, i, o = _moe_args(input, out, team, pool)
+    send_keep, send = _sizes(in_splits, n, "in_splits")
+    res = _OutSizes(out_splits_offsets, input, n, "out_splits_offsets")
+    _run(team, pool, workers, lib.symm_all_to_all_v, lib.symm_all_to_all_v_parallel, o.ptr,
+         o.shape[0], i.ptr if i.nbytes else None, send, i.row_bytes(), res.splits,
+         res.offsets, None)
+    del send_keep
+    return res.done()
+
+
+def all_to_all_vdev_2d(input, out, in_splits, out_splits_offsets=None, team=None,
+                       major_align=None, pool=None, workers=0):
+    """MoE dispatch (torch.ops.symm_mem.all_to_all_vdev_2d): input (symmetric) holds rows
+    rank-major, in_splits[j*ne + e] for expert e of member j; out receives them
+    expert-major, each expert's segment aligned to major_align rows (1 when None).
+    out_splits_offsets (int64, shape (2, ne*n)): [0][e*n + s] rows from source s for my
+    expert e, [1][e*n + s] where they start. Returned (a new array when None)."""
+    n, i, o = _moe_args(input, out, team, pool)
+    k = len(in_splits)
+    if k % n:
+        raise ValueError("symm: in_splits has %d entries, not a multiple of the team's %d "
+                         "PEs" % (k, n))
+    send_keep, send = _sizes(in_splits, k, "in_splits")
+    res = _OutSizes(out_splits_offsets, input, k, "out_splits_offsets")
+    align = 1 if major_align is None else int(major_align)
+    _run(team, pool, workers, lib.symm_moe_dispatch, lib.symm_moe_dispatch_parallel, o.ptr,
+         o.shape[0], i.ptr if i.nbytes else None, send, k // n, i.row_bytes(), align,
+         res.splits, res.offsets, None)
+    del send_keep
+    return res.done()
+
+
+def all_to_all_vdev_2d_offset(input, out, in_splits_offsets, out_splits_offsets=None,
+                              team=None, pool=None, workers=0):
+    """MoE combine (torch.ops.symm_mem.all_to_all_vdev_2d_offset), the inverse: input
+    (symmetric) is expert-major, in_splits_offsets[0][e*n + j] rows for member j at row
+    in_splits_offsets[1][e*n + j]; out receives rows rank-major in the original dispatch
+    order, out_splits_offsets (int64, shape (2, n*ne)) their counts and offsets."""
+    n, i, o = _moe_args(input, out, team, pool)
+    a = in_splits_offsets
+    torch = _arrays.torch_module()
+    if torch is not None and isinstance(a, torch.Tensor):
+        a = a.detach().cpu().numpy()
+    a = np.asarray(a)
+    if a.ndim != 2 or a.shape[0] != 2 or a.shape[1] % n:
+        raise ValueError("symm: in_splits_offsets must have shape (2, ne*%d), not %s"
+                         % (n, a.shape))
+    k = a.shape[1]
+    splits_keep, splits = _sizes(a[0], k, "in_splits_offsets[0]")
+    offs_keep, offs = _sizes(a[1], k, "in_splits_offsets[1]")
+    res = _OutSizes(out_splits_offsets, input, k, "out_splits_offsets")
+    _run(team, pool, workers, lib.symm_moe_combine, lib.symm_moe_combine_parallel, o.ptr,
+         o.shape[0], i.ptr if i.nbytes else None, splits, offs, k // n, i.row_bytes(),
+         res.splits, res.offsets, None)
+    del splits_keep, offs_keep
+    return res.done()
+
+
+moe_dispatch = all_to_all_vdev_2d
+moe_combine = all_to_all_vdev_2d_offset
+all_gather_into_tensor = all_gather
+reduce_scatter_tensor = reduce_scatter

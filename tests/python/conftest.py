@@ -1,0 +1,13 @@
+"""pytest of the Python package, run by every PE of one job (symmrun -n N, or each PE
+started torchrun-style by envrun.py): every PE runs the same tests in the same order, so
+their collectives meet. symm starts once per session."""
+import pytest
+
+import symm
+
+
+@pytest.fixture(scope="session", autouse=True)
+def world():
+    symm.init()
+    yield symm.WORLD
+    symm.finalize()

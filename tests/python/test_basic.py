@@ -1,0 +1,168 @@
+"""Start-up, symmetric arrays on the heap, peers' copies, the heap's collective freeing,
+errors as exceptions."""
+import gc
+import os
+
+import numpy as np
+import pytest
+
+import symm
+from util import data, me, n
+
+DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
+          "float32", "float64"]
+
+
+def test_world():
+    assert symm.initialized()
+    want = os.environ.get("SYMM_RANK", os.environ.get("RANK", "0"))
+    assert me() == int(want)
+    want_n = os.environ.get("SYMM_NPES", os.environ.get("WORLD_SIZE", "1"))
+    assert n() == int(want_n)
+    assert symm.WORLD.my_pe() == me() and symm.WORLD.n_pes() == n()
+    assert symm.NODE.n_pes() == n()
+    assert symm.WORLD.world_ranks() == list(range(n()))
+
+
+def test_init_twice_raises():
+    with pytest.raises(symm.SymmError) as e:
+        symm.init()
+    assert e.value.name == "SYMM_ERR_ALREADY_INITIALIZED"
+    assert "twice" in str(e.value)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1,), (7,), (3, 5), (2, 3, 4), (1000,)])
+def test_empty_and_peer(dtype, shape):
+    x = symm.empty(shape, dtype)
+    assert isinstance(x, np.ndarray) and x.shape == shape and x.dtype == np.dtype(dtype)
+    x[...] = data(shape, dtype, 1, me())
+    symm.barrier()
+    for p in range(n()):
+        y = symm.peer(x, p)
+        assert y.shape == shape
+        np.testing.assert_array_equal(y, data(shape, dtype, 1, p))
+    symm.barrier()
+    # Stores through a peer's copy land in its array: each PE writes its right neighbour.
+    right = symm.peer(x, (me() + 1) % n())
+    right[...] = data(shape, dtype, 2, me())
+    symm.barrier()
+    np.testing.assert_array_equal(x, data(shape, dtype, 2, (me() - 1) % n()))
+    symm.barrier()
+
+
+def test_peer_of_a_view_and_team_numbering():
+    x = symm.zeros((6, 8), "int32")
+    assert not x.any()
+    x[...] = data((6, 8), "int32", 3, me())
+    symm.barrier()
+    v = x[1:5, 2:7]
+    for p in range(n()):
+        np.testing.assert_array_equal(symm.peer(v, p), data((6, 8), "int32", 3, p)[1:5, 2:7])
+    rev = symm.new_team(list(reversed(range(n()))))
+    for p in range(n()):
+        np.testing.assert_array_equal(symm.peer(x, p, team=rev),
+                                      data((6, 8), "int32", 3, n() - 1 - p))
+    symm.barrier()
+    rev.destroy()
+
+
+def test_peer_of_foreign_array_raises():
+    with pytest.raises(ValueError, match="not on symm's heap"):
+        symm.peer(np.zeros(4), 0)
+    x = symm.empty(4, "float32")
+    with pytest.raises(symm.SymmError) as e:
+        symm.peer(x, n())
+    assert e.value.status < 0
+
+
+def test_heap_frees_what_every_pe_dropped():
+    gc.collect()
+    symm.collect_garbage()
+    base = symm.heap_info()["heap_used"]
+    keep = []
+    for i in range(200):
+        a = symm.empty((100 + i,), "float64")
+        a[:] = i
+        if i % 3 == 0:
+            keep.append(a)
+    del a
+    gc.collect()
+    symm.collect_garbage()
+    kept = symm.heap_info()["heap_used"]
+    assert kept > base
+    # PEs drop different arrays (PE p the p-th kept one): only what every PE let go of is
+    # freed, the rest waits.
+    assert len(keep) == 67
+    del keep[me() % len(keep)]
+    gc.collect()
+    freed = symm.collect_garbage()
+    assert freed == (1 if n() == 1 else 0)
+    assert (symm.heap_info()["heap_used"] < kept) == (n() == 1)
+    for a in keep:
+        assert a[0] == a[-1]
+    del keep, a
+    gc.collect()
+    assert symm.collect_garbage() == 67 - (1 if n() == 1 else 0)
+    assert symm.heap_info()["heap_used"] == base
+
+
+def test_heap_many_cycles_flat():
+    gc.collect()
+    symm.collect_garbage()
+    base = symm.heap_info()["heap_used"]
+    for i in range(2000):
+        a = symm.empty((i % 97 + 1, 3), "float32")
+        a[0, 0] = i
+        del a
+    gc.collect()
+    symm.collect_garbage()
+    assert symm.heap_info()["heap_used"] == base
+
+
+def test_heap_mismatch_raises_on_every_pe():
+    # One PE asks for another size: symm_malloc's agreement fails everywhere, nothing is
+    # allocated, and the next allocation works.
+    used = symm.heap_info()["heap_used"]
+    with pytest.raises(symm.SymmError) as e:
+        symm.empty((10 + (me() == n() - 1),), "float32") if n() > 1 else symm.empty(1 << 40)
+    assert e.value.name in ("SYMM_ERR_MISMATCH", "SYMM_ERR_NO_MEMORY")
+    assert symm.heap_info()["heap_used"] == used
+    x = symm.empty(5, "float32")
+    assert x.shape == (5,)
+
+
+def test_bad_arguments_raise():
+    with pytest.raises(TypeError):
+        symm.empty(3, "complex64")
+    with pytest.raises(ValueError):
+        symm.empty((-1,), "float32")
+    with pytest.raises(ValueError):
+        symm.empty((1 << 62,), "float32")
+    with pytest.raises(ValueError):
+        symm.empty(3, "float32", device="cuda")
+    with pytest.raises(TypeError):
+        symm.all_reduce([1, 2, 3])
+    x = symm.empty((4, 4), "float32")
+    with pytest.raises(ValueError, match="contiguous"):
+        symm.all_reduce(x[:, 1])
+    with pytest.raises(ValueError):
+        symm.all_reduce(x, op="avg")
+
+
+def test_symm_errors_carry_the_message():
+    local = np.ones(8, dtype=np.float32)
+    with pytest.raises(symm.SymmError) as e:
+        symm.all_reduce(local)
+    assert e.value.name == "SYMM_ERR_NOT_SYMMETRIC"
+    assert "symmetric heap" in str(e.value) and "PE %d" % me() in str(e.value)
+    # The team stays in step: the next call works.
+    x = symm.empty(8, "float32")
+    x[:] = 1
+    symm.all_reduce(x)
+    assert (x == n()).all()
+    # A root out of range fails on every member alike.
+    with pytest.raises(symm.SymmError) as e:
+        symm.broadcast(x, src=n())
+    assert e.value.status < 0
+    symm.barrier()

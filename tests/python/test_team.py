@@ -1,0 +1,170 @@
+"""Teams (splits, 2-D split, rank lists), pools (duplicates, growth, concurrent workers),
+the registry, context managers, errors, and no leak over 10,000 create/destroy cycles."""
+import threading
+
+import numpy as np
+import pytest
+
+import symm
+from util import data, fold, me, n
+
+
+def test_split_strided_negative_stride_and_translate():
+    t = symm.WORLD.split_strided(n() - 1, -1, n())
+    with t:
+        assert t.n_pes() == n() and t.my_pe() == n() - 1 - me()
+        assert t.world_ranks() == list(reversed(range(n())))
+        for p in range(n()):
+            assert t.translate_pe(p, symm.WORLD) == n() - 1 - p
+            assert symm.WORLD.translate_pe(p, t) == n() - 1 - p
+        x = symm.empty((50,), "int32")
+        x[:] = data(50, "int32", 20, me())
+        symm.broadcast(x, src=0, team=t)  # member 0 is world PE n-1
+        np.testing.assert_array_equal(x, data(50, "int32", 20, n() - 1))
+    with pytest.raises(symm.SymmError) as e:
+        t.barrier()
+    assert e.value.name == "SYMM_ERR_TEAM_INVALID"
+
+
+def test_split_2d():
+    xr = 2 if n() % 2 == 0 else 1
+    x, y = symm.WORLD.split_2d(xr)
+    assert x.n_pes() == xr and x.my_pe() == me() % xr
+    assert y.n_pes() == n() // xr and y.my_pe() == me() // xr
+    a = symm.empty((10,), "float64")
+    a[:] = data(10, "float64", 21, me())
+    symm.all_reduce(a, team=x)
+    np.testing.assert_array_equal(a, fold([data(10, "float64", 21, p)
+                                           for p in x.world_ranks()], "sum"))
+    symm.all_reduce(a, op="max", team=y)
+    x.destroy()
+    y.destroy()
+
+
+def test_new_team_any_order_only_members_take_part():
+    ranks = [p for p in reversed(range(n())) if p != 1 or n() == 1]
+    t = symm.new_team(ranks)
+    if me() not in ranks:
+        assert t is None
+    else:
+        with t:
+            assert t.world_ranks() == ranks and t.my_pe() == ranks.index(me())
+            t.barrier()
+    symm.barrier()
+
+
+def test_pool_duplicates_run_concurrently_from_threads():
+    workers = 4
+    bufs = [symm.empty((257,), "float32") for _ in range(workers)]
+    with symm.WORLD.pool(workers) as pool:
+        assert len(pool) == workers
+        errors = []
+
+        def work(w):
+            try:
+                for it in range(20):
+                    bufs[w][:] = data(257, "float32", 22, w, it, me())
+                    symm.all_reduce(bufs[w], team=pool[w])
+                    want = fold([data(257, "float32", 22, w, it, p) for p in range(n())], "sum")
+                    np.testing.assert_array_equal(bufs[w], want)
+            except Exception as e:  # reported below
+                errors.append(e)
+
+        th = [threading.Thread(target=work, args=(w,)) for w in range(workers)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+        assert not errors, errors
+        pool.grow(10)
+        assert len(pool) == 10
+        symm.barrier(pool[9])
+        with pytest.raises(IndexError):
+            pool[10]
+        with pytest.raises(symm.SymmError) as e:
+            pool[3].destroy()
+        assert e.value.status < 0
+
+
+def test_two_threads_on_one_team_is_reported():
+    # Two workers of this PE on the same team at once: one of them gets TEAM_BUSY, naming
+    # the team and pointing at pools, whatever the timing on other PEs.
+    with symm.WORLD.pool(1) as pool:
+        team = pool[0]
+        seen = []
+        go = threading.Barrier(2)
+
+        def work():
+            go.wait()
+            for _ in range(200):
+                try:
+                    symm.barrier(team)
+                except symm.SymmError as e:
+                    seen.append(e)
+                    return
+
+        th = [threading.Thread(target=work) for _ in range(2)]
+        for t in th:
+            t.start()
+        for t in th:
+            t.join()
+    if seen:
+        assert all(e.name in ("SYMM_ERR_TEAM_BUSY", "SYMM_ERR_TIMEOUT",
+                              "SYMM_ERR_TEAM_BROKEN", "SYMM_ERR_COLL_MISMATCH")
+                   for e in seen), seen
+        busy = [e for e in seen if e.name == "SYMM_ERR_TEAM_BUSY"]
+        assert not busy or "pool" in str(busy[0])
+
+
+def test_registry():
+    ranks = list(range(n()))
+    p = symm.get_pool("py-reg", ranks, 3)
+    assert len(p) == 3
+    q = symm.get_pool("py-reg", ranks, 8)
+    assert q.handle == p.handle and len(p) == 8
+    assert len(symm.get_pool("py-reg", ranks, 2)) == 8
+    symm.barrier(q[7])
+    if n() > 1:
+        with pytest.raises(symm.SymmError) as e:
+            symm.get_pool("py-reg", list(reversed(ranks)), 2)
+        assert e.value.name == "SYMM_ERR_NAME_CONFLICT" and "py-reg" in str(e.value)
+    with q:
+        pass  # released by name
+    with pytest.raises(symm.SymmError) as e:
+        symm.release_pool("py-reg")
+    assert e.value.name == "SYMM_ERR_NOT_FOUND"
+    with symm.get_pool("py-reg", ranks, 1) as r:
+        assert len(r) == 1
+
+
+def test_errors_on_stale_and_bad_handles():
+    t = symm.WORLD.split_strided(0, 1, n())
+    t.destroy()
+    for call in (lambda: symm.barrier(t), lambda: t.pool(2), lambda: t.split_2d(1)):
+        with pytest.raises(symm.SymmError) as e:
+            call()
+        assert e.value.name == "SYMM_ERR_TEAM_INVALID"
+    assert t.my_pe() == -1 and t.n_pes() == -1
+    with pytest.raises(symm.SymmError):
+        symm.WORLD.destroy()
+    with pytest.raises(symm.SymmError):
+        symm.WORLD.split_strided(0, 1, n() + 1)
+    with pytest.raises(TypeError):
+        symm.barrier("world")
+
+
+def test_pool_create_destroy_10000_cycles_flat():
+    def used():
+        return symm.heap_info()["team_heap_used"]
+
+    before = used()
+    sizes = [1, 2, 7, 64]
+    for i in range(10000):
+        with symm.WORLD.pool(sizes[i % 4]) as p:
+            if i % 1000 == 0:
+                symm.barrier(p[len(p) - 1])
+    for i in range(100):
+        with symm.WORLD.split_strided(0, 1, n()) as t:
+            with t.pool(3):
+                pass
+    assert used() == before
