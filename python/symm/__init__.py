@@ -16,7 +16,7 @@ import sys
 
 from . import _boot, _heap
 from ._heap import collect_garbage, empty, peer, zeros
-from ._lib import LIB_PATH, SymmError, check as _check, lib as _lib
+from ._lib import LIB_PATH, SymmError, check as _check, lib as _c
 from ._ops import (all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single,
                    all_to_all_vdev, all_to_all_vdev_2d, all_to_all_vdev_2d_offset, barrier,
                    broadcast, moe_combine, moe_dispatch, multi_root_tile_reduce, reduce,
@@ -48,7 +48,7 @@ def init(group=None, store=None, rank=None, world_size=None, timeout=None):
     if store is not None or rank is not None or how == "env":
         _boot.init_exchange(store, rank, world_size, timeout)
     else:
-        _check(_lib.symm_init())
+        _check(_c.symm_init())
     if group is not None:
         return team_from_group(group)
     return WORLD
@@ -57,27 +57,27 @@ def init(group=None, store=None, rank=None, world_size=None, timeout=None):
 def finalize():
     """Ends symm in this process; collective. Arrays on symm's heap must not be used
     afterwards (their memory is gone)."""
-    _check(_lib.symm_finalize())
+    _check(_c.symm_finalize())
     _heap.reset()
 
 
 def initialized():
-    return bool(_lib.symm_initialized())
+    return bool(_c.symm_initialized())
 
 
 def my_pe():
     """This PE's world rank (-1 before init)."""
-    return _lib.symm_my_pe()
+    return _c.symm_my_pe()
 
 
 def n_pes():
     """The number of PEs in the job (-1 before init)."""
-    return _lib.symm_n_pes()
+    return _c.symm_n_pes()
 
 
 def abort(code=1, why=""):
     """Ends the whole job from this PE: the others' waits fail naming it."""
-    _lib.symm_abort(int(code), str(why).encode())
+    _c.symm_abort(int(code), str(why).encode())
 
 
 def heap_info():
@@ -86,7 +86,7 @@ def heap_info():
 
     from ._lib import Info
     i = Info()
-    _check(_lib.symm_get_info(ctypes.byref(i)))
+    _check(_c.symm_get_info(ctypes.byref(i)))
     return {"heap_size": i.heap_size, "heap_used": i.heap_used,
             "team_heap_size": i.team_heap_size, "team_heap_used": i.team_heap_used,
             "transport": i.transport.decode()}

@@ -47,52 +47,77 @@ class ArrayInfo:
         return n
 
 
-def info(a, what="tensor"):
-    """ArrayInfo of a torch.Tensor or NumPy array; TypeError for anything else and for
-    element types symm has no reduction type for."""
-    i = ArrayInfo()
-    if isinstance(a, np.ndarray):
-        i.ptr = a.__array_interface__["data"][0]
-        i.nbytes = a.nbytes
-        i.numel = a.size
-        i.dtype = a.dtype.name
-        i.itemsize = a.itemsize
-        i.shape = a.shape
-        i.strides = tuple(s // a.itemsize for s in a.strides) if a.itemsize else a.strides
-        i.contiguous = a.flags.c_contiguous
-        i.device = ("cpu", 0)
-    else:
-        torch = torch_module()
-        if torch is None or not isinstance(a, torch.Tensor):
-            raise TypeError("symm: %s must be a torch.Tensor or numpy.ndarray, not %s"
-                            % (what, type(a).__name__))
-        dt = _torch_types(torch).get(a.dtype)
-        if dt is None:
-            raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, a.dtype))
-        i.ptr = a.data_ptr()
-        i.itemsize = a.element_size()
-        i.numel = a.numel()
-        i.nbytes = i.numel * i.itemsize
-        i.dtype = dt
-        i.shape = tuple(a.shape)
-        i.strides = tuple(a.stride())
-        i.contiguous = a.is_contiguous()
-        i.device = (a.device.type, a.device.index or 0)
-        i.type = TYPES[dt]
-        return i
-    t = TYPES.get(i.dtype)
+_CPU = ("cpu", 0)
+# (symm type, item size, dtype name) by NumPy's type number: every type code that names
+# one of symm's types (int64 may be a long or a long long).
+_NP_NUM = {}
+for _c in np.typecodes["All"]:
+    _d = np.dtype(_c)
+    if _d.name in TYPES:
+        _NP_NUM[_d.num] = (TYPES[_d.name], _d.itemsize, _d.name)
+_char_from_buffer = ctypes.c_char.from_buffer
+_addressof = ctypes.addressof
+
+
+def _np_ptr(a):
+    try:
+        return _addressof(_char_from_buffer(a))  # the fast way, for writable C-contiguous
+    except (TypeError, ValueError, BufferError):
+        return a.__array_interface__["data"][0]
+
+
+def _np_info(a, what, strides):
+    t = _NP_NUM.get(a.dtype.num)
     if t is None:
-        raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, i.dtype))
-    i.type = t
+        raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, a.dtype))
+    i = ArrayInfo()
+    i.type, i.itemsize, i.dtype = t
+    i.contiguous = a.flags.c_contiguous
+    i.ptr = _np_ptr(a) if i.contiguous else a.__array_interface__["data"][0]
+    i.nbytes = a.nbytes
+    i.numel = a.size
+    i.shape = a.shape
+    i.device = _CPU
+    i.strides = tuple(s // i.itemsize for s in a.strides) if strides else None
     return i
 
 
+def _torch_info(a, what, strides):
+    torch = torch_module()
+    if torch is None or not isinstance(a, torch.Tensor):
+        raise TypeError("symm: %s must be a torch.Tensor or numpy.ndarray, not %s"
+                        % (what, type(a).__name__))
+    dt = _TORCH_TYPES.get(a.dtype) or _torch_types(torch).get(a.dtype)
+    if dt is None:
+        raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, a.dtype))
+    i = ArrayInfo()
+    i.ptr = a.data_ptr()
+    i.itemsize = a.element_size()
+    i.numel = a.numel()
+    i.nbytes = i.numel * i.itemsize
+    i.dtype = dt
+    i.type = TYPES[dt]
+    i.shape = tuple(a.shape)
+    i.strides = tuple(a.stride()) if strides else None
+    i.contiguous = a.is_contiguous()
+    d = a.device
+    i.device = _CPU if d.type == "cpu" else (d.type, d.index or 0)
+    return i
+
+
+def info(a, what="tensor"):
+    """ArrayInfo of a torch.Tensor or NumPy array, strides included; TypeError for anything
+    else and for element types symm has no type for."""
+    if isinstance(a, np.ndarray):
+        return _np_info(a, what, True)
+    return _torch_info(a, what, True)
+
+
 def dense(a, what="tensor"):
-    """info() of a contiguous array (ValueError otherwise)."""
-    i = info(a, what)
+    """info() of a contiguous array (ValueError otherwise), without its strides."""
+    i = _np_info(a, what, False) if isinstance(a, np.ndarray) else _torch_info(a, what, False)
     if not i.contiguous:
-        raise ValueError("symm: %s must be contiguous (shape %s, strides %s)"
-                         % (what, i.shape, i.strides))
+        raise ValueError("symm: %s must be contiguous (shape %s)" % (what, i.shape))
     return i
 
 

@@ -87,8 +87,10 @@ class Exchange(Structure):
                 ("allgather", ALLGATHER_FN), ("ctx", c_void_p)]
 
 
-SIZE_P = POINTER(c_size_t)
-INT_P = POINTER(c_int)
+# Arrays of size_t and int, and buffers, travel as plain addresses (c_void_p): ctypes
+# passes an int or a ctypes array there at once, where a typed pointer would need a cast.
+SIZE_P = c_void_p
+INT_P = c_void_p
 team_t = c_int64
 pool_t = c_int64
 st_t = c_int

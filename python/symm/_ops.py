@@ -10,7 +10,7 @@ import ctypes
 import numpy as np
 
 from . import _arrays
-from ._lib import OPS, SIZE_P, INT_P, Tile, check, lib
+from ._lib import OPS, SymmError, Tile, check, lib
 from ._team import handle_of
 
 _OP_ALIASES = {"sum": "sum", "prod": "prod", "product": "prod", "min": "min", "max": "max",
@@ -18,8 +18,14 @@ _OP_ALIASES = {"sum": "sum", "prod": "prod", "product": "prod", "min": "min", "m
                "xor": "bxor", "avg": None, "premul_sum": None}
 
 
+_OP_FAST = {k: OPS[v] for k, v in _OP_ALIASES.items() if v}
+
+
 def _op(op):
     """symm_op_t of "sum", "max", ... or a torch.distributed.ReduceOp."""
+    v = _OP_FAST.get(op) if isinstance(op, str) else None
+    if v is not None:
+        return v
     key = op if isinstance(op, str) else getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
     name = _OP_ALIASES.get(str(key).lower(), False)
     if not name:
@@ -107,17 +113,30 @@ def all_to_all(output, input, team=None):
 
 
 def _sizes(x, n, what):
-    """x (a list, NumPy array or CPU tensor of n non-negative integers) as size_t[n]."""
+    """x (a list, NumPy array or CPU tensor of n non-negative integers) as an int64 array
+    (which the caller keeps alive) and its address, for a size_t[n] argument."""
     if not isinstance(x, np.ndarray):
         torch = _arrays.torch_module()
         if torch is not None and isinstance(x, torch.Tensor):
             x = x.detach().cpu().numpy()
-    a = np.ascontiguousarray(x, dtype=np.int64).reshape(-1)
+    a = np.ascontiguousarray(x, dtype=np.int64)
     if a.size != n:
         raise ValueError("symm: %s has %d entries, not %d" % (what, a.size, n))
-    if n and a.min() < 0:
-        raise ValueError("symm: %s has a negative entry" % what)
-    return a, ctypes.cast(a.__array_interface__["data"][0], SIZE_P)
+    return a, _arrays._np_ptr(a)
+
+
+def _run_sizes(sizes, *call):
+    """_run(*call); a failure on a PE that passed a negative count says so (the C call
+    reads it as a huge size_t and fails on every member alike, as it should: counts differ
+    between PEs, so a check here would fail this PE alone)."""
+    try:
+        _run(*call)
+    except SymmError as e:
+        bad = [what for what, a in sizes if a.size and a.min() < 0]
+        if bad:
+            raise SymmError(e.status, "%s (this PE's %s has a negative entry)"
+                            % (e.args[0].split(": ", 1)[-1], " and ".join(bad))) from None
+        raise
 
 
 def _like_int64(ref, shape):
@@ -143,8 +162,8 @@ class _OutSizes:
         else:
             self.scratch = np.empty((2, n), dtype=np.int64)
             self.ptr = self.scratch.__array_interface__["data"][0]
-        self.splits = ctypes.cast(self.ptr, SIZE_P)
-        self.offsets = ctypes.cast(self.ptr + 8 * n, SIZE_P)
+        self.splits = self.ptr
+        self.offsets = self.ptr + 8 * n
 
     def done(self):
         if self.scratch is not None:
@@ -181,8 +200,8 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
         input_split_sizes = [i.shape[0] // n] * n
     send_keep, send = _sizes(input_split_sizes, n, "input_split_sizes")
     recv = (ctypes.c_size_t * n)()
-    check(lib.symm_alltoallv(h, o.ptr, o.shape[0], i.ptr if i.nbytes else None, send, None, rb,
-                             recv, None))
+    _run_sizes([("input_split_sizes", send_keep)], h, None, 0, lib.symm_alltoallv, None, o.ptr,
+               o.shape[0], i.ptr if i.nbytes else None, send, None, rb, recv, None)
     del send_keep
     got = list(recv)
     if output_split_sizes is not None:
@@ -264,7 +283,7 @@ def multi_root_tile_reduce(in_tiles, out_tile, roots, op="sum", team=None, pool=
             raise TypeError("symm: multi_root_tile_reduce: out_tile's dtype differs")
     r = (ctypes.c_int * max(k, 1))(*[int(x) for x in roots])
     _run(team, pool, workers, lib.symm_tile_reduce_multi, lib.symm_tile_reduce_multi_parallel,
-         to, tiles, ctypes.cast(r, INT_P), k, 0 if typ is None else typ, _op(op))
+         to, tiles, r, k, 0 if typ is None else typ, _op(op))
     return out_tile
 
 
@@ -290,9 +309,9 @@ def all_to_all_vdev(input, out, in_splits, out_splits_offsets=None, team=None, p
     n, i, o = _moe_args(input, out, team, pool)
     send_keep, send = _sizes(in_splits, n, "in_splits")
     res = _OutSizes(out_splits_offsets, input, n, "out_splits_offsets")
-    _run(team, pool, workers, lib.symm_all_to_all_v, lib.symm_all_to_all_v_parallel, o.ptr,
-         o.shape[0], i.ptr if i.nbytes else None, send, i.row_bytes(), res.splits,
-         res.offsets, None)
+    _run_sizes([("in_splits", send_keep)], team, pool, workers, lib.symm_all_to_all_v,
+               lib.symm_all_to_all_v_parallel, o.ptr, o.shape[0], i.ptr if i.nbytes else None,
+               send, i.row_bytes(), res.splits, res.offsets, None)
     del send_keep
     return res.done()
 
@@ -312,9 +331,9 @@ def all_to_all_vdev_2d(input, out, in_splits, out_splits_offsets=None, team=None
     send_keep, send = _sizes(in_splits, k, "in_splits")
     res = _OutSizes(out_splits_offsets, input, k, "out_splits_offsets")
     align = 1 if major_align is None else int(major_align)
-    _run(team, pool, workers, lib.symm_moe_dispatch, lib.symm_moe_dispatch_parallel, o.ptr,
-         o.shape[0], i.ptr if i.nbytes else None, send, k // n, i.row_bytes(), align,
-         res.splits, res.offsets, None)
+    _run_sizes([("in_splits", send_keep)], team, pool, workers, lib.symm_moe_dispatch,
+               lib.symm_moe_dispatch_parallel, o.ptr, o.shape[0], i.ptr if i.nbytes else None,
+               send, k // n, i.row_bytes(), align, res.splits, res.offsets, None)
     del send_keep
     return res.done()
 
@@ -338,9 +357,10 @@ def all_to_all_vdev_2d_offset(input, out, in_splits_offsets, out_splits_offsets=
     splits_keep, splits = _sizes(a[0], k, "in_splits_offsets[0]")
     offs_keep, offs = _sizes(a[1], k, "in_splits_offsets[1]")
     res = _OutSizes(out_splits_offsets, input, k, "out_splits_offsets")
-    _run(team, pool, workers, lib.symm_moe_combine, lib.symm_moe_combine_parallel, o.ptr,
-         o.shape[0], i.ptr if i.nbytes else None, splits, offs, k // n, i.row_bytes(),
-         res.splits, res.offsets, None)
+    _run_sizes([("in_splits_offsets", splits_keep), ("in_splits_offsets", offs_keep)], team,
+               pool, workers, lib.symm_moe_combine, lib.symm_moe_combine_parallel, o.ptr,
+               o.shape[0], i.ptr if i.nbytes else None, splits, offs, k // n, i.row_bytes(),
+               res.splits, res.offsets, None)
     del splits_keep, offs_keep
     return res.done()
 

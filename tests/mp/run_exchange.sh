@@ -9,7 +9,7 @@
 #   netns    PE N-1 runs in its own network namespace (unshare -n, where allowed): every PE
 #            refuses the start, naming the hosts
 #   badarg   bad exchanges are refused before anything happens, then the start works
-# In every mode nothing is left in /dev/shm or the job's TMPDIR.
+# In every mode nothing is left in the job's TMPDIR, nor anything named symm in /dev/shm.
 set -u
 PROG=$1
 N=$2
@@ -20,7 +20,8 @@ fail() { echo "run_exchange: FAIL ($MODE): $*" >&2; exit 1; }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/exchange.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$dir"' EXIT
 mkdir "$dir/x" "$dir/tmp" || fail "mkdir"
-shm_before=$(ls -A /dev/shm 2>/dev/null | sort)
+# Other jobs may come and go in /dev/shm meanwhile: only names that mention symm count.
+shm_before=$(ls -A /dev/shm 2>/dev/null | grep -i symm | sort)
 
 if [ "$MODE" = netns ] && ! unshare -n true 2>/dev/null; then
     echo "run_exchange: SKIP: unshare -n is not allowed here"
@@ -100,6 +101,7 @@ while [ $r -lt "$N" ]; do
     esac
     r=$((r + 1))
 done
-[ "$(ls -A /dev/shm 2>/dev/null | sort)" = "$shm_before" ] || fail "files left in /dev/shm"
+[ "$(ls -A /dev/shm 2>/dev/null | grep -i symm | sort)" = "$shm_before" ] ||
+    fail "files left in /dev/shm"
 [ -z "$(ls -A "$dir/tmp")" ] || fail "files left in TMPDIR: $(ls -A "$dir/tmp")"
 echo "run_exchange: OK"

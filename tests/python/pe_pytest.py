@@ -1,6 +1,7 @@
 """pe_pytest.py [pytest arguments] — pytest as one PE of a job: PE 0 prints as usual; the
 others keep their output and print it (each line marked with the PE) only if they fail,
-so a job's log reads as one run. The PE comes from SYMM_RANK (symmrun) or RANK."""
+so a job's log reads as one run. The PE comes from SYMM_RANK (symmrun), RANK
+(torchrun-style) or OMPI_COMM_WORLD_RANK / PMI_RANK (mpirun)."""
 import os
 import sys
 import tempfile
@@ -8,8 +9,15 @@ import tempfile
 import pytest
 
 
+def launch_rank():
+    for var in ("SYMM_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK"):
+        if os.environ.get(var):
+            return int(os.environ[var])
+    return 0
+
+
 def main():
-    rank = int(os.environ.get("SYMM_RANK", os.environ.get("RANK", "0")))
+    rank = launch_rank()
     args = ["-p", "no:cacheprovider"] + sys.argv[1:]
     if rank == 0:
         return pytest.main(args)

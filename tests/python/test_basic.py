@@ -15,10 +15,14 @@ DTYPES = ["int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint6
 
 def test_world():
     assert symm.initialized()
-    want = os.environ.get("SYMM_RANK", os.environ.get("RANK", "0"))
-    assert me() == int(want)
-    want_n = os.environ.get("SYMM_NPES", os.environ.get("WORLD_SIZE", "1"))
-    assert n() == int(want_n)
+    # The launcher's numbering: symmrun's, torchrun-style, or mpirun's.
+    for rank, size in (("SYMM_RANK", "SYMM_NPES"), ("RANK", "WORLD_SIZE"),
+                       ("OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE")):
+        if os.environ.get(rank):
+            assert (me(), n()) == (int(os.environ[rank]), int(os.environ[size]))
+            break
+    else:
+        assert (me(), n()) == (0, 1)
     assert symm.WORLD.my_pe() == me() and symm.WORLD.n_pes() == n()
     assert symm.NODE.n_pes() == n()
     assert symm.WORLD.world_ranks() == list(range(n()))

@@ -189,8 +189,11 @@ def test_moe_output_too_small_fails_everywhere():
     assert "PE %d" % (n() - 1) in str(e.value) or "member" in str(e.value)
     with pytest.raises(ValueError, match="shape"):
         symm.moe_dispatch(inp, out, [1] * (n() * ne), np.zeros((2, 1), dtype=np.int64))
-    with pytest.raises(ValueError):
-        symm.moe_dispatch(inp, out, [-1] * (n() * ne))
+    # A negative count on one PE fails the call on every PE, that PE saying why.
+    bad = [-1 if me() == 0 else 1] * (n() * ne)
+    with pytest.raises(symm.SymmError) as e:
+        symm.moe_dispatch(inp, out, bad)
+    assert me() != 0 or "negative" in str(e.value)
     symm.barrier()
 
 
