@@ -15,6 +15,7 @@ docs/PYTHON.md in symm's source tree describes the whole API."""
 import sys
 
 from . import _boot, _heap
+from ._arrays import set_default_backend, torch_module as _torch_module
 from ._heap import collect_garbage, empty, peer, zeros
 from ._lib import LIB_PATH, SymmError, check as _check, lib as _c
 from ._ops import (all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single,
@@ -49,6 +50,8 @@ def init(group=None, store=None, rank=None, world_size=None, timeout=None):
         _boot.init_exchange(store, rank, world_size, timeout)
     else:
         _check(_c.symm_init())
+    if _torch_module() is not None:
+        from . import torch_ops  # noqa: F401  (registers torch.ops.symm.*)
     if group is not None:
         return team_from_group(group)
     return WORLD
@@ -94,7 +97,7 @@ def heap_info():
 
 __all__ = [
     "init", "finalize", "initialized", "my_pe", "n_pes", "abort", "heap_info", "SymmError",
-    "empty", "zeros", "peer", "collect_garbage", "Team", "Pool", "WORLD", "NODE", "new_team",
+    "empty", "zeros", "peer", "collect_garbage", "set_default_backend", "Team", "Pool", "WORLD", "NODE", "new_team",
     "team_from_group", "pool_create", "get_pool", "release_pool", "barrier", "sync",
     "broadcast", "all_reduce", "reduce", "reduce_scatter", "reduce_scatter_tensor",
     "all_gather", "all_gather_into_tensor", "all_to_all", "all_to_all_single",

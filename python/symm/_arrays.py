@@ -14,6 +14,19 @@ _torch = None
 _torch_checked = False
 
 
+# What symm.empty returns when not told: None (torch if it can be imported, else NumPy),
+# "torch" or "numpy" (set_default_backend).
+default_backend = [None]
+
+
+def set_default_backend(backend):
+    """The kind of array symm.empty, symm.zeros and symm.peer return when their backend
+    argument is None: "torch", "numpy", or None (torch if it can be imported, else NumPy)."""
+    if backend not in (None, "torch", "numpy"):
+        raise ValueError("symm: backend must be 'torch', 'numpy' or None, not %r" % (backend,))
+    default_backend[0] = backend
+
+
 def torch_module():
     """torch if it can be imported, else None (looked for once)."""
     global _torch, _torch_checked
@@ -125,6 +138,8 @@ def from_export(exp, backend=None):
     """The array of an export: a torch.Tensor through DLPack if torch is there (or
     backend == "torch"), else (backend == "numpy") a NumPy array over the memory, which
     holds the owner through its base."""
+    if backend is None:
+        backend = default_backend[0]
     torch = torch_module() if backend in (None, "torch") else None
     if backend == "torch" and torch is None:
         raise ImportError("symm: backend='torch' but torch cannot be imported")

@@ -12,6 +12,8 @@ import ctypes
 import threading
 import weakref
 
+import numpy as np
+
 from . import _arrays
 from ._dlpack import KDL_CPU, Export
 from ._lib import OPS, TEAM_WORLD, TYPES, check, fail_null, lib
@@ -172,7 +174,8 @@ def owner(ptr, nbytes):
 def peer(a, pe, team=None, backend=None):
     """PE pe's copy of the symmetric array a (pe numbered in team, the world by default),
     as an array of a's shape and strides over that PE's memory, which loads and stores
-    reach directly. It keeps the object alive as a does."""
+    reach directly, of a's kind (tensor or NumPy array). It keeps the object alive as a
+    does."""
     i = _arrays.info(a)
     blk = owner(i.ptr, i.nbytes)
     if blk is None:
@@ -183,7 +186,6 @@ def peer(a, pe, team=None, backend=None):
     if not q:
         fail_null("symm_team_ptr")
     if backend is None:
-        torch = _arrays.torch_module()
-        backend = "torch" if torch is not None and isinstance(a, torch.Tensor) else "numpy"
+        backend = "numpy" if isinstance(a, np.ndarray) else "torch"
     return _arrays.from_export(Export(q, i.shape, i.strides, i.dtype, (KDL_CPU, 0), blk),
                                backend)

@@ -1,0 +1,76 @@
+"""With torch (skipped where it cannot be imported): symmetric tensors through DLPack,
+bfloat16, operations on tensors, and the torch.ops.symm custom ops, eager and under
+torch.compile."""
+import numpy as np
+import pytest
+
+import symm
+from util import me, n
+
+torch = pytest.importorskip("torch")
+
+
+def tdata(shape, dtype, *tags):
+    g = torch.Generator().manual_seed(hash((20240607,) + tags) & 0x7FFFFFFF)
+    return (torch.rand(shape, generator=g) * 8 - 4).to(dtype)
+
+
+def test_empty_gives_tensors_on_the_heap():
+    for dt in (torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.uint8):
+        x = symm.empty((3, 5), dt, backend="torch")
+        assert isinstance(x, torch.Tensor) and x.dtype == dt and x.shape == (3, 5)
+        x.copy_(tdata((3, 5), dt, 1, me()))
+        symm.barrier()
+        for p in range(n()):
+            y = symm.peer(x, p)
+            assert isinstance(y, torch.Tensor)
+            assert torch.equal(y, tdata((3, 5), dt, 1, p))
+        symm.barrier()
+    z = symm.zeros(7, "bfloat16", backend="torch")
+    assert not z.any()
+
+
+@pytest.mark.parametrize("dt", ["bfloat16", "float16", "float32"])
+def test_all_reduce_tensors_rounds_every_step(dt):
+    dtype = getattr(torch, dt)
+    x = symm.empty((1001,), dtype, backend="torch")
+    x.copy_(tdata((1001,), dtype, 2, me()))
+    symm.all_reduce(x)
+    want = tdata((1001,), dtype, 2, 0)
+    for p in range(1, n()):
+        want = (want.float() + tdata((1001,), dtype, 2, p).float()).to(dtype)
+    assert torch.equal(x, want)
+
+
+def test_custom_ops_eager_and_compiled():
+    x = symm.empty((64,), torch.float32, backend="torch")
+    x.fill_(me() + 1)
+    torch.ops.symm.all_reduce_(x, "sum", 0)
+    assert (x == n() * (n() + 1) / 2).all()
+
+    def step(t):
+        torch.ops.symm.all_reduce_(t, "max", 0)
+        return t * 2
+
+    compiled = torch.compile(step, backend="eager", fullgraph=True)
+    x.fill_(me())
+    out = compiled(x)
+    assert (x == n() - 1).all() and (out == 2 * (n() - 1)).all()
+
+
+def test_moe_with_int64_split_tensors():
+    ne, cols = 2, 4
+    g = np.random.default_rng([7, me()])
+    splits = torch.from_numpy(g.integers(0, 3, size=n() * ne).astype(np.int64))
+    rows = int(splits.sum())
+    inp = symm.empty((3 * n() * ne, cols), torch.bfloat16, backend="torch")
+    out = symm.empty((3 * n() * ne * n() + ne * 4, cols), torch.bfloat16, backend="torch")
+    back = symm.empty(inp.shape, torch.bfloat16, backend="torch")
+    inp[:rows] = tdata((rows, cols), torch.bfloat16, 3, me())
+    so = torch.empty((2, n() * ne), dtype=torch.int64)
+    torch.ops.symm.all_to_all_vdev_2d(inp, out, splits, so, 0, 4)
+    res = torch.zeros((2, n() * ne), dtype=torch.int64)
+    torch.ops.symm.all_to_all_vdev_2d_offset(out, back, so, res, 0)
+    assert torch.equal(res[0], splits)
+    assert torch.equal(back[:rows], inp[:rows])
+    symm.barrier()
