@@ -3,6 +3,7 @@
  *   pool     creating a device pool of 1..4096 duplicates (CPU pool + GPU state), median
  *   barrier  device barrier latency, 1..128 blocks each on its own duplicate
  *   coll     allreduce (float sum) on a stream, one block, with the D2D copy ceiling
+ *   graph    a small allreduce on a stream: eager calls against CUDA graph replays
  * Output: OSU-style tables, printed by PE 0. */
 #include <algorithm>
 #include <chrono>
@@ -177,6 +178,84 @@ static void bench_coll(int me)
     fflush(stdout);
 }
 
+/* µs per call of what enqueue() puts on s, over iters calls, timed by events. */
+template <typename F> static double per_call_us(cudaStream_t s, int iters, F enqueue)
+{
+    cudaEvent_t e0, e1;
+    CU(cudaEventCreate(&e0));
+    CU(cudaEventCreate(&e1));
+    OK(symm_barrier_all());
+    CU(cudaEventRecord(e0, s));
+    enqueue();
+    CU(cudaEventRecord(e1, s));
+    CU(cudaEventSynchronize(e1));
+    float ms;
+    CU(cudaEventElapsedTime(&ms, e0, e1));
+    CU(cudaEventDestroy(e0));
+    CU(cudaEventDestroy(e1));
+    return ms * 1000.0 / iters;
+}
+
+static void bench_graph(int me)
+{
+    static const size_t sizes[] = {8, 1024, 65536};
+    const int n = symm_n_pes(), iters = 200, reps = 5;
+    float *src = (float *)symm_gpu_malloc(65536), *dst = (float *)symm_gpu_malloc(65536);
+    if (!src || !dst) OK(symm_last_status());
+    CU(cudaMemset(src, 0, 65536));
+    CU(cudaDeviceSynchronize());
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    if (me == 0)
+        printf("# symm_allreduce_on_stream float sum, eager calls against CUDA graphs, %d PEs; "
+               "us per call, median of %d runs of %d calls\n"
+               "# size(B)  eager_us  graph_1_call_replayed_us  graph_%d_calls_us\n",
+               n, reps, iters, iters);
+    for (size_t nb : sizes) {
+        auto call = [&] {
+            OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT,
+                                        SYMM_OP_SUM, s));
+        };
+        call(); /* the team's GPU state, outside any capture */
+        CU(cudaStreamSynchronize(s));
+        cudaGraph_t g1, gn;
+        cudaGraphExec_t x1, xn;
+        CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        call();
+        CU(cudaStreamEndCapture(s, &g1));
+        CU(cudaGraphInstantiate(&x1, g1, 0));
+        CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < iters; i++)
+            call();
+        CU(cudaStreamEndCapture(s, &gn));
+        CU(cudaGraphInstantiate(&xn, gn, 0));
+        std::vector<double> eager, one, many;
+        for (int r = 0; r < reps; r++) {
+            eager.push_back(per_call_us(s, iters, [&] {
+                for (int i = 0; i < iters; i++)
+                    call();
+            }));
+            one.push_back(per_call_us(s, iters, [&] {
+                for (int i = 0; i < iters; i++)
+                    CU(cudaGraphLaunch(x1, s));
+            }));
+            many.push_back(per_call_us(s, iters, [&] { CU(cudaGraphLaunch(xn, s)); }));
+        }
+        if (me == 0)
+            printf("%9zu %9.2f %25.2f %18.2f\n", nb, median(eager), median(one), median(many));
+        CU(cudaGraphExecDestroy(x1));
+        CU(cudaGraphExecDestroy(xn));
+        CU(cudaGraphDestroy(g1));
+        CU(cudaGraphDestroy(gn));
+        OK(symm_barrier_all());
+    }
+    OK(symm_cuda_check());
+    OK(symm_gpu_free(src));
+    OK(symm_gpu_free(dst));
+    CU(cudaStreamDestroy(s));
+    fflush(stdout);
+}
+
 int main(int argc, char **argv)
 {
     if (!bench_gpu_init()) return 0;
@@ -187,6 +266,7 @@ int main(int argc, char **argv)
         if (!strcmp(m, "pool") || !strcmp(m, "all")) bench_pool(me);
         if (!strcmp(m, "barrier") || !strcmp(m, "all")) bench_barrier(me);
         if (!strcmp(m, "coll") || !strcmp(m, "all")) bench_coll(me);
+        if (!strcmp(m, "graph") || !strcmp(m, "all")) bench_graph(me);
         if (all) break;
     }
     OK(symm_finalize());
