@@ -14,7 +14,7 @@ docs/PYTHON.md in symm's source tree describes the whole API."""
 
 import sys
 
-from . import _boot, _heap
+from . import _boot, _cuda, _heap
 from ._arrays import set_default_backend, torch_module as _torch_module
 from ._heap import collect_garbage, empty, peer, zeros
 from ._lib import LIB_PATH, SymmError, check as _check, lib as _c
@@ -33,14 +33,15 @@ def _dist_initialized():
     return dist is not None and dist.is_available() and dist.is_initialized()
 
 
-def init(group=None, store=None, rank=None, world_size=None, timeout=None):
+def init(group=None, store=None, rank=None, world_size=None, timeout=None, cuda=False):
     """Starts symm in this process; collective over every process of the job.
 
     Under symmrun or an MPI launcher, as a C program would. Started torchrun-style (RANK,
     WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or with torch.distributed initialized, or given
     store (and rank, world_size), over that store (see symm._boot). Else a 1-PE job.
-    Every PE must be on one host. Returns symm.WORLD, or with a torch.distributed process
-    group, a Team of its ranks (None on PEs outside it)."""
+    Every PE must be on one host. cuda=True also starts symm's CUDA transport (else the
+    first symm.empty(..., device="cuda") does). Returns symm.WORLD, or with a
+    torch.distributed process group, a Team of its ranks (None on PEs outside it)."""
     how = _boot.launcher()
     if store is None and rank is None and how in ("env", "none") and _dist_initialized():
         import torch.distributed as dist
@@ -50,6 +51,8 @@ def init(group=None, store=None, rank=None, world_size=None, timeout=None):
         _boot.init_exchange(store, rank, world_size, timeout)
     else:
         _check(_c.symm_init())
+    if cuda:
+        _cuda.init()
     if _torch_module() is not None:
         from . import torch_ops  # noqa: F401  (registers torch.ops.symm.*)
     if group is not None:
@@ -62,6 +65,44 @@ def finalize():
     afterwards (their memory is gone)."""
     _check(_c.symm_finalize())
     _heap.reset()
+
+
+def cuda_device():
+    """The CUDA device of this PE's GPU heap (-1 before the CUDA transport starts)."""
+    return _cuda.device()
+
+
+def cuda_check():
+    """Raises SymmError for a failure that a call enqueued on a stream met on the device
+    (a member's bad splits, an output that does not fit, a timeout). Waits for this PE's
+    device."""
+    _check(_cuda.lib().symm_cuda_check())
+
+
+def cuda_workspace(n, ne):
+    """A MoE workspace (workspace= of the dispatch/combine calls on CUDA tensors) for a
+    team of n PEs and ne experts per PE, beyond the one symm keeps (up to the world's size
+    and 1024 experts). Collective over the world, like symm.empty."""
+    size = _cuda.lib().symm_cuda_a2a_workspace_bytes(int(n), int(ne))
+    return empty((size,), "uint8", device="cuda")
+
+
+def get_include():
+    """The folder of symm's headers (symm.h, symm_cuda.h, symm_device.cuh), for building
+    extensions: installed with the package, or the source tree's include/."""
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.environ.get("SYMM_INCLUDE"), os.path.join(here, "include"),
+              os.path.join(here, "..", "..", "include")):
+        if d and os.path.exists(os.path.join(d, "symm.h")):
+            return os.path.abspath(d)
+    raise FileNotFoundError("symm: no symm.h beside the package (set SYMM_INCLUDE)")
+
+
+def get_library_dir():
+    """The folder of libsymm.so (and libsymm_cuda.so), for linking extensions."""
+    import os
+    return os.path.dirname(os.path.abspath(LIB_PATH))
 
 
 def initialized():
@@ -103,5 +144,6 @@ __all__ = [
     "all_gather", "all_gather_into_tensor", "all_to_all", "all_to_all_single",
     "tile_reduce", "tile_all_reduce", "multi_root_tile_reduce", "all_to_all_vdev",
     "all_to_all_vdev_2d", "all_to_all_vdev_2d_offset", "moe_dispatch", "moe_combine",
-    "LIB_PATH",
+    "LIB_PATH", "cuda_device", "cuda_check", "cuda_workspace", "get_include",
+    "get_library_dir",
 ]

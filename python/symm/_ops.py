@@ -9,7 +9,7 @@ import ctypes
 
 import numpy as np
 
-from . import _arrays
+from . import _arrays, _cuda
 from ._lib import OPS, SymmError, Tile, check, lib
 from ._team import handle_of
 
@@ -34,9 +34,13 @@ def _op(op):
     return OPS[name]
 
 
-def barrier(team=None):
-    """Completes this PE's earlier puts and waits for every member."""
-    check(lib.symm_barrier(handle_of(team)))
+def barrier(team=None, device="cpu"):
+    """Completes this PE's earlier puts and waits for every member. device="cuda": a
+    barrier of the members' GPUs, enqueued on the current stream."""
+    if device != "cpu" and str(device).startswith("cuda"):
+        check(_cuda.lib().symm_barrier_on_stream(handle_of(team), _cuda.stream()))
+    else:
+        check(lib.symm_barrier(handle_of(team)))
 
 
 def sync(team=None):
@@ -47,6 +51,10 @@ def sync(team=None):
 def broadcast(tensor, src=0, team=None):
     """Member src's tensor into every member's tensor (in place, symmetric)."""
     i = _arrays.dense(tensor)
+    if i.device[0] == "cuda":
+        check(_cuda.lib().symm_broadcast_on_stream(handle_of(team), i.ptr, i.ptr, i.nbytes,
+                                                   int(src), _cuda.stream()))
+        return tensor
     check(lib.symm_broadcast(handle_of(team), i.ptr, i.ptr, i.nbytes, int(src)))
     return tensor
 
@@ -54,6 +62,10 @@ def broadcast(tensor, src=0, team=None):
 def all_reduce(tensor, op="sum", team=None):
     """tensor = op over every member's tensor, element by element, in place."""
     i = _arrays.dense(tensor)
+    if i.device[0] == "cuda":
+        check(_cuda.lib().symm_allreduce_on_stream(handle_of(team), i.ptr, i.ptr, i.numel,
+                                                   i.type, _op(op), _cuda.stream()))
+        return tensor
     check(lib.symm_allreduce(handle_of(team), i.ptr, i.ptr, i.numel, i.type, _op(op)))
     return tensor
 
@@ -61,6 +73,10 @@ def all_reduce(tensor, op="sum", team=None):
 def reduce(tensor, dst=0, op="sum", team=None):
     """The reduction into member dst's tensor (in place); the others' are unchanged."""
     i = _arrays.dense(tensor)
+    if i.device[0] == "cuda":
+        check(_cuda.lib().symm_reduce_on_stream(handle_of(team), i.ptr, i.ptr, i.numel, i.type,
+                                                _op(op), int(dst), _cuda.stream()))
+        return tensor
     check(lib.symm_reduce(handle_of(team), i.ptr, i.ptr, i.numel, i.type, _op(op), int(dst)))
     return tensor
 
@@ -80,6 +96,14 @@ def reduce_scatter(output, input, op="sum", team=None):
     if n > 0 and i.numel != o.numel * n:
         raise ValueError("symm: reduce_scatter: input has %d elements, not %d x %d (the team's "
                          "size times output's)" % (i.numel, n, o.numel))
+    if i.device[0] == "cuda":
+        # On the GPU: a multi-root tile reduce whose root r receives block r.
+        tiles = (Tile * n)(*[Tile(i.ptr + r * o.nbytes, 1, o.numel, o.numel) for r in range(n)])
+        roots = (ctypes.c_int * n)(*range(n))
+        check(_cuda.lib().symm_tile_reduce_multi_on_stream(
+            _cuda.stream_pool(h), Tile(o.ptr, 1, o.numel, o.numel), tiles, roots, n, o.type,
+            _op(op), 0, _cuda.stream()))
+        return output
     check(lib.symm_reduce_scatter(h, o.ptr, i.ptr, o.numel, o.type, _op(op)))
     return output
 
@@ -94,6 +118,9 @@ def all_gather(output, input, team=None):
     if n > 0 and o.numel != i.numel * n:
         raise ValueError("symm: all_gather: output has %d elements, not %d x %d (the team's "
                          "size times input's)" % (o.numel, n, i.numel))
+    if i.device[0] == "cuda":
+        check(_cuda.lib().symm_fcollect_on_stream(h, o.ptr, i.ptr, i.nbytes, _cuda.stream()))
+        return output
     check(lib.symm_fcollect(h, o.ptr, i.ptr, i.nbytes))
     return output
 
@@ -108,6 +135,9 @@ def all_to_all(output, input, team=None):
         raise ValueError("symm: all_to_all: input and output must have the same size, a "
                          "multiple of the team's size %d (%d and %d bytes)"
                          % (n, i.nbytes, o.nbytes))
+    if i.device[0] == "cuda":
+        check(_cuda.lib().symm_alltoall_on_stream(h, o.ptr, i.ptr, i.nbytes // n, _cuda.stream()))
+        return output
     check(lib.symm_alltoall(h, o.ptr, i.ptr, i.nbytes // n if n > 0 else 0))
     return output
 
@@ -192,6 +222,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     n = lib.symm_team_n_pes(h)
     if n < 1:
         check(lib.symm_barrier(h))  # raises symm's error for the team
+    if i.device[0] == "cuda":
+        raise ValueError("symm: all_to_all_single with splits on CUDA tensors would wait for "
+                         "the host: use all_to_all_vdev, whose splits stay on the device")
     rb = i.row_bytes()
     if o.row_bytes() != rb or not i.shape or not o.shape:
         raise ValueError("symm: all_to_all_single: output and input rows differ (%s, %s)"
@@ -233,6 +266,18 @@ def _run(team, pool, workers, plain, parallel, *args):
         check(plain(handle_of(team), *args))
 
 
+def _run_tile(cuda, team, pool, workers, plain, parallel, on_stream, *args):
+    """A tile call: on the CPU as _run; on CUDA tensors on the current stream, run by
+    `workers` blocks (0: chosen) on the pool's duplicates (the team's stream pool when
+    none is given)."""
+    if not cuda:
+        return _run(team, pool, workers, plain, parallel, *args)
+    if pool is not None and team is not None:
+        raise ValueError("symm: pass a team or a pool, not both")
+    p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
+    check(getattr(_cuda.lib(), on_stream)(p, *args, int(workers), _cuda.stream()))
+
+
 def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, workers=0):
     """Every member's 2-D in_tile (the same symmetric tile) reduced into member root's
     out_tile (torch.ops.symm_mem.tile_reduce). out_tile may be None on non-roots. With
@@ -244,8 +289,9 @@ def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, worke
     else:
         to, io = _tile(out_tile, "out_tile")
         _same_type(ii, io, "tile_reduce")
-    _run(team, pool, workers, lib.symm_tile_reduce, lib.symm_tile_reduce_parallel, to, ti,
-         ii.type, _op(op), int(root))
+    _run_tile(ii.device[0] == "cuda", team, pool, workers, lib.symm_tile_reduce,
+              lib.symm_tile_reduce_parallel, "symm_tile_reduce_on_stream", to, ti, ii.type,
+              _op(op), int(root))
     return out_tile
 
 
@@ -254,8 +300,9 @@ def tile_all_reduce(in_tile, out_tile=None, op="sum", team=None, pool=None, work
     ti, ii = _tile(in_tile, "in_tile")
     to, io = (ti, ii) if out_tile is None else _tile(out_tile, "out_tile")
     _same_type(ii, io, "tile_all_reduce")
-    _run(team, pool, workers, lib.symm_tile_allreduce, lib.symm_tile_allreduce_parallel, to, ti,
-         ii.type, _op(op))
+    _run_tile(ii.device[0] == "cuda", team, pool, workers, lib.symm_tile_allreduce,
+              lib.symm_tile_allreduce_parallel, "symm_tile_allreduce_on_stream", to, ti,
+              ii.type, _op(op))
     return in_tile if out_tile is None else out_tile
 
 
@@ -268,9 +315,10 @@ def multi_root_tile_reduce(in_tiles, out_tile, roots, op="sum", team=None, pool=
         raise ValueError("symm: multi_root_tile_reduce: %d tiles but %d roots"
                          % (k, len(roots)))
     tiles = (Tile * max(k, 1))()
-    typ = None
+    typ, cuda = None, False
     for j, t in enumerate(in_tiles):
         tiles[j], i = _tile(t, "in_tiles[%d]" % j)
+        cuda = i.device[0] == "cuda"
         if typ is not None and i.type != typ:
             raise TypeError("symm: multi_root_tile_reduce: in_tiles differ in dtype")
         typ = i.type
@@ -282,8 +330,9 @@ def multi_root_tile_reduce(in_tiles, out_tile, roots, op="sum", team=None, pool=
         if io.type != typ:
             raise TypeError("symm: multi_root_tile_reduce: out_tile's dtype differs")
     r = (ctypes.c_int * max(k, 1))(*[int(x) for x in roots])
-    _run(team, pool, workers, lib.symm_tile_reduce_multi, lib.symm_tile_reduce_multi_parallel,
-         to, tiles, r, k, 0 if typ is None else typ, _op(op))
+    _run_tile(cuda, team, pool, workers, lib.symm_tile_reduce_multi,
+              lib.symm_tile_reduce_multi_parallel, "symm_tile_reduce_multi_on_stream", to,
+              tiles, r, k, 0 if typ is None else typ, _op(op))
     return out_tile
 
 
@@ -300,13 +349,68 @@ def _moe_args(input, out, team, pool):
     return n, i, o
 
 
+def _dev_int64(x, ref, n, what):
+    """x as a contiguous int64 tensor of n entries on ref's device (copied there if it is
+    not), for the stream calls, which read their splits on the device."""
+    torch = _arrays.torch_module()
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.int64)
+    t = t.to(device=ref.device, dtype=torch.int64).contiguous()
+    if t.numel() != n:
+        raise ValueError("symm: %s has %d entries, not %d" % (what, t.numel(), n))
+    return t
+
+
+class _DevOutSizes:
+    """out_splits_offsets of a stream call: an int64 (2, n) tensor on ref's device,
+    written in place (a new one when None; a scratch copied back when it is not
+    contiguous int64 on that device)."""
+
+    def __init__(self, given, ref, n, what):
+        torch = _arrays.torch_module()
+        self.given = given if given is not None else torch.empty((2, n), dtype=torch.int64,
+                                                                  device=ref.device)
+        if tuple(self.given.shape) != (2, n):
+            raise ValueError("symm: %s must have shape (2, %d), not %s"
+                             % (what, n, tuple(self.given.shape)))
+        ok = (self.given.dtype == torch.int64 and self.given.is_contiguous() and
+              self.given.device == ref.device)
+        self.buf = self.given if ok else torch.empty((2, n), dtype=torch.int64,
+                                                     device=ref.device)
+        self.splits = self.buf.data_ptr()
+        self.offsets = self.splits + 8 * n
+
+    def done(self):
+        if self.buf is not self.given:
+            self.given.copy_(self.buf)
+        return self.given
+
+
+def _ws(workspace, n, ne):
+    """The MoE workspace: the caller's (symm.cuda_workspace), else symm's own."""
+    if workspace is None:
+        return _cuda.workspace(n, ne)
+    return _arrays.dense(workspace, "workspace").ptr
+
+
+def _moe_stream(fn, team, pool, workers, *args):
+    p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
+    check(getattr(_cuda.lib(), fn)(p, *args, int(workers), _cuda.stream()))
+
+
 def all_to_all_vdev(input, out, in_splits, out_splits_offsets=None, team=None, pool=None,
-                    workers=0):
+                    workers=0, workspace=None):
     """torch.ops.symm_mem.all_to_all_vdev: input (symmetric) holds rows packed in member
     order, in_splits[j] for member j; out receives rows packed in source order.
     out_splits_offsets (int64, shape (2, n)) gets the rows from each member and where
     they start; returned (a new array when None)."""
     n, i, o = _moe_args(input, out, team, pool)
+    if i.device[0] == "cuda":
+        sp = _dev_int64(in_splits, input, n, "in_splits")
+        res = _DevOutSizes(out_splits_offsets, input, n, "out_splits_offsets")
+        _moe_stream("symm_all_to_all_v_on_stream", team, pool, workers, o.ptr, o.shape[0],
+                    i.ptr, i.shape[0], sp.data_ptr(), i.row_bytes(), res.splits, res.offsets,
+                    None, _ws(workspace, n, 1))
+        return res.done()
     send_keep, send = _sizes(in_splits, n, "in_splits")
     res = _OutSizes(out_splits_offsets, input, n, "out_splits_offsets")
     _run_sizes([("in_splits", send_keep)], team, pool, workers, lib.symm_all_to_all_v,
@@ -317,7 +421,7 @@ def all_to_all_vdev(input, out, in_splits, out_splits_offsets=None, team=None, p
 
 
 def all_to_all_vdev_2d(input, out, in_splits, out_splits_offsets=None, team=None,
-                       major_align=None, pool=None, workers=0):
+                       major_align=None, pool=None, workers=0, workspace=None):
     """MoE dispatch (torch.ops.symm_mem.all_to_all_vdev_2d): input (symmetric) holds rows
     rank-major, in_splits[j*ne + e] for expert e of member j; out receives them
     expert-major, each expert's segment aligned to major_align rows (1 when None).
@@ -328,9 +432,16 @@ def all_to_all_vdev_2d(input, out, in_splits, out_splits_offsets=None, team=None
     if k % n:
         raise ValueError("symm: in_splits has %d entries, not a multiple of the team's %d "
                          "PEs" % (k, n))
+    align = 1 if major_align is None else int(major_align)
+    if i.device[0] == "cuda":
+        sp = _dev_int64(in_splits, input, k, "in_splits")
+        res = _DevOutSizes(out_splits_offsets, input, k, "out_splits_offsets")
+        _moe_stream("symm_moe_dispatch_on_stream", team, pool, workers, o.ptr, o.shape[0],
+                    i.ptr, i.shape[0], sp.data_ptr(), k // n, i.row_bytes(), align,
+                    res.splits, res.offsets, None, _ws(workspace, n, k // n))
+        return res.done()
     send_keep, send = _sizes(in_splits, k, "in_splits")
     res = _OutSizes(out_splits_offsets, input, k, "out_splits_offsets")
-    align = 1 if major_align is None else int(major_align)
     _run_sizes([("in_splits", send_keep)], team, pool, workers, lib.symm_moe_dispatch,
                lib.symm_moe_dispatch_parallel, o.ptr, o.shape[0], i.ptr if i.nbytes else None,
                send, k // n, i.row_bytes(), align, res.splits, res.offsets, None)
@@ -339,7 +450,7 @@ def all_to_all_vdev_2d(input, out, in_splits, out_splits_offsets=None, team=None
 
 
 def all_to_all_vdev_2d_offset(input, out, in_splits_offsets, out_splits_offsets=None,
-                              team=None, pool=None, workers=0):
+                              team=None, pool=None, workers=0, workspace=None):
     """MoE combine (torch.ops.symm_mem.all_to_all_vdev_2d_offset), the inverse: input
     (symmetric) is expert-major, in_splits_offsets[0][e*n + j] rows for member j at row
     in_splits_offsets[1][e*n + j]; out receives rows rank-major in the original dispatch
@@ -347,6 +458,17 @@ def all_to_all_vdev_2d_offset(input, out, in_splits_offsets, out_splits_offsets=
     n, i, o = _moe_args(input, out, team, pool)
     a = in_splits_offsets
     torch = _arrays.torch_module()
+    if i.device[0] == "cuda":
+        k = int(a.shape[1]) if len(a.shape) == 2 else -1
+        if len(a.shape) != 2 or a.shape[0] != 2 or k % n:
+            raise ValueError("symm: in_splits_offsets must have shape (2, ne*%d), not %s"
+                             % (n, tuple(a.shape)))
+        both = _dev_int64(a, input, 2 * k, "in_splits_offsets")
+        res = _DevOutSizes(out_splits_offsets, input, k, "out_splits_offsets")
+        _moe_stream("symm_moe_combine_on_stream", team, pool, workers, o.ptr, o.shape[0],
+                    i.ptr, i.shape[0], both.data_ptr(), both.data_ptr() + 8 * k, k // n,
+                    i.row_bytes(), res.splits, res.offsets, None, _ws(workspace, n, k // n))
+        return res.done()
     if torch is not None and isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
     a = np.asarray(a)

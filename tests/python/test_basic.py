@@ -144,7 +144,12 @@ def test_bad_arguments_raise():
     with pytest.raises(ValueError):
         symm.empty((1 << 62,), "float32")
     with pytest.raises(ValueError):
-        symm.empty(3, "float32", device="cuda")
+        symm.empty(3, "float32", device="tpu")
+    torch = symm._arrays.torch_module()
+    if torch is None or not torch.cuda.is_available():
+        # Without torch, a GPU or symm's CUDA part, a CUDA array is refused with the reason.
+        with pytest.raises((ValueError, ImportError, symm.SymmError)):
+            symm.empty(3, "float32", device="cuda")
     with pytest.raises(TypeError):
         symm.all_reduce([1, 2, 3])
     x = symm.empty((4, 4), "float32")

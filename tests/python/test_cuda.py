@@ -1,0 +1,156 @@
+"""CUDA tensors on symm's GPU heap (skipped without torch, a GPU, or symm's CUDA part):
+peers' copies, every operation on the current stream against the same operation on CPU
+arrays or a serial reference, MoE dispatch/combine element by element against the CPU
+path, capture in a CUDA graph and replay on changing data."""
+import numpy as np
+import pytest
+
+import symm
+from util import data, fold, me, n
+
+torch = pytest.importorskip("torch")
+if not torch.cuda.is_available():
+    pytest.skip("no CUDA device", allow_module_level=True)
+try:
+    symm._cuda.lib()
+except ImportError as e:
+    pytest.skip(str(e), allow_module_level=True)
+
+
+def cuda(shape, dtype, tags):
+    """A CUDA tensor on the heap holding data(shape, dtype, *tags)."""
+    t = symm.empty(shape, dtype, device="cuda")
+    t.copy_(torch.from_numpy(np.ascontiguousarray(data(shape, dtype, *tags))))
+    return t
+
+
+def test_empty_and_peer_on_the_gpu():
+    x = cuda((4, 33), "float32", (70, me()))
+    assert x.is_cuda and x.device.index == symm.cuda_device()
+    symm.barrier(device="cuda")
+    torch.cuda.synchronize()
+    symm.barrier()
+    for p in range(n()):
+        np.testing.assert_array_equal(symm.peer(x, p).cpu().numpy(), data((4, 33), "float32",
+                                                                          70, p))
+    symm.barrier()
+
+
+@pytest.mark.parametrize("dtype", ["float32", "int32", "float16", "int64"])
+@pytest.mark.parametrize("size", [1, 7, 4097, 300000])
+def test_all_reduce_broadcast_reduce(dtype, size):
+    for op in ("sum", "max"):
+        x = cuda((size,), dtype, (71, size, me()))
+        symm.all_reduce(x, op=op)
+        want = fold([data(size, dtype, 71, size, p) for p in range(n())], op)
+        np.testing.assert_array_equal(x.cpu().numpy(), want)
+    root = n() - 1
+    x = cuda((size,), dtype, (72, size, me()))
+    symm.broadcast(x, src=root)
+    np.testing.assert_array_equal(x.cpu().numpy(), data(size, dtype, 72, size, root))
+    x = cuda((size,), dtype, (73, size, me()))
+    symm.reduce(x, dst=0, op="sum")
+    if me() == 0:
+        np.testing.assert_array_equal(x.cpu().numpy(), fold([data(size, dtype, 73, size, p)
+                                                             for p in range(n())], "sum"))
+    torch.cuda.synchronize()
+    symm.barrier()
+
+
+@pytest.mark.parametrize("count", [1, 100, 70001])
+def test_all_gather_all_to_all_reduce_scatter(count):
+    inp = cuda((count,), "float32", (74, me()))
+    out = symm.empty((n() * count,), "float32", device="cuda")
+    symm.all_gather(out, inp)
+    got = out.cpu().numpy()
+    for p in range(n()):
+        np.testing.assert_array_equal(got[p * count:(p + 1) * count], data(count, "float32", 74, p))
+    a = cuda((n() * count,), "float32", (75, me()))
+    b = symm.empty((n() * count,), "float32", device="cuda")
+    symm.all_to_all(b, a)
+    got = b.cpu().numpy()
+    for p in range(n()):
+        np.testing.assert_array_equal(got[p * count:(p + 1) * count],
+                                      data(n() * count, "float32", 75, p)[me() * count:(me() + 1) * count])
+    r = symm.empty((count,), "float32", device="cuda")
+    symm.reduce_scatter(r, a, op="sum")
+    full = fold([data(n() * count, "float32", 75, p) for p in range(n())], "sum")
+    np.testing.assert_array_equal(r.cpu().numpy(), full[me() * count:(me() + 1) * count])
+    torch.cuda.synchronize()
+    symm.barrier()
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (5, 3), (64, 128), (257, 300)])
+def test_tiles_on_the_gpu(shape):
+    rows, cols = shape
+    big = cuda((rows + 1, cols + 8), "float32", (76, me()))
+    tile = big[1:, 4:4 + cols]
+    ref = [data((rows + 1, cols + 8), "float32", 76, p)[1:, 4:4 + cols] for p in range(n())]
+    out = symm.zeros((rows, cols + 4), "float32", device="cuda")[:, :cols]
+    for root in range(n()):
+        symm.tile_reduce(tile, out, root=root, op="sum")
+        if me() == root:
+            np.testing.assert_array_equal(out.cpu().numpy(), fold(ref, "sum"))
+    symm.tile_all_reduce(tile, out, op="max")
+    np.testing.assert_array_equal(out.cpu().numpy(), fold(ref, "max"))
+    torch.cuda.synchronize()
+    symm.barrier()
+
+
+@pytest.mark.parametrize("ne,align", [(1, 1), (3, 16), (8, 0)])
+def test_moe_on_the_gpu_equals_the_cpu(ne, align):
+    cols, cap = 64, 8 * n() * ne * n() + ne * 16
+    r = np.random.default_rng([77, ne, me()])
+    splits = r.integers(0, 8, size=n() * ne)
+    rows = int(splits.sum())
+    mine = data((rows, cols), "float32", 78, ne, me())
+    # The CPU path as the reference.
+    cin = symm.empty((cap, cols), "float32", backend="numpy")
+    cout = symm.empty((cap, cols), "float32", backend="numpy")
+    cin[:rows] = mine
+    cout[...] = 0
+    cso = symm.moe_dispatch(cin, cout, splits, major_align=align)
+    gin = symm.empty((cap, cols), "float32", device="cuda")
+    gout = symm.zeros((cap, cols), "float32", device="cuda")
+    gin[:rows] = torch.from_numpy(mine)
+    gso = symm.moe_dispatch(gin, gout, torch.from_numpy(splits).cuda(), major_align=align)
+    assert gso.is_cuda
+    np.testing.assert_array_equal(gso.cpu().numpy(), cso)
+    np.testing.assert_array_equal(gout.cpu().numpy(), cout)
+    back = symm.zeros((cap, cols), "float32", device="cuda")
+    res = symm.moe_combine(gout, back, gso)
+    np.testing.assert_array_equal(res[0].cpu().numpy(), splits)
+    np.testing.assert_array_equal(back[:rows].cpu().numpy(), mine)
+    symm.cuda_check()
+    symm.barrier()
+
+
+def test_all_reduce_in_a_cuda_graph():
+    x = symm.empty((4096,), "float32", device="cuda")
+    x.fill_(1)
+    symm.all_reduce(x)  # the first call on a team makes its GPU state: not in a capture
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g, stream=s):
+            symm.all_reduce(x)
+    torch.cuda.current_stream().wait_stream(s)
+    for it in range(20):
+        x.copy_(torch.from_numpy(data(4096, "float32", 79, it, me())))
+        g.replay()
+        want = fold([data(4096, "float32", 79, it, p) for p in range(n())], "sum")
+        np.testing.assert_array_equal(x.cpu().numpy(), want)
+    symm.cuda_check()
+    symm.barrier()
+
+
+def test_errors_on_the_gpu():
+    local = torch.zeros(16, device="cuda")
+    with pytest.raises(symm.SymmError) as e:
+        symm.all_reduce(local)
+    assert e.value.name == "SYMM_ERR_NOT_SYMMETRIC"
+    with pytest.raises(ValueError):
+        symm.empty(3, "float32", device="cuda", backend="numpy")
+    symm.barrier()
