@@ -102,7 +102,10 @@ void *symm_ptr(const void *addr, int pe);
 int symm_addr_accessible(const void *addr, size_t size);
 
 /* ---------------------------------------------------------------- types and ops */
-/* X(ENUM, name, C type) — one table for every type of the typed calls and reductions. */
+/* X(ENUM, name, C type) — one table for every type of the typed calls and reductions.
+ * fp8 (OCP 8-bit floats, PyTorch's float8_e4m3fn and float8_e5m2) are row payloads and
+ * tile reduce types: their reductions accumulate in float, which only the tile calls do;
+ * the other reductions refuse them. */
 #define SYMM_FOREACH_TYPE(X)                                                                   \
     X(SYMM_INT8, int8, int8_t)                                                                 \
     X(SYMM_INT16, int16, int16_t)                                                              \
@@ -115,7 +118,9 @@ int symm_addr_accessible(const void *addr, size_t size);
     X(SYMM_FLOAT, float, float)                                                                \
     X(SYMM_DOUBLE, double, double)                                                             \
     X(SYMM_FP16, fp16, uint16_t)                                                               \
-    X(SYMM_BF16, bf16, uint16_t)
+    X(SYMM_BF16, bf16, uint16_t)                                                               \
+    X(SYMM_FP8_E4M3, fp8_e4m3, uint8_t)                                                        \
+    X(SYMM_FP8_E5M2, fp8_e5m2, uint8_t)
 
 typedef enum {
 #define SYMM_TYPE_ENUM_(e, name, ctype) e,
@@ -149,6 +154,15 @@ float symm_fp16_to_float(uint16_t h);
 uint16_t symm_float_to_fp16(float f);
 float symm_bf16_to_float(uint16_t b);
 uint16_t symm_float_to_bf16(float f);
+/* fp8 conversions. e4m3: 4 exponent bits (bias 7), 3 mantissa bits, no infinities, NaN
+ * 0x7f / 0xff, largest finite 448; e5m2: 5 exponent bits (bias 15), 2 mantissa bits,
+ * infinities 0x7c / 0xfc. From float: round to nearest even; a magnitude beyond the
+ * largest finite value gives NaN for e4m3 (as PyTorch's conversion and CUDA's
+ * __NV_NOSAT do) and infinity for e5m2; NaN gives NaN (0x7f with the sign). */
+float symm_fp8_e4m3_to_float(uint8_t b);
+uint8_t symm_float_to_fp8_e4m3(float f);
+float symm_fp8_e5m2_to_float(uint8_t b);
+uint8_t symm_float_to_fp8_e5m2(float f);
 
 /* ---------------------------------------------------------------- RMA */
 /* dest (put) or src (get) is a symmetric address; the other side is any local memory. */
@@ -394,7 +408,8 @@ typedef struct {
  * object or offset makes every member fail with SYMM_ERR_COLL_MISMATCH naming it, and
  * nothing is written (checked by the call's 64-bit fingerprint, which covers every in
  * tile and allreduce's out). Types and ops are those of
- * symm_reduce (and, or, xor on integer types only). Every element is combined in team
+ * symm_reduce (and, or, xor on integer types only), and fp8 (e4m3, e5m2) with sum, prod,
+ * min and max, folded in float and rounded to fp8 once. Every element is combined in team
  * order, member 0 first, so the result is the same whatever the root, the form (plain,
  * worker, parallel) or the number of workers. `out` must have in's
  * rows and cols (its own ld); only root's out is written. If every member passes the

@@ -122,7 +122,8 @@ SYMM_DEV void symm_dev_quiet(void);
  * own duplicate, part = blockIdx.x, nparts = gridDim.x and the same other arguments as on
  * every member; block `part` handles its share of the tile. The results are bytewise
  * those of the CPU calls (members folded in team order, fp16/bf16 rounded after every
- * combine). T: int8_t .. uint64_t, float, double, __half, __nv_bfloat16. Tiles
+ * combine, fp8 folded in float and rounded once). T: int8_t .. uint64_t, float, double,
+ * __half, __nv_bfloat16, __nv_fp8_e4m3, __nv_fp8_e5m2. Tiles
  * (symm_tile_t): element-aligned, in the GPU symmetric heap; a rooted out may be any
  * memory of the root's GPU. Tiles whose rows start 16-byte aligned and hold whole 16-byte
  * vectors take the fast path. Arguments every member passes alike are checked alike: each

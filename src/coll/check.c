@@ -65,6 +65,14 @@ static symm_status_t type_op(const symm_check_where_t *w, symm_type_t type, symm
         return fail(w, SYMM_ERR_INVALID_ARG, "invalid type %d", (int)type);
     if ((int)op < 0 || op >= SYMM_OP_COUNT)
         return fail(w, SYMM_ERR_INVALID_ARG, "invalid op %d", (int)op);
+    if (symm_reduce_is_fp8(type)) { /* float accumulation: the ops of a float */
+        if (op > SYMM_OP_MAX)
+            return fail(w, SYMM_ERR_INVALID_ARG,
+                        "op %s is not defined on type %s (and, or and xor take integer types "
+                        "only)",
+                        symm_op_name(op), symm_type_name(type));
+        return SYMM_SUCCESS;
+    }
     if (!symm_reduce_kernel(type, op))
         return fail(w, SYMM_ERR_INVALID_ARG,
                     "op %s is not defined on type %s (and, or and xor take integer types "

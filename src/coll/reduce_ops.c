@@ -19,8 +19,10 @@
 
 /* ---- type classes, decided from the enum column of SYMM_FOREACH_TYPE */
 #define RED_IS_HALF(e) ((int)(e) == (int)SYMM_FP16 || (int)(e) == (int)SYMM_BF16)
+#define RED_IS_FP8(e)  ((int)(e) == (int)SYMM_FP8_E4M3 || (int)(e) == (int)SYMM_FP8_E5M2)
 #define RED_IS_FLOAT(e)                                                                        \
-    ((int)(e) == (int)SYMM_FLOAT || (int)(e) == (int)SYMM_DOUBLE || RED_IS_HALF(e))
+    ((int)(e) == (int)SYMM_FLOAT || (int)(e) == (int)SYMM_DOUBLE || RED_IS_HALF(e) ||          \
+     RED_IS_FP8(e))
 
 /* Inside a kernel: E_ is the type's enum, T_ its storage type, C_ the type it computes
  * in (float for fp16/bf16) and W_ the type arithmetic wraps in (uint64_t for integers,
@@ -168,6 +170,7 @@ static const symm_reduce_fn_t red_table[SYMM_TYPE_COUNT] = {
 static int red_valid(symm_type_t type, symm_op_t op)
 {
     if ((unsigned)type >= SYMM_TYPE_COUNT || (unsigned)op >= SYMM_OP_COUNT) return 0;
+    if (RED_IS_FP8(type)) return 0; /* no pairwise kernel: float accumulation (below) */
     int bitwise = op == SYMM_OP_AND || op == SYMM_OP_OR || op == SYMM_OP_XOR;
     return !(bitwise && RED_IS_FLOAT(type));
 }
@@ -209,6 +212,12 @@ symm_status_t symm_reduce_lookup(const char *fn, symm_type_t type, symm_op_t op,
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid type %d", fn, (int)type);
     if ((unsigned)op >= SYMM_OP_COUNT)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid op %d", fn, (int)op);
+    if (RED_IS_FP8(type))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: type %s: fp8 reductions accumulate in float, which the tile "
+                              "calls do (symm_tile_reduce, symm_tile_allreduce, "
+                              "symm_tile_reduce_multi); this call does not take fp8",
+                              fn, symm_type_name(type));
     if (!red_valid(type, op))
         return symm_error_set(SYMM_ERR_INVALID_ARG,
                               "%s: op %s is defined on integer types only, not on %s", fn,
@@ -216,4 +225,50 @@ symm_status_t symm_reduce_lookup(const char *fn, symm_type_t type, symm_op_t op,
     *fn_out = red_pick(type);
     *size_out = symm_type_size(type);
     return SYMM_SUCCESS;
+}
+
+/* ---- fp8: float accumulation (the tile reductions) */
+int symm_reduce_is_fp8(symm_type_t type)
+{
+    return RED_IS_FP8(type);
+}
+
+/* One loop per op, the op outside it (as the kernels above). */
+#define RED_FP8_FOLD_(E5, EXPR)                                                                \
+    for (size_t i = 0; i < n; i++) {                                                           \
+        float u = acc[i], v = symm_half_fp8_to_float(E5, s[i]);                                \
+        acc[i] = EXPR;                                                                         \
+    }
+void symm_reduce_fp8_fold(symm_type_t type, symm_op_t op, float *acc, const void *src, size_t n,
+                          int first)
+{
+    const uint8_t *s = src;
+    const int e5 = type == SYMM_FP8_E5M2;
+    if (first) {
+        for (size_t i = 0; i < n; i++)
+            acc[i] = symm_half_fp8_to_float(e5, s[i]);
+        return;
+    }
+    switch (op) {
+    case SYMM_OP_SUM:
+        RED_FP8_FOLD_(e5, SYMM_PLAN_OP_SUM(u, v))
+        break;
+    case SYMM_OP_PROD:
+        RED_FP8_FOLD_(e5, SYMM_PLAN_OP_PROD(u, v))
+        break;
+    case SYMM_OP_MIN:
+        RED_FP8_FOLD_(e5, SYMM_PLAN_OP_MIN(u, v))
+        break;
+    default:
+        RED_FP8_FOLD_(e5, SYMM_PLAN_OP_MAX(u, v))
+    }
+}
+#undef RED_FP8_FOLD_
+
+void symm_reduce_fp8_store(symm_type_t type, void *dst, const float *acc, size_t n)
+{
+    uint8_t *d = dst;
+    const int e5 = type == SYMM_FP8_E5M2;
+    for (size_t i = 0; i < n; i++)
+        d[i] = symm_half_float_to_fp8(e5, acc[i]);
 }

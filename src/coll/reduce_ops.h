@@ -17,8 +17,17 @@ typedef void (*symm_reduce_fn_t)(symm_op_t op, void *dst, const void *a, const v
                                  size_t n);
 
 /* The kernel of type, to be called with op; NULL when the pair is invalid (an unknown
- * type or op, or and/or/xor on float, double, fp16 or bf16). */
+ * type or op, and/or/xor on float, double, fp16 or bf16, or an fp8 type). */
 symm_reduce_fn_t symm_reduce_kernel(symm_type_t type, symm_op_t op);
+
+/* fp8 (e4m3, e5m2) has no pairwise kernel: its reductions (the tile calls) accumulate in
+ * float over the members, in team order, and round once. is_fp8: whether type is one.
+ * fold: acc[i] = op(acc[i], src[i]) for i < n in float (first: acc[i] = src[i]), by the rule
+ * of plan__combine.h; store: dst[i] = acc[i] rounded to the type (nearest even). */
+int symm_reduce_is_fp8(symm_type_t type);
+void symm_reduce_fp8_fold(symm_type_t type, symm_op_t op, float *acc, const void *src, size_t n,
+                          int first);
+void symm_reduce_fp8_store(symm_type_t type, void *dst, const float *acc, size_t n);
 
 /* As symm_reduce_kernel, recording the error (SYMM_ERR_INVALID_ARG, naming fn, the type
  * and the op) when the pair is invalid; *size_out gets the element size. */

@@ -69,16 +69,24 @@ static symm_status_t tile_validate(const char *fn, symm_coll_tname_t *tn, const 
 }
 
 /* out rows [r0, r1) = reduction over members of in's rows, in team order. base[m] is
- * member m's copy of in. acc (row-sized) is used when out is in (in place). */
+ * member m's copy of in. acc (row-sized) is used when out is in (in place). fp8 (f8acc,
+ * a row of floats): every member folded into the floats, the row rounded once. */
 static void tile_reduce_rows(int n, symm_reduce_fn_t kern, symm_op_t op, size_t esize,
                              const symm_tile_t *out, const symm_tile_t *in,
-                             uint8_t *const *base, size_t r0, size_t r1, uint8_t *acc)
+                             uint8_t *const *base, size_t r0, size_t r1, uint8_t *acc,
+                             symm_type_t type, float *f8acc)
 {
     size_t cols = in->cols, rb = cols * esize;
     for (size_t r = r0; r < r1; r++) {
         uint8_t *orow = (uint8_t *)out->base + r * out->ld * esize;
         uint8_t *dst = acc ? acc : orow;
         size_t off = r * in->ld * esize;
+        if (f8acc) {
+            for (int m = 0; m < n; m++)
+                symm_reduce_fp8_fold(type, op, f8acc, base[m] + off, cols, m == 0);
+            symm_reduce_fp8_store(type, orow, f8acc, cols);
+            continue;
+        }
         if (n == 1) {
             if (dst != base[0] + off) memcpy(dst, base[0] + off, rb);
         } else {
@@ -171,6 +179,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     uint8_t **base = malloc(sizeof(uint8_t *) * (size_t)n);
     uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
     uint8_t *acc = NULL;
+    float *f8acc = NULL;
     if (!base || !words) {
         free(base);
         free(words);
@@ -194,7 +203,17 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
                     acc_cols = a->in[t].cols;
         }
         word = tile_word(a, esize);
-        if (acc_cols && !(acc = malloc(acc_cols * esize)))
+        /* fp8: a row of floats, wide enough for every tile this member reduces */
+        size_t f8_cols = 0;
+        if (symm_reduce_is_fp8(a->type)) {
+            if (a->kind == TILE_ALL)
+                f8_cols = in->cols;
+            else
+                for (int t = 0; t < a->nroots; t++)
+                    if (a->in[t].cols > f8_cols) f8_cols = a->in[t].cols;
+        }
+        if ((acc_cols && !(acc = malloc(acc_cols * esize))) ||
+            (f8_cols && !(f8acc = malloc(f8_cols * sizeof(float)))))
             mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for a row", fn,
                                   symm_coll_tname(tn));
     }
@@ -226,7 +245,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
             symm_coll_band(ti->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
             symm_coll_band(hi - lo, (size_t)n, (size_t)me, &mlo, &mhi);
             tile_reduce_rows(n, kern, a->op, esize, &ro, ti, base, lo + mlo, lo + mhi,
-                             same_tile(&a->out, ti) ? acc : NULL);
+                             same_tile(&a->out, ti) ? acc : NULL, a->type, f8acc);
         }
     } else if (in && !tile_empty(in)) {
         for (int m = 0; m < n; m++)
@@ -234,11 +253,13 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         size_t lo, hi;
         symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
         if (a->kind == TILE_MULTI || direct) {
-            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo, hi, acc);
+            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo, hi, acc, a->type,
+                             f8acc);
         } else {
             size_t mlo, mhi;
             symm_coll_band(hi - lo, (size_t)n, (size_t)me, &mlo, &mhi);
-            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo + mlo, lo + mhi, acc);
+            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo + mlo, lo + mhi, acc,
+                             a->type, f8acc);
         }
     }
     if (a->kind == TILE_ALL && !direct) {
@@ -266,6 +287,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     }
 out_free:
     free(acc);
+    free(f8acc);
     free(words);
     free(base);
     symm_coll_leave(&c);

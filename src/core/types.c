@@ -1,4 +1,4 @@
-/* types.c — sizes and names of the types and operations, and fp16/bf16 conversions
+/* types.c — sizes and names of the types and operations, and fp16/bf16/fp8 conversions
  * (round to nearest even). */
 #include <string.h>
 
@@ -59,4 +59,20 @@ float symm_fp16_to_float(uint16_t h)
 uint16_t symm_float_to_fp16(float f)
 {
     return symm_half_float_to_fp16(f);
+}
+float symm_fp8_e4m3_to_float(uint8_t b)
+{
+    return symm_half_fp8_to_float(0, b);
+}
+uint8_t symm_float_to_fp8_e4m3(float f)
+{
+    return symm_half_float_to_fp8(0, f);
+}
+float symm_fp8_e5m2_to_float(uint8_t b)
+{
+    return symm_half_fp8_to_float(1, b);
+}
+uint8_t symm_float_to_fp8_e5m2(float f)
+{
+    return symm_half_float_to_fp8(1, f);
 }

@@ -59,18 +59,33 @@ template <int TY> static typename symm_tm::ty<TY>::T gen(uint64_t seed, int pe, 
         return symm_float_to_fp16((float)gt_unit(seed, pe, i));
     else if constexpr (TY == SYMM_BF16)
         return symm_float_to_bf16((float)gt_unit(seed, pe, i));
+    else if constexpr (TY == SYMM_FP8_E4M3)
+        return symm_float_to_fp8_e4m3((float)(4 * gt_unit(seed, pe, i)));
+    else if constexpr (TY == SYMM_FP8_E5M2)
+        return symm_float_to_fp8_e5m2((float)(4 * gt_unit(seed, pe, i)));
     else if constexpr (symm_tm::ty<TY>::integer)
         return (T)gt_bits(seed, pe, i);
     else
         return (T)gt_unit(seed, pe, i);
 }
 
-/* Reference of element i of a tile of every PE: the CPU kernels, member 0 first. */
+/* Reference of element i of a tile of every PE: the CPU kernels, member 0 first (fp8: the
+ * CPU's float accumulation). */
 template <int TY>
 static typename symm_tm::ty<TY>::T ref_elem(symm_reduce_fn_t kern, symm_op_t op, uint64_t seed,
                                             size_t i)
 {
     typedef typename symm_tm::ty<TY>::T T;
+    if constexpr (symm_tm::fp8_of<TY>::yes) {
+        float f = 0;
+        for (int m = 0; m < g_n; m++) {
+            T v = gen<TY>(seed, m, i);
+            symm_reduce_fp8_fold((symm_type_t)TY, op, &f, &v, 1, m == 0);
+        }
+        T r;
+        symm_reduce_fp8_store((symm_type_t)TY, &r, &f, 1);
+        return r;
+    }
     T acc = gen<TY>(seed, 0, i);
     for (int m = 1; m < g_n; m++) {
         T v = gen<TY>(seed, m, i);
@@ -106,7 +121,8 @@ static void check_tile(const char *what, const uint8_t *dev, const shape &s, siz
     std::vector<T> h(nspan_out);
     GT_CUDA(gt_memcpy_sync(h.data(), dev, nspan_out * sizeof(T), cudaMemcpyDeviceToHost));
     symm_reduce_fn_t kern = symm_reduce_kernel((symm_type_t)TY, op);
-    GT_TRUE(kern, "no CPU kernel for %s %s", symm_type_name((symm_type_t)TY), symm_op_name(op));
+    GT_TRUE(kern || symm_tm::fp8_of<TY>::yes, "no CPU kernel for %s %s",
+            symm_type_name((symm_type_t)TY), symm_op_name(op));
     for (size_t i = 0; i < nspan_out; i++) {
         size_t r = i / ld_out, c = i % ld_out;
         bool elem = r < s.rows && c < s.cols;

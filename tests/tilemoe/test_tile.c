@@ -1,10 +1,10 @@
 /* test_tile.c — tile reduce (rooted, all, multi-root) against a serial reference on
- * random data: every type x op, tile shapes with ld > cols, single rows and columns,
- * empty tiles, in place; the worker (own threads) and parallel (internal threads) forms
- * with 1..8 workers and the automatic count give the same bytes as the plain form (the
- * automatic count also on tiles big enough for several workers, with the PEs asking for
- * different SYMM_NODE_CPUS: they must agree); bad arguments fail on every PE and change
- * nothing; members passing in tiles (or allreduce's out) at other offsets or in other
+ * random data: every type x op (fp8 accumulated in float, rounded once), tile shapes with ld >
+ * cols, single rows and columns, empty tiles, in place; the worker (own threads) and parallel
+ * (internal threads) forms with 1..8 workers and the automatic count give the same bytes as the
+ * plain form (the automatic count also on tiles big enough for several workers, with the PEs
+ * asking for different SYMM_NODE_CPUS: they must agree); bad arguments fail on every PE and
+ * change nothing; members passing in tiles (or allreduce's out) at other offsets or in other
  * objects all fail with SYMM_ERR_COLL_MISMATCH naming the member, while empty tiles of any
  * base and different rooted outs are fine. Every PE can compute every other PE's input
  * (seeded by its rank), so the reference needs no communication. */
@@ -49,6 +49,13 @@ static void gen(symm_type_t t, uint64_t tag, int pe, size_t i, void *dst)
     case SYMM_BF16: {
         uint16_t v = symm_float_to_bf16((float)d);
         memcpy(dst, &v, 2);
+        break;
+    }
+    case SYMM_FP8_E4M3:
+    case SYMM_FP8_E5M2: {
+        uint8_t v = t == SYMM_FP8_E4M3 ? symm_float_to_fp8_e4m3((float)d)
+                                       : symm_float_to_fp8_e5m2((float)d);
+        memcpy(dst, &v, 1);
         break;
     }
     default:
@@ -190,6 +197,29 @@ static symm_tile_t fill_in(int k, shape_t s, symm_type_t t, uint64_t tag)
     return (symm_tile_t){base, s.rows, s.cols, s.ld};
 }
 
+/* fp8: every member folded in float, in team order, rounded once. */
+static uint8_t ref_fp8(symm_type_t t, symm_op_t op, uint64_t tag, size_t i)
+{
+    int e5 = t == SYMM_FP8_E5M2;
+    float acc = 0;
+    for (int p = 0; p < npes; p++) {
+        uint8_t v;
+        gen(t, tag, p, i, &v);
+        float x = e5 ? symm_fp8_e5m2_to_float(v) : symm_fp8_e4m3_to_float(v);
+        if (p == 0)
+            acc = x;
+        else if (op == SYMM_OP_SUM)
+            acc = acc + x;
+        else if (op == SYMM_OP_PROD)
+            acc = acc * x;
+        else if (op == SYMM_OP_MIN)
+            acc = x < acc ? x : acc;
+        else
+            acc = x > acc ? x : acc;
+    }
+    return e5 ? symm_float_to_fp8_e5m2(acc) : symm_float_to_fp8_e4m3(acc);
+}
+
 /* Expected out tile (layout of shape o) in refbuf: sentinel everywhere, the reduction of
  * every PE's tile tag at the tile's elements. */
 static void make_ref(shape_t s, size_t out_ld, symm_type_t t, symm_op_t op, uint64_t tag)
@@ -200,6 +230,10 @@ static void make_ref(shape_t s, size_t out_ld, symm_type_t t, symm_op_t op, uint
     for (size_t r = 0; r < s.rows; r++)
         for (size_t c = 0; c < s.cols; c++) {
             uint8_t *acc = refbuf + (r * out_ld + c) * sz;
+            if (t == SYMM_FP8_E4M3 || t == SYMM_FP8_E5M2) {
+                *acc = ref_fp8(t, op, tag, r * s.cols + c);
+                continue;
+            }
             gen(t, tag, 0, r * s.cols + c, acc);
             for (int p = 1; p < npes; p++) {
                 gen(t, tag, p, r * s.cols + c, v);
@@ -300,7 +334,8 @@ static void test_shapes(void)
     } tops[] = {{SYMM_INT32, SYMM_OP_SUM},
                 {SYMM_DOUBLE, SYMM_OP_MAX},
                 {SYMM_BF16, SYMM_OP_SUM},
-                {SYMM_UINT8, SYMM_OP_XOR}};
+                {SYMM_UINT8, SYMM_OP_XOR},
+                {SYMM_FP8_E4M3, SYMM_OP_SUM}};
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
         for (size_t j = 0; j < sizeof tops / sizeof tops[0]; j++) {
             shape_t s = shapes[i];

@@ -113,7 +113,7 @@ static void usage(FILE *f, const char *prog)
             prog);
     if (!strcmp(prog, "symm-bench"))
         fprintf(f,
-                "or:    %s gpu-coll|gpu-tile-moe [their options]\n"
+                "or:    %s gpu-coll|gpu-tile-moe|gpu-topk [their options]\n"
                 "  the GPU tables (symm-gpu-bench [pool|barrier|coll], "
                 "symm-gpu-tile-moe-bench: the\n"
                 "  programs next to this one, built with the CUDA part; gpu-tile-moe takes "

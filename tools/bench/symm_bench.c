@@ -440,7 +440,8 @@ int sb_suite_teams(void)
 static int run_gpu_suite(char **argv)
 {
     static const char *const suites[][2] = {{"gpu-coll", "symm-gpu-bench"},
-                                            {"gpu-tile-moe", "symm-gpu-tile-moe-bench"}};
+                                            {"gpu-tile-moe", "symm-gpu-tile-moe-bench"},
+                                            {"gpu-topk", "symm-gpu-topk-bench"}};
     const char *prog = NULL;
     for (size_t i = 0; i < sizeof suites / sizeof suites[0]; i++)
         if (!strcmp(argv[1], suites[i][0])) prog = suites[i][1];
@@ -501,7 +502,7 @@ int main(int argc, char **argv)
     else {
         fprintf(stderr,
                 "symm-bench: unknown suite %s (teams, coll, tile, moe, gpu-coll, "
-                "gpu-tile-moe)\n",
+                "gpu-tile-moe, gpu-topk)\n",
                 sb_opts.suite);
         rc = 2;
     }

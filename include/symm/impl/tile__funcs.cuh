@@ -32,10 +32,65 @@ template <typename T> SYMM_DEV const T *at(const void *base, int64_t delta, uint
  * src + delta[m]) reduced in team order into dst (mine only, or every member's when
  * all_dst). Thread tid takes the items j with (cum + j) % nthr == tid, so consecutive
  * short rows keep every thread busy; *cum advances by the piece's items. */
+/* tile_piece for fp8: the members' values folded in float, rounded once (fp8_of). */
+template <int TY, int OP>
+SYMM_DEV void tile_piece_fp8(const symm_dev_team_t &t, const uint8_t *src, uint8_t *dst,
+                             bool all_dst, uint64_t len, bool deltas16, uint64_t *cum)
+{
+    typedef fp8_of<TY> F;
+    const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
+    const int n = t.n;
+    const int64_t *dl = t.heap_delta;
+    int vec = deltas16 && (((uintptr_t)src ^ (uintptr_t)dst) & 15) == 0;
+    uint64_t head, nvec, tail;
+    symm_tm_split16((uintptr_t)src, len, 1, vec, &head, &nvec, &tail);
+    uint64_t items = head + nvec + tail;
+    uint64_t j = (tid + nthr - (uint32_t)(*cum % nthr)) % nthr;
+    *cum += items;
+    for (; j < items; j += nthr) {
+        if (j >= head && j < head + nvec) {
+            const uint64_t off = head + (j - head) * 16;
+            uint8_t x[16];
+            float acc[16];
+            uint4 q = __ldcg(at<uint4>(src, dl[0], off));
+            memcpy(x, &q, 16);
+#pragma unroll
+            for (int e = 0; e < 16; e++)
+                acc[e] = F::in(x[e]);
+            for (int m = 1; m < n; m++) {
+                q = __ldcg(at<uint4>(src, dl[m], off));
+                memcpy(x, &q, 16);
+#pragma unroll
+                for (int e = 0; e < 16; e++)
+                    acc[e] = symm_plan_op<OP, float>(acc[e], F::in(x[e]));
+            }
+#pragma unroll
+            for (int e = 0; e < 16; e++)
+                x[e] = F::out(acc[e]);
+            memcpy(&q, x, 16);
+            for (int m = all_dst ? 0 : n - 1; m < n; m++)
+                *(uint4 *)(dst + (all_dst ? dl[m] : 0) + off) = q;
+        } else {
+            const uint64_t off = j < head ? j : head + nvec * 16 + (j - head - nvec);
+            float a = F::in(symm_detail::ldcg(at<uint8_t>(src, dl[0], off)));
+            for (int m = 1; m < n; m++)
+                a = symm_plan_op<OP, float>(
+                    a, F::in(symm_detail::ldcg(at<uint8_t>(src, dl[m], off))));
+            const uint8_t r = F::out(a);
+            for (int m = all_dst ? 0 : n - 1; m < n; m++)
+                *(dst + (all_dst ? dl[m] : 0) + off) = r;
+        }
+    }
+}
+
 template <int TY, int OP>
 SYMM_DEV void tile_piece(const symm_dev_team_t &t, const uint8_t *src, uint8_t *dst,
                          bool all_dst, uint64_t len, bool deltas16, uint64_t *cum)
 {
+    if constexpr (fp8_of<TY>::yes) {
+        tile_piece_fp8<TY, OP>(t, src, dst, all_dst, len, deltas16, cum);
+        return;
+    }
     typedef typename ty<TY>::T T;
     constexpr uint32_t ES = sizeof(T), V = 16 / ES;
     const uint32_t tid = symm_detail::thread_linear(), nthr = symm_detail::block_threads();
@@ -185,6 +240,71 @@ SYMM_DEV void tile_flat(const symm_dev_team_t &t, const symm_tile_t &out, const 
     }
 }
 
+/* tile_flat for fp8: U vectors of 16 elements per thread, folded in float over the members
+ * and rounded once (fp8_of). */
+template <int TY, int OP, int U, typename I>
+SYMM_DEV void tile_flat_fp8(const symm_dev_team_t &t, const symm_tile_t &out,
+                            const symm_tile_t &in, bool all_dst, I total, uint32_t part,
+                            uint32_t nparts, uint32_t share, uint32_t nshares)
+{
+    typedef fp8_of<TY> F;
+    const I tid = (I)symm_detail::thread_linear(), nthr = (I)symm_detail::block_threads();
+    const int n = t.n;
+    const int64_t *dl = t.heap_delta;
+    const I vpr = (I)(in.cols / 16);
+    const uint64_t ild = (uint64_t)in.ld, old = (uint64_t)out.ld;
+    const uint8_t *ib = (const uint8_t *)in.base;
+    uint8_t *ob = (uint8_t *)out.base;
+    const uint64_t stride = (uint64_t)nparts * nshares;
+    const uint64_t nchunks = (total + SYMM_TM_TILE_CHUNK - 1) / SYMM_TM_TILE_CHUNK;
+    for (uint64_t c = (uint64_t)share * nparts + part; c < nchunks; c += stride) {
+        const I lo = (I)(c * SYMM_TM_TILE_CHUNK);
+        const I v1 = total - lo < (I)SYMM_TM_TILE_CHUNK ? total : lo + (I)SYMM_TM_TILE_CHUNK;
+        for (I i0 = lo + tid; i0 < v1; i0 += (I)U * nthr) {
+            I rr[U], cc[U];
+            float acc[U][16];
+#pragma unroll
+            for (int k = 0; k < U; k++) {
+                I i = i0 + (I)k * nthr;
+                rr[k] = i < v1 ? i / vpr : 0;
+                cc[k] = i < v1 ? i - rr[k] * vpr : 0;
+            }
+            for (int m = 0; m < n; m++) {
+                const uint8_t *pm = ib + dl[m];
+                uint4 b[U];
+#pragma unroll
+                for (int k = 0; k < U; k++)
+                    if (i0 + (I)k * nthr < v1)
+                        b[k] = ld_once((const uint4 *)(pm + (uint64_t)rr[k] * ild) + cc[k]);
+#pragma unroll
+                for (int k = 0; k < U; k++) {
+                    if (i0 + (I)k * nthr >= v1) continue;
+                    uint8_t y[16];
+                    memcpy(y, &b[k], 16);
+#pragma unroll
+                    for (int e = 0; e < 16; e++)
+                        acc[k][e] =
+                            m ? symm_plan_op<OP, float>(acc[k][e], F::in(y[e])) : F::in(y[e]);
+                }
+            }
+#pragma unroll
+            for (int k = 0; k < U; k++) {
+                if (i0 + (I)k * nthr >= v1) continue;
+                uint8_t x[16];
+#pragma unroll
+                for (int e = 0; e < 16; e++)
+                    x[e] = F::out(acc[k][e]);
+                uint4 q;
+                memcpy(&q, x, 16);
+                for (int m = all_dst ? 0 : n - 1; m < n; m++)
+                    st_once((uint4 *)(ob + (all_dst ? dl[m] : 0) + (uint64_t)rr[k] * old) +
+                                cc[k],
+                            q);
+            }
+        }
+    }
+}
+
 /* 1 if tile_flat applies to in -> out (d16: every heap delta is a multiple of 16); the
  * host wrappers ask too, to launch the kernel compiled for that path. */
 SYMM_HD bool tile_flat_ok(const symm_tile_t &out, const symm_tile_t &in, size_t es, bool d16)
@@ -200,12 +320,20 @@ SYMM_DEV void tile_flat_range(const symm_dev_team_t &t, const symm_tile_t &out,
                               uint32_t part, uint32_t nparts, uint32_t share, uint32_t nshares)
 {
     constexpr int U = 4; /* 4 vectors per thread per member: more spills registers */
-    if (total + SYMM_TM_TILE_CHUNK <= UINT32_MAX)
+    if constexpr (fp8_of<TY>::yes) { /* 16 float accumulators per vector */
+        if (total + SYMM_TM_TILE_CHUNK <= UINT32_MAX)
+            tile_flat_fp8<TY, OP, 2, uint32_t>(t, out, in, all_dst, (uint32_t)total, part,
+                                               nparts, share, nshares);
+        else
+            tile_flat_fp8<TY, OP, 2, uint64_t>(t, out, in, all_dst, total, part, nparts, share,
+                                               nshares);
+    } else if (total + SYMM_TM_TILE_CHUNK <= UINT32_MAX) {
         tile_flat<TY, OP, U, uint32_t>(t, out, in, all_dst, (uint32_t)total, part, nparts,
                                        share, nshares);
-    else
+    } else {
         tile_flat<TY, OP, U, uint64_t>(t, out, in, all_dst, total, part, nparts, share,
                                        nshares);
+    }
 }
 
 /* tile_flat_range and tile_units for the symm_op_t op (one instantiation per op). */

@@ -675,6 +675,56 @@ template <int TY> SYMM_DEV void topk_reduce(const topk_call &c)
         }
         const uint32_t used = __ballot_sync(0xffffffffu, row != nullptr);
         char *o = (char *)a.out + t * rb;
+        /* 16-byte vectors where every row and the output are aligned to them: a lane takes
+         * V consecutive elements (the same order of operations per element) */
+        const bool mis = row && ((uintptr_t)row & 15);
+        if (!__any_sync(0xffffffffu, mis) && (((uintptr_t)o | rb) & 15) == 0) {
+            constexpr int V = TY == SYMM_FLOAT ? 4 : 8;
+            const uint64_t nvec = rb / 16;
+            for (uint64_t v0 = 0; v0 < nvec; v0 += 32) {
+                const uint64_t v = v0 + c.lane;
+                float acc[V];
+#pragma unroll
+                for (int e = 0; e < V; e++)
+                    acc[e] = 0.0f;
+                for (uint32_t j = 0; j < (uint32_t)k; j++) {
+                    const char *rj = (const char *)__shfl_sync(0xffffffffu, (uintptr_t)row, j);
+                    const float wj = __shfl_sync(0xffffffffu, wt, j);
+                    if (!(used >> j & 1u) || v >= nvec) continue;
+                    const uint4 x = __ldcg((const uint4 *)rj + v);
+                    if constexpr (TY == SYMM_FLOAT) {
+                        float f[4];
+                        memcpy(f, &x, 16);
+#pragma unroll
+                        for (int e = 0; e < 4; e++)
+                            acc[e] = symm_plan_topk_acc(acc[e], wj, f[e]);
+                    } else {
+                        uint16_t hv[8];
+                        memcpy(hv, &x, 16);
+#pragma unroll
+                        for (int e = 0; e < 8; e++)
+                            acc[e] = symm_plan_topk_acc(acc[e], wj,
+                                                        TY == SYMM_BF16
+                                                            ? symm_half_bf16_to_float(hv[e])
+                                                            : symm_half_fp16_to_float(hv[e]));
+                    }
+                }
+                if (v >= nvec) continue;
+                uint4 y;
+                if constexpr (TY == SYMM_FLOAT) {
+                    memcpy(&y, acc, 16);
+                } else {
+                    uint16_t hv[8];
+#pragma unroll
+                    for (int e = 0; e < 8; e++)
+                        hv[e] = TY == SYMM_BF16 ? symm_half_float_to_bf16(acc[e])
+                                                : symm_half_float_to_fp16(acc[e]);
+                    memcpy(&y, hv, 16);
+                }
+                ((uint4 *)o)[v] = y;
+            }
+            continue;
+        }
         for (uint64_t h0 = 0; h0 < hidden; h0 += 32) {
             const uint64_t h = h0 + c.lane;
             float acc = 0.0f;

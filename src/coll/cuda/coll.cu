@@ -221,6 +221,12 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
     if (!es) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid type %d", fn, (int)type);
     if ((int)op < 0 || op >= SYMM_OP_COUNT)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: invalid op %d", fn, (int)op);
+    if (type == SYMM_FP8_E4M3 || type == SYMM_FP8_E5M2)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: type %s: fp8 reductions accumulate in float, which the tile "
+                              "calls do (symm_tile_reduce_on_stream, ...); this call does not "
+                              "take fp8",
+                              fn, symm_type_name(type));
     int is_float =
         type == SYMM_FLOAT || type == SYMM_DOUBLE || type == SYMM_FP16 || type == SYMM_BF16;
     if (is_float && op >= SYMM_OP_AND)
