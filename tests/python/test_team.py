@@ -157,9 +157,13 @@ def test_errors_on_stale_and_bad_handles():
 
 
 def test_pool_create_destroy_10000_cycles_flat():
+    import gc
+
     def used():
         return symm.heap_info()["team_heap_used"]
 
+    gc.collect()
+    objects = len(gc.get_objects())
     before = used()
     sizes = [1, 2, 7, 64]
     for i in range(10000):
@@ -170,4 +174,12 @@ def test_pool_create_destroy_10000_cycles_flat():
         with symm.WORLD.split_strided(0, 1, n()) as t:
             with t.pool(3):
                 pass
+    for i in range(1000):
+        p = symm.get_pool("py-cycle", range(n()), 1 + i % 5)
+        if i % 3 == 2:
+            symm.release_pool("py-cycle")
+    symm.release_pool("py-cycle")
     assert used() == before
+    gc.collect()
+    # Nothing kept on the Python side either (a little slack for the interpreter's own).
+    assert len(gc.get_objects()) - objects < 200
