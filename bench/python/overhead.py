@@ -66,7 +66,6 @@ def main():
         print("# %-24s %10s %10s %10s %10s" % ("call", "C(ctypes)", "Python", "added", "spread"))
         for name, c, py, spread in rows:
             print("  %-24s %10.2f %10.2f %10.2f %10.2f" % (name, c, py, py - c, spread))
-    del x, t, inp, out
     symm.finalize()
 
 

@@ -20,6 +20,9 @@ from ._lib import OPS, TEAM_WORLD, TYPES, check, fail_null, lib
 
 _lock = threading.Lock()
 _scratch = [0, 0]  # [address, words] of the symmetric bitmap that the AND runs on
+# Counts symm_finalize calls: an array that outlives its heap must not mark the object
+# at its address in a later one.
+_generation = [0]
 
 
 class _Space:
@@ -55,15 +58,17 @@ _spaces = {"cpu": _Space("cpu"), "cuda": _Space("cuda")}
 class _Block:
     """Owner of one symmetric object: every array over it holds a reference."""
 
-    __slots__ = ("ptr", "nbytes", "space", "__weakref__")
+    __slots__ = ("ptr", "nbytes", "space", "generation", "__weakref__")
 
     def __init__(self, ptr, nbytes, space):
         self.ptr = ptr
         self.nbytes = nbytes
         self.space = space
+        self.generation = _generation[0]
 
     def __del__(self):
-        self.space.marked.add(self.ptr)
+        if self.generation == _generation[0]:
+            self.space.marked.add(self.ptr)
 
 
 def _scratch_words(words):
@@ -123,6 +128,7 @@ def reset():
         for s in _spaces.values():
             s.clear()
         _scratch[0] = _scratch[1] = 0
+        _generation[0] += 1
     _cuda.reset()
 
 

@@ -175,3 +175,24 @@ def test_symm_errors_carry_the_message():
         symm.broadcast(x, src=n())
     assert e.value.status < 0
     symm.barrier()
+
+
+def test_init_finalize_init_in_a_fresh_process():
+    # A 1-PE job of its own: arrays that outlive symm.finalize never free the objects at
+    # their addresses in the next symm.init's heap.
+    import subprocess
+    import sys
+    keep = ("PATH", "PYTHONPATH", "SYMM_LIBRARY", "HOME", "LD_LIBRARY_PATH")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    code = (
+        "import gc, symm\n"
+        "symm.set_default_backend('numpy')\n"
+        "symm.init(); a = symm.empty(100, 'float64'); symm.finalize()\n"
+        "symm.init(); b = symm.empty(100, 'float64'); b[:] = 5\n"
+        "del a; gc.collect()\n"
+        "assert symm.collect_garbage() == 0 and symm.heap_info()['heap_used'] > 0\n"
+        "assert (b == 5).all(); del b; gc.collect(); assert symm.collect_garbage() == 1\n"
+        "symm.finalize(); print('ok', symm.n_pes())\n")
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.split() == ["ok", "-1"], r.stdout + r.stderr
