@@ -44,7 +44,8 @@ _TORCH_TYPES = {}
 def _torch_types(torch):
     if not _TORCH_TYPES:
         for name in TYPES:
-            _TORCH_TYPES[getattr(torch, name)] = name
+            if getattr(torch, name, None) is not None:
+                _TORCH_TYPES[getattr(torch, name)] = name
     return _TORCH_TYPES
 
 

@@ -158,7 +158,10 @@ def _dtype_name(dtype):
 
 
 ITEMSIZE = {"int8": 1, "int16": 2, "int32": 4, "int64": 8, "uint8": 1, "uint16": 2,
-            "uint32": 4, "uint64": 8, "float32": 4, "float64": 8, "float16": 2, "bfloat16": 2}
+            "uint32": 4, "uint64": 8, "float32": 4, "float64": 8, "float16": 2, "bfloat16": 2,
+            "float8_e4m3fn": 1, "float8_e5m2": 1}
+# Types that travel through DLPack as bytes, then viewed as themselves (torch only).
+_AS_BYTES = ("float8_e4m3fn", "float8_e5m2")
 
 
 def _device(device):
@@ -209,6 +212,11 @@ def empty(shape, dtype="float32", device="cpu", backend=None):
     with _lock:
         space.live[p] = (nbytes, weakref.ref(block))
         bisect.insort(space.starts, p)
+    if name in _AS_BYTES:
+        if backend == "numpy" or _arrays.torch_module() is None:
+            raise TypeError("symm: %s arrays need torch (NumPy has no fp8)" % name)
+        a = _arrays.from_export(Export(p, shape, None, "uint8", dl_device, block), "torch")
+        return a.view(getattr(_arrays.torch_module(), name))
     return _arrays.from_export(Export(p, shape, None, name, dl_device, block), backend)
 
 

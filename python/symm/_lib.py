@@ -99,6 +99,7 @@ _PROTOS = {
     "symm_last_status": (c_int, []),
     "symm_last_error": (c_char_p, []),
     "symm_strerror": (c_char_p, [c_int]),
+    "symm_type_name": (c_char_p, [c_int]),
     "symm_init": (st_t, []),
     "symm_init_exchange": (st_t, [POINTER(Exchange)]),
     "symm_finalize": (st_t, []),
@@ -172,8 +173,20 @@ TEAM_WORLD = 0
 TEAM_NODE = 1 << 25
 TEAM_INVALID = -1
 
-# symm_type_t (SYMM_FOREACH_TYPE order) by dtype name, and symm_op_t by op name.
+# symm_type_t (SYMM_FOREACH_TYPE order) by dtype name (NumPy's and torch's names), and
+# symm_op_t by op name.
 TYPES = {"int8": 0, "int16": 1, "int32": 2, "int64": 3, "uint8": 4, "uint16": 5,
-         "uint32": 6, "uint64": 7, "float32": 8, "float64": 9, "float16": 10, "bfloat16": 11}
+         "uint32": 6, "uint64": 7, "float32": 8, "float64": 9, "float16": 10, "bfloat16": 11,
+         "float8_e4m3fn": 12, "float8_e5m2": 13}
 OPS = {"sum": 0, "prod": 1, "min": 2, "max": 3, "band": 4, "bor": 5, "bxor": 6}
+
+# The library must number its types as this table does (symm_type_name says).
+_C_TYPE_NAMES = {"float32": "float", "float64": "double", "float16": "fp16", "bfloat16": "bf16",
+                 "float8_e4m3fn": "fp8_e4m3", "float8_e5m2": "fp8_e5m2"}
+for _name, _t in TYPES.items():
+    _c = (lib.symm_type_name(_t) or b"").decode()
+    if _c != _C_TYPE_NAMES.get(_name, _name):
+        raise ImportError("symm: %s numbers its types otherwise than this package (type %d "
+                          "is %r, not %s): install the package and the library together"
+                          % (LIB_PATH, _t, _c, _name))
 

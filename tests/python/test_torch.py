@@ -74,3 +74,22 @@ def test_moe_with_int64_split_tensors():
     assert torch.equal(res[0], splits)
     assert torch.equal(back[:rows], inp[:rows])
     symm.barrier()
+
+
+@pytest.mark.parametrize("dt", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_tiles_fold_in_float_and_round_once(dt):
+    dtype = getattr(torch, dt)
+    rows, cols = 9, 37
+    x = symm.empty((rows, cols + 3), dtype, backend="torch")
+    assert x.dtype == dtype
+    tile = x[:, 1:1 + cols]
+    tile.copy_(tdata((rows, cols), torch.float32, 5, me()).to(dtype))
+    out = symm.empty((rows, cols), dtype, backend="torch")
+    symm.tile_all_reduce(tile, out, op="sum")
+    want = sum(tdata((rows, cols), torch.float32, 5, p).to(dtype).float() for p in range(n()))
+    assert torch.equal(out.view(torch.uint8), want.to(dtype).view(torch.uint8))
+    # The other reductions refuse fp8, on every member alike.
+    flat = symm.empty((16,), dtype, backend="torch")
+    with pytest.raises(symm.SymmError):
+        symm.all_reduce(flat)
+    symm.barrier()
