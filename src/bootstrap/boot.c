@@ -81,6 +81,18 @@ void symm_boot_abort(symm_boot_t *boot, int code, const char *why)
     if (boot->via == SYMM_BOOT_VIA_MPI) symm_boot_mpi_abort(code);
 }
 
+symm_status_t symm_boot_allgather(const symm_boot_t *boot, const void *mine, size_t n,
+                                  void *all)
+{
+    if (boot->via == SYMM_BOOT_VIA_MPI) return symm_boot_mpi_allgather(mine, n, all);
+    if (boot->npes == 1) {
+        memcpy(all, mine, n);
+        return SYMM_SUCCESS;
+    }
+    return symm_error_set(SYMM_ERR_UNSUPPORTED, "an exchange through the %s launcher",
+                          symm_boot_via_name(boot->via));
+}
+
 const char *symm_boot_via_name(symm_boot_via_t via)
 {
     return via == SYMM_BOOT_VIA_SYMMRUN    ? "symmrun"

@@ -74,6 +74,11 @@ void symm_boot_close(symm_boot_t *boot);
 /* Asks the launcher to stop the job, naming this PE and the reason: a message to
  * symmrun, or MPI_Abort. Returns where there is nobody to ask. */
 void symm_boot_abort(symm_boot_t *boot, int code, const char *why);
+/* n bytes of every PE into all ([npes * n], by rank) through the launcher: for PEs that
+ * share no memory (under MPI; a 1-PE job copies). SYMM_ERR_UNSUPPORTED under the other
+ * launchers, where every PE reads the others' segments. */
+symm_status_t symm_boot_allgather(const symm_boot_t *boot, const void *mine, size_t n,
+                                  void *all);
 /* "symmrun", "mpi" or "none". */
 const char *symm_boot_via_name(symm_boot_via_t via);
 
@@ -96,11 +101,14 @@ const char *symm_boot_mpi_launcher(void);
 /* 1 if the program has initialized MPI itself (0 when symm is built without MPI). */
 int symm_boot_mpi_initialized(void);
 /* Initializes MPI unless the program did (MPI_THREAD_MULTIPLE asked, whatever is given
- * taken), checks that every rank of MPI_COMM_WORLD is on this host (else
- * SYMM_ERR_UNSUPPORTED naming the hosts, on every PE alike) and runs the node
- * rendezvous; rank = MPI_COMM_WORLD rank. Fails alike on every PE. Without MPI in the
- * build, SYMM_ERR_UNSUPPORTED saying so. */
+ * taken) and runs the rendezvous of this PE's group: the PEs of its host
+ * (MPI_Comm_split_type SHARED), cut into SYMM_HOSTS blocks of consecutive node ranks.
+ * rank = MPI_COMM_WORLD rank; seg_fd holds -1 for the PEs of other groups. Fails alike
+ * on every PE. Without MPI in the build, SYMM_ERR_UNSUPPORTED saying so. */
 symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *out);
+/* MPI_Allgather of n bytes from every PE of the job into all ([npes * n], by rank): for
+ * what PEs of different groups cannot read from each other's memory. */
+symm_status_t symm_boot_mpi_allgather(const void *mine, size_t n, void *all);
 /* MPI_Finalize if symm_boot_mpi_init called MPI_Init; the program's MPI stays up. */
 void symm_boot_mpi_finalize(void);
 /* Forgets symm's MPI state without any call that other PEs must match. */
@@ -130,9 +138,10 @@ typedef struct symm_boot_node {
 /* The node's first PE: listens on a new abstract socket with a random name. */
 symm_status_t symm_boot_node_listen(symm_boot_node_t *out);
 /* The node's first PE (rank 0 of npes): accepts the other PEs' hellos on node, hands
- * every PE all segments and a new control page, and closes the listening socket. */
-symm_status_t symm_boot_node_serve(symm_boot_node_t *node, int npes, int my_seg_fd,
-                                   size_t seg_size, symm_boot_t *out);
+ * every PE all segments and a new control page for ctrl_npes PEs (the whole job), and
+ * closes the listening socket. */
+symm_status_t symm_boot_node_serve(symm_boot_node_t *node, int npes, int ctrl_npes,
+                                   int my_seg_fd, size_t seg_size, symm_boot_t *out);
 /* Every other PE: connects to name and joins as rank. */
 symm_status_t symm_boot_node_join(const char *name, int rank, int npes, int my_seg_fd,
                                   size_t seg_size, symm_boot_t *out);

@@ -215,7 +215,7 @@ symm_status_t symm_boot_exchange_init(int my_seg_fd, size_t seg_size, symm_boot_
     /* The segments over the node's socket, then round 3: the outcome must be the same
      * everywhere, since a PE that failed here may have left others holding segments. */
     symm_boot_t b = {.via = SYMM_BOOT_VIA_NONE, .sock = -1, .ctrl_fd = -1};
-    st = rank == 0 ? symm_boot_node_serve(&node, npes, my_seg_fd, seg_size, &b)
+    st = rank == 0 ? symm_boot_node_serve(&node, npes, npes, my_seg_fd, seg_size, &b)
                    : symm_boot_node_join(name, rank, npes, my_seg_fd, seg_size, &b);
     st = ex_agree(rank, npes, st, "the rendezvous' outcome");
     if (st != SYMM_SUCCESS) {

@@ -1,13 +1,15 @@
 /* mpi.c — symm under an MPI launcher (mpirun, mpiexec, srun): MPI gives the ranks and
- * carries the name of the node's rendezvous socket (node.c); the segments themselves go
- * over that socket as under symmrun. The job must fit on one host for now: PEs on other
- * hosts share no memory with these, and no transport reaches them yet. Built without
- * MPI, an MPI launch is refused with the reason rather than run as 1-PE jobs. */
+ * carries the name of each group's rendezvous socket (node.c); the segments themselves go
+ * over that socket as under symmrun. A group is the PEs of one host, or a block of them
+ * under SYMM_HOSTS: its PEs map each other's segments, and PEs of other groups share no
+ * memory with them. Built without MPI, an MPI launch is refused with the reason rather
+ * than run as 1-PE jobs. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "bootstrap/boot.h"
+#include "core/config.h"
 #include "core/log.h"
 
 #ifdef SYMM_HAVE_MPI
@@ -55,6 +57,12 @@ symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *ou
                           why);
 }
 
+symm_status_t symm_boot_mpi_allgather(const void *mine, size_t n, void *all)
+{
+    (void)mine, (void)n, (void)all;
+    return symm_error_set(SYMM_ERR_UNSUPPORTED, "MPI exchange in a symm built without MPI");
+}
+
 void symm_boot_mpi_finalize(void) {}
 
 void symm_boot_mpi_close(void) {}
@@ -72,7 +80,7 @@ static struct {
     int ended_mpi;   /* symm called MPI_Finalize: MPI cannot start again */
     int abandoned;   /* a symm_init failed after the rendezvous: no PE may try again */
     MPI_Comm world;  /* symm's duplicate of MPI_COMM_WORLD, apart from the program's */
-    MPI_Comm node;   /* its PEs on this host */
+    MPI_Comm node;   /* its PEs of my group: this host's, or a block of them (SYMM_HOSTS) */
 } boot_mpi = {0, 0, 0, MPI_COMM_NULL, MPI_COMM_NULL};
 
 int symm_boot_mpi_initialized(void)
@@ -132,57 +140,16 @@ static symm_status_t mpi_world_dup(int rank, MPI_Comm *out)
     }
 }
 
-/* Records, on every PE alike, that the job spans several hosts, naming them with their
- * PEs: "h1 (PEs 0-3), h2 (PEs 4-7)". */
-static symm_status_t mpi_hosts_refuse(int rank, int npes, int nodes)
-{
-    char me[MPI_MAX_PROCESSOR_NAME + 1];
-    int len = 0;
-    memset(me, 0, sizeof me);
-    MPI_CHECK(rank, MPI_Get_processor_name(me, &len));
-    char *all = calloc((size_t)npes, sizeof me);
-    if (all == NULL)
-        return symm_error_set(SYMM_ERR_NO_MEMORY, "PE %d: host names of %d PEs", rank, npes);
-    int rc = MPI_Allgather(me, (int)sizeof me, MPI_CHAR, all, (int)sizeof me, MPI_CHAR,
-                           boot_mpi.world);
-    if (rc != MPI_SUCCESS) {
-        free(all);
-        return mpi_fail(rank, rc, "MPI_Allgather of the host names");
-    }
-    /* Runs of consecutive PEs on one host, as mpirun places them by default; "..." where
-     * the list is cut short. */
-    char list[320];
-    const size_t room = sizeof list - 8;
-    size_t n = 0;
-    int p = 0;
-    while (p < npes && n < room) {
-        const char *host = all + (size_t)p * sizeof me;
-        int q = p;
-        while (q + 1 < npes && strcmp(all + (size_t)(q + 1) * sizeof me, host) == 0)
-            q++;
-        int w =
-            q > p ? snprintf(list + n, room - n, "%s%s (PEs %d-%d)", n ? ", " : "", host, p, q)
-                  : snprintf(list + n, room - n, "%s%s (PE %d)", n ? ", " : "", host, p);
-        n = w < 0 ? room : n + (size_t)w;
-        p = q + 1;
-    }
-    if (p < npes || n >= room) strcpy(list + (n < room ? n : room - 1), " ...");
-    free(all);
-    return symm_error_set(SYMM_ERR_UNSUPPORTED,
-                          "the job's %d PEs are on %d hosts: %s; symm reaches only the PEs "
-                          "of one host (run every rank of the job on one host)",
-                          npes, nodes, list);
-}
-
 /* What goes round from the node's first PE: the socket's name, or why there is none. */
 typedef struct {
     char name[SYMM_BOOT_NODE_NAME_LEN];
     char error[256];
 } mpi_node_hello_t;
 
-/* The node rendezvous between PEs of one host (node rank = world rank there). */
-static symm_status_t mpi_node_rendezvous(int rank, int npes, int my_seg_fd, size_t seg_size,
-                                         symm_boot_t *out)
+/* The node rendezvous between the PEs of my group (rank and npes within it); the control
+ * page is sized for world_npes, the PEs of the job. */
+static symm_status_t mpi_node_rendezvous(int rank, int npes, int world_npes, int my_seg_fd,
+                                         size_t seg_size, symm_boot_t *out)
 {
     mpi_node_hello_t h;
     symm_boot_node_t node = {.listen_fd = -1};
@@ -199,12 +166,52 @@ static symm_status_t mpi_node_rendezvous(int rank, int npes, int my_seg_fd, size
         return mpi_fail(rank, rc, "MPI_Bcast of the node's socket name");
     }
     if (rank == 0)
-        return node.listen_fd < 0 ? symm_last_status()
-                                  : symm_boot_node_serve(&node, npes, my_seg_fd, seg_size, out);
+        return node.listen_fd < 0
+                   ? symm_last_status()
+                   : symm_boot_node_serve(&node, npes, world_npes, my_seg_fd, seg_size, out);
     if (h.error[0] != '\0')
         return symm_error_set(SYMM_ERR_BOOTSTRAP, "PE %d: the rendezvous failed (PE 0: %s)",
                               rank, h.error);
     return symm_boot_node_join(h.name, rank, npes, my_seg_fd, seg_size, out);
+}
+
+/* Cuts the host's PEs into SYMM_HOSTS groups of consecutive node ranks (as even as they
+ * divide), each of which then meets as if it were a host of its own. */
+static symm_status_t mpi_group_split(int rank)
+{
+    int n = 0, r = 0;
+    MPI_Comm group;
+    if (symm_config.hosts <= 1) return SYMM_SUCCESS;
+    MPI_Comm_size(boot_mpi.node, &n);
+    MPI_Comm_rank(boot_mpi.node, &r);
+    int color = (int)((int64_t)r * symm_config.hosts / n);
+    MPI_CHECK(rank, MPI_Comm_split(boot_mpi.node, color, r, &group));
+    MPI_Comm_free(&boot_mpi.node);
+    boot_mpi.node = group;
+    return SYMM_SUCCESS;
+}
+
+/* The group rendezvous gives segments by group rank: renumbered by world rank here, with
+ * -1 for the PEs of other groups. */
+static symm_status_t mpi_seg_by_world(int rank, int npes, int my_seg_fd, symm_boot_t *b)
+{
+    int n = b->npes, *world = malloc((size_t)n * sizeof(int)), *fd;
+    if (world == NULL)
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "PE %d: ranks of %d PEs", rank, n);
+    int rc = MPI_Allgather(&rank, 1, MPI_INT, world, 1, MPI_INT, boot_mpi.node);
+    symm_status_t st = rc == MPI_SUCCESS ? symm_boot_fd_table_new(rank, npes, &fd)
+                                         : mpi_fail(rank, rc, "MPI_Allgather of the ranks");
+    if (st == SYMM_SUCCESS) {
+        for (int i = 0; i < n; i++)
+            fd[world[i]] = b->seg_fd[i];
+        fd[rank] = my_seg_fd;
+        free(b->seg_fd);
+        b->seg_fd = fd;
+        b->rank = rank;
+        b->npes = npes;
+    }
+    free(world);
+    return st;
 }
 
 /* symm's communicators, freed where MPI still allows it (the program may have finalized
@@ -251,13 +258,15 @@ static symm_status_t mpi_setup(int *rank_out, int *npes_out)
                               "cannot start again in this process");
     MPI_Initialized(&init);
     if (!init) {
+        /* symm makes its MPI calls one at a time (the MPI transport holds a mutex around
+         * them), so it asks for no more than that: Open MPI 4's one-sided communication
+         * over TCP (osc/pt2pt) refuses MPI_THREAD_MULTIPLE. */
         int provided = MPI_THREAD_SINGLE;
-        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_MULTIPLE, &provided);
+        int rc = MPI_Init_thread(NULL, NULL, MPI_THREAD_SERIALIZED, &provided);
         if (rc != MPI_SUCCESS) return mpi_fail(-1, rc, "MPI_Init_thread");
         boot_mpi.called_init = 1;
-        /* symm calls MPI only from symm_init and symm_finalize: any level will do. */
         SYMM_DEBUG("MPI initialized with thread level %d (%d asked)", provided,
-                   MPI_THREAD_MULTIPLE);
+                   MPI_THREAD_SERIALIZED);
     }
     int rank, npes;
     MPI_CHECK(-1, MPI_Comm_rank(MPI_COMM_WORLD, &rank));
@@ -283,20 +292,14 @@ symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *ou
         return st;
     }
 
-    /* Every PE sees the same answer: if one host's PEs are not all of the world, no
-     * host's are. */
-    int node_npes = 0, nodes = 0, node_rank = 0;
+    int node_npes = 0, node_rank = 0;
+    if ((st = mpi_group_split(rank)) != SYMM_SUCCESS) return mpi_unwind(st);
     MPI_Comm_size(boot_mpi.node, &node_npes);
     MPI_Comm_rank(boot_mpi.node, &node_rank);
-    if (node_npes != npes) {
-        int first = node_rank == 0, rc;
-        rc = MPI_Allreduce(&first, &nodes, 1, MPI_INT, MPI_SUM, boot_mpi.world);
-        if (rc != MPI_SUCCESS) return mpi_unwind(mpi_fail(rank, rc, "MPI_Allreduce"));
-        return mpi_unwind(mpi_hosts_refuse(rank, npes, nodes));
-    }
 
     symm_boot_t b = {.via = SYMM_BOOT_VIA_NONE, .sock = -1, .ctrl_fd = -1};
-    st = mpi_node_rendezvous(rank, npes, my_seg_fd, seg_size, &b);
+    st = mpi_node_rendezvous(node_rank, node_npes, npes, my_seg_fd, seg_size, &b);
+    if (st == SYMM_SUCCESS) st = mpi_seg_by_world(rank, npes, my_seg_fd, &b);
 
     /* The outcome must be the same everywhere: a PE that failed in the rendezvous may
      * have left others holding segments, and they must not go on without it. MINLOC
@@ -310,12 +313,21 @@ symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *ou
                             rank, all[1]);
     if (st != SYMM_SUCCESS) {
         if (b.seg_fd != NULL) {
-            symm_boot_fd_table_free(b.seg_fd, npes, my_seg_fd);
+            symm_boot_fd_table_free(b.seg_fd, b.npes, my_seg_fd);
             if (b.ctrl_fd >= 0) close(b.ctrl_fd);
         }
         return rc == MPI_SUCCESS ? mpi_unwind(st) : st;
     }
     *out = b;
+    return SYMM_SUCCESS;
+}
+
+symm_status_t symm_boot_mpi_allgather(const void *mine, size_t n, void *all)
+{
+    int rank = 0;
+    MPI_Comm_rank(boot_mpi.world, &rank);
+    MPI_CHECK(rank,
+              MPI_Allgather(mine, (int)n, MPI_BYTE, all, (int)n, MPI_BYTE, boot_mpi.world));
     return SYMM_SUCCESS;
 }
 

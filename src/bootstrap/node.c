@@ -205,8 +205,8 @@ static symm_status_t node_send(int c, int r, const symm_boot_msg_t *msg, const i
 }
 
 /* Every segment, then the control page, to PE r. */
-static symm_status_t node_hand_out(int c, int r, int npes, size_t seg_size, const int *seg_fd,
-                                   int ctrl_fd)
+static symm_status_t node_hand_out(int c, int r, int npes, int ctrl_npes, size_t seg_size,
+                                   const int *seg_fd, int ctrl_fd)
 {
     symm_boot_msg_t msg;
     int64_t deadline = symm_boot_now_ms() + SYMM_BOOT_TIMEOUT_MS;
@@ -223,7 +223,7 @@ static symm_status_t node_hand_out(int c, int r, int npes, size_t seg_size, cons
     memset(&msg, 0, sizeof msg);
     msg.type = SYMM_BOOT_CTRL;
     msg.rank = -1;
-    msg.size = symm_ctrl_size((uint32_t)npes);
+    msg.size = symm_ctrl_size((uint32_t)ctrl_npes);
     return node_send(c, r, &msg, &ctrl_fd, 1, deadline);
 }
 
@@ -239,15 +239,15 @@ static symm_boot_t node_boot(int rank, int npes, int *seg_fd, size_t seg_size, i
                          .ctrl_fd = ctrl_fd};
 }
 
-symm_status_t symm_boot_node_serve(symm_boot_node_t *node, int npes, int my_seg_fd,
-                                   size_t seg_size, symm_boot_t *out)
+symm_status_t symm_boot_node_serve(symm_boot_node_t *node, int npes, int ctrl_npes,
+                                   int my_seg_fd, size_t seg_size, symm_boot_t *out)
 {
     symm_status_t st;
     int *seg_fd = NULL, *conn = NULL, ctrl_fd = -1;
     CHECK_GOTO(symm_boot_fd_table_new(0, npes, &seg_fd), st, out_close_listen);
     CHECK_GOTO(symm_boot_fd_table_new(0, npes, &conn), st, out_close_fds);
     seg_fd[0] = my_seg_fd;
-    CHECK_GOTO(node_ctrl_create(npes, &ctrl_fd), st, out_close_fds);
+    CHECK_GOTO(node_ctrl_create(ctrl_npes, &ctrl_fd), st, out_close_fds);
 
     /* The deadline restarts with every PE that joins, as a PE's wait for its segments
      * restarts with every message (symm_boot_join). */
@@ -262,7 +262,7 @@ symm_status_t symm_boot_node_serve(symm_boot_node_t *node, int npes, int my_seg_
     close(node->listen_fd);
     node->listen_fd = -1;
     for (int r = 1; r < npes; r++)
-        CHECK_GOTO(node_hand_out(conn[r], r, npes, seg_size, seg_fd, ctrl_fd), st,
+        CHECK_GOTO(node_hand_out(conn[r], r, npes, ctrl_npes, seg_size, seg_fd, ctrl_fd), st,
                    out_close_fds);
     /* Closing is safe at once: what was sent stays queued for the PE, fds included. */
     symm_boot_fd_table_free(conn, npes, -1);

@@ -37,9 +37,8 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
         int nt = total >= SYMM_COLL_NT_MIN;
         for (int t = 1; t <= n; t++) {
             int j = (me + t) % n;
-            symm_coll_copy((uint8_t *)dest + (size_t)j * nbytes,
-                           (const uint8_t *)symm_coll_ptr(&c, src, j) + (size_t)me * nbytes,
-                           nbytes, nt);
+            symm_coll_get(&c, (uint8_t *)dest + (size_t)j * nbytes,
+                          (const uint8_t *)src + (size_t)me * nbytes, nbytes, j, nt);
         }
         st = symm_coll_sync(&c);
     }
@@ -179,12 +178,12 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
         int nt = total >= SYMM_COLL_NT_MIN;
         for (int t = 1; t <= n; t++) {
             int j = (me + t) % n;
-            if (rbytes[j])
-                symm_coll_copy((uint8_t *)dest + rdisp[j], symm_heap_base(c.world[j]) + roff[j],
-                               (size_t)rbytes[j], nt);
+            /* j's block, named by the same heap offset in my own heap */
+            symm_coll_get(&c, (uint8_t *)dest + rdisp[j], symm_heap_base(symm_g.me) + roff[j],
+                          (size_t)rbytes[j], j, nt);
         }
     }
-    c.local = local;
+    if (!c.local) c.local = local; /* a failed transfer may have set it */
     CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
     for (int j = 0; j < n; j++) {
         if (recv_counts) recv_counts[j] = (size_t)(rbytes[j] / elem_size);

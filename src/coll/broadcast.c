@@ -33,8 +33,7 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
         memcpy(dest, &recv[root], nbytes);
     } else {
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
-        const void *from = symm_coll_ptr(&c, src, root);
-        if (dest != from) symm_coll_copy(dest, from, nbytes, nbytes >= SYMM_COLL_NT_MIN);
+        symm_coll_get(&c, dest, src, nbytes, root, nbytes >= SYMM_COLL_NT_MIN);
         st = symm_coll_sync(&c);
     }
 out_leave:

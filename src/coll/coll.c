@@ -143,3 +143,41 @@ symm_status_t symm_coll_mul(const char *fn, const char *what, size_t a, size_t b
                               fn, what, a, b, c);
     return SYMM_SUCCESS;
 }
+
+/* ---------------------------------------------------------------- far members */
+/* The first failure of a transfer becomes this member's failure, told to every member in
+ * the call's next episode; later transfers of the call are skipped. */
+static int far_failed(symm_coll_t *c, symm_status_t st)
+{
+    if (SYMM_LIKELY(!st)) return 0;
+    if (!c->local) c->local = st;
+    return 1;
+}
+
+void symm_coll_far_get(symm_coll_t *c, void *dst, const void *addr, size_t n, int j)
+{
+    if (c->local) return;
+    far_failed(c, symm_transport_remote()->get(dst, addr, n, c->world[j]));
+}
+
+void symm_coll_far_put(symm_coll_t *c, void *addr, const void *src, size_t n, int j)
+{
+    if (c->local) return;
+    far_failed(c, symm_transport_remote()->put(addr, src, n, c->world[j]));
+}
+
+void symm_coll_far_get_rows(symm_coll_t *c, void *dst, size_t dst_ld, const void *addr,
+                            size_t src_ld, size_t rb, size_t rows, int j)
+{
+    if (c->local) return;
+    far_failed(
+        c, symm_transport_remote()->get_rows(dst, dst_ld, addr, src_ld, rb, rows, c->world[j]));
+}
+
+void symm_coll_far_put_rows(symm_coll_t *c, void *addr, size_t dst_ld, const void *src,
+                            size_t src_ld, size_t rb, size_t rows, int j)
+{
+    if (c->local) return;
+    far_failed(
+        c, symm_transport_remote()->put_rows(addr, dst_ld, src, src_ld, rb, rows, c->world[j]));
+}

@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "core/runtime.h"
 #include "team/team.h"
+#include "transport/transport.h"
 
 /* Bytes one step of a large reduction works on: the partial result stays in L1 while
  * the members' sources stream through it. */
@@ -30,6 +31,109 @@
 /* memcpy, with streaming stores when nt is set; ends with a store fence in that case, so
  * that a later release store (an episode's signal) orders after the data. */
 void symm_coll_copy(void *dst, const void *src, size_t n, int nt);
+
+/* ---- reaching members. Every collective is written once over these: load/store through
+ * the peer pointer where the team's reach bit is set (no indirect call), the transport's
+ * get/put (symm_transport_remote) for the others. A transfer that fails records its
+ * status as this member's failure (c->local), which the call's next episode tells every
+ * member; what it should have brought is then garbage that nobody returns. */
+void symm_coll_far_get(symm_coll_t *c, void *dst, const void *addr, size_t n, int j);
+void symm_coll_far_put(symm_coll_t *c, void *addr, const void *src, size_t n, int j);
+void symm_coll_far_get_rows(symm_coll_t *c, void *dst, size_t dst_ld, const void *addr,
+                            size_t src_ld, size_t rb, size_t rows, int j);
+void symm_coll_far_put_rows(symm_coll_t *c, void *addr, size_t dst_ld, const void *src,
+                            size_t src_ld, size_t rb, size_t rows, int j);
+
+/* Bytes a member stages at a time from a member it reaches through the transport: each
+ * transfer costs a round trip, so they are larger than SYMM_COLL_CHUNK. */
+#define SYMM_COLL_FAR_CHUNK (256 * 1024)
+
+/* 1 if member j's memory is mapped here. */
+static inline int symm_coll_near(const symm_coll_t *c, int j)
+{
+    return SYMM_LIKELY(c->pool->reach[j]);
+}
+
+/* dst (mine, not symmetric) = n bytes of member j's copy of my symmetric address addr. */
+static inline void symm_coll_get(symm_coll_t *c, void *dst, const void *addr, size_t n, int j,
+                                 int nt)
+{
+    if (!n) return;
+    if (symm_coll_near(c, j)) {
+        const void *from = symm_coll_ptr(c, addr, j);
+        if (dst != from) symm_coll_copy(dst, from, n, nt);
+        return;
+    }
+    symm_coll_far_get(c, dst, addr, n, j);
+}
+
+/* Member j's copy of my symmetric address addr = n bytes of src (mine). */
+static inline void symm_coll_put(symm_coll_t *c, void *addr, const void *src, size_t n, int j,
+                                 int nt)
+{
+    if (!n) return;
+    if (symm_coll_near(c, j)) {
+        void *to = symm_coll_ptr(c, addr, j);
+        if (to != src) symm_coll_copy(to, src, n, nt);
+        return;
+    }
+    symm_coll_far_put(c, addr, src, n, j);
+}
+
+/* n bytes of member j's copy of addr, readable here: in j's memory where it is mapped,
+ * else copied into stage (n bytes) first. */
+static inline const void *symm_coll_view(symm_coll_t *c, const void *addr, size_t n, int j,
+                                         void *stage)
+{
+    if (symm_coll_near(c, j)) return symm_coll_ptr(c, addr, j);
+    symm_coll_far_get(c, stage, addr, n, j);
+    return stage;
+}
+
+/* Rows of a strided block: rows rows of rb bytes, the first at p, ld bytes apart. */
+typedef struct {
+    const uint8_t *p;
+    size_t ld;
+} symm_coll_rows_t;
+
+/* rows rows of member j's copy of the block at my symmetric address addr (ld bytes
+ * apart), readable here: in j's memory, or staged (rows x rb bytes, packed). */
+static inline symm_coll_rows_t symm_coll_view_rows(symm_coll_t *c, const void *addr, size_t ld,
+                                                   size_t rb, size_t rows, int j, void *stage)
+{
+    if (symm_coll_near(c, j)) return (symm_coll_rows_t){symm_coll_ptr(c, addr, j), ld};
+    symm_coll_far_get_rows(c, stage, rb, addr, ld, rb, rows, j);
+    return (symm_coll_rows_t){stage, rb};
+}
+
+/* Local rows (dst, dst_ld apart) = member j's rows at my symmetric address addr (src_ld
+ * apart). */
+static inline void symm_coll_get_rows(symm_coll_t *c, void *dst, size_t dst_ld,
+                                      const void *addr, size_t src_ld, size_t rb, size_t rows,
+                                      int j)
+{
+    if (!symm_coll_near(c, j)) {
+        symm_coll_far_get_rows(c, dst, dst_ld, addr, src_ld, rb, rows, j);
+        return;
+    }
+    const uint8_t *s = symm_coll_ptr(c, addr, j);
+    for (size_t r = 0; r < rows; r++)
+        memcpy((uint8_t *)dst + r * dst_ld, s + r * src_ld, rb);
+}
+
+/* Member j's rows at my symmetric address addr (dst_ld apart) = local rows (src_ld). */
+static inline void symm_coll_put_rows(symm_coll_t *c, void *addr, size_t dst_ld,
+                                      const void *src, size_t src_ld, size_t rb, size_t rows,
+                                      int j)
+{
+    if (!symm_coll_near(c, j)) {
+        symm_coll_far_put_rows(c, addr, dst_ld, src, src_ld, rb, rows, j);
+        return;
+    }
+    uint8_t *d = symm_coll_ptr(c, addr, j);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(d + r * dst_ld, (const uint8_t *)src + r * src_ld, rb);
+}
 
 /* alltoallv packs a (size, offset) pair into one word when the offset fits in this many
  * bits (31); tests lower it, on every PE alike, to exercise the two-exchange path. */

@@ -7,16 +7,14 @@
 
 /* Copies member j's src (len[j] bytes) to dest + off[j] for every j, starting with the
  * next member so that the members do not all read member 0 first. */
-static void coll_pull(const symm_coll_t *c, uint8_t *dest, const void *src,
+static void coll_pull(symm_coll_t *c, uint8_t *dest, const void *src,
                       size_t (*where)(const void *ctx, int j, size_t *len), const void *ctx,
                       int nt)
 {
     for (int t = 1; t <= c->n; t++) {
         int j = (c->me + t) % c->n;
         size_t len, off = where(ctx, j, &len);
-        const void *from = symm_coll_ptr(c, src, j);
-        if (len && dest + off != (const uint8_t *)from)
-            symm_coll_copy(dest + off, from, len, nt);
+        symm_coll_get(c, dest + off, src, len, j, nt);
     }
 }
 
@@ -63,10 +61,8 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
         if (inplace) {
             for (int t = 1; t < n; t++) {
-                size_t off = (size_t)((me + t) % n) * nbytes;
-                symm_coll_copy((uint8_t *)dest + off,
-                               (const uint8_t *)symm_coll_ptr(&c, dest, (me + t) % n) + off,
-                               nbytes, total >= SYMM_COLL_NT_MIN);
+                uint8_t *at = (uint8_t *)dest + (size_t)((me + t) % n) * nbytes;
+                symm_coll_get(&c, at, at, nbytes, (me + t) % n, total >= SYMM_COLL_NT_MIN);
             }
         } else {
             coll_pull(&c, dest, src, fixed_where, &nbytes, total >= SYMM_COLL_NT_MIN);
@@ -136,7 +132,7 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
         var_ctx_t v = {len, off};
         coll_pull(&c, dest, src, var_where, &v, total >= SYMM_COLL_NT_MIN);
     }
-    c.local = local;
+    if (!c.local) c.local = local; /* a failed transfer may have set it */
     st = symm_coll_sync(&c);
     if (!st && total_out) *total_out = (size_t)total;
 out_leave:

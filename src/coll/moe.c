@@ -9,12 +9,13 @@
  * exchange. Readers find a source's rows through that published place, never through
  * their own in: members may pass different objects as in, or NULL when they send
  * nothing. Each member then reads its column
- * of every peer's table and lays out its output. Before any row moves, all members must
+ * of every peer's table (a copy, through the transport, of the tables of members not
+ * mapped here) and lays out its output. Before any row moves, all members must
  * agree that every output fits: for small teams each member computes every member's
  * need from the tables itself (no extra episode), for large ones (n*n*ne reads too many)
- * a second exchange carries the needs. Rows move by direct reads of the sources'
- * symmetric input (pull); a final sync keeps inputs and tables alive until every member
- * has finished reading. Two episodes in all (three for large teams).
+ * a second exchange carries the needs. Rows move by reads of the sources' symmetric input
+ * (pull: loads where mapped, gets elsewhere); a final sync keeps inputs and tables alive
+ * until every member has finished reading. Two episodes in all (three for large teams).
  *
  * The worker runner of the _parallel forms is in workers.c. */
 #include <pthread.h>
@@ -248,11 +249,12 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
 
     /* ---- local checks, memory and the publication table; failures are agreed below */
     symm_status_t st = SYMM_SUCCESS, mine = SYMM_SUCCESS;
-    uint64_t pub_off = 0, *pub = NULL;
+    uint64_t pub_off = 0, *pub = NULL, *far_tab = NULL;
     size_t nsplit = 0, *cnt = NULL;
     uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
     const uint64_t **tab = malloc(sizeof(uint64_t *) * (size_t)n);
-    const uint8_t **src_in = malloc(sizeof(uint8_t *) * (size_t)n); /* each source's in */
+    /* each source's in, named by its offset in my own segment */
+    const uint8_t **src_in = malloc(sizeof(uint8_t *) * (size_t)n);
     if (!words || !tab || !src_in) {
         free(words);
         free(tab);
@@ -285,13 +287,25 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         st = mine ? mine : peer_failed(fn, tn, &c, s, words[s]);
         goto out_free;
     }
-    for (int s = 0; s < n; s++)
-        tab[s] = s == me ? pub : (const uint64_t *)symm_team_region_ptr(c.world[s], words[s]);
+    size_t tab_words = A2A_HDR + nsplit * 2;
+    if (c.pool->remote && !(far_tab = malloc(sizeof(uint64_t) * tab_words * (size_t)n)))
+        c.local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d tables", fn,
+                                 symm_coll_tname(tn), n);
+    for (int s = 0; s < n && !c.local; s++)
+        tab[s] = s == me ? pub
+                         : symm_coll_view(&c, symm_team_region_ptr(symm_g.me, words[s]),
+                                          sizeof(uint64_t) * tab_words, s,
+                                          far_tab ? far_tab + tab_words * (size_t)s : NULL);
+    if (c.local) {
+        /* Peers may still be reading my table: sync before it goes. */
+        st = symm_coll_sync(&c);
+        goto out_free;
+    }
 
     /* ---- my column of every table, where every source's in lies, and my layout */
     size_t *srcoff = cnt + nsplit, *dstoff = cnt + 2 * nsplit;
     for (int s = 0; s < n; s++) {
-        src_in[s] = symm_g.seg[c.world[s]] + tab[s][A2A_HDR_IN];
+        src_in[s] = symm_g.seg[symm_g.me] + tab[s][A2A_HDR_IN];
         const uint64_t *t = tab[s] + A2A_HDR + (size_t)me * ne * 2;
         for (int e = 0; e < ne; e++) {
             cnt[(size_t)s * ne + e] = t[2 * e];
@@ -351,9 +365,9 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
             pos = seg_hi;
             size_t a0 = seg_lo > lo ? seg_lo : lo, a1 = seg_hi < hi ? seg_hi : hi;
             if (a0 >= a1) continue;
-            symm_coll_copy((uint8_t *)a->out + (dstoff[o] + (a0 - seg_lo)) * a->row_bytes,
-                           src_in[s] + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes,
-                           (a1 - a0) * a->row_bytes, nt);
+            symm_coll_get(&c, (uint8_t *)a->out + (dstoff[o] + (a0 - seg_lo)) * a->row_bytes,
+                          src_in[s] + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes,
+                          (a1 - a0) * a->row_bytes, s, nt);
         }
     }
     if (worker == 0) {
@@ -372,6 +386,7 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
 
 out_free:
     if (pub) symm_team_region_free(pub_off);
+    free(far_tab);
     free(cnt);
     free(src_in);
     free(tab);

@@ -13,6 +13,8 @@
  * land on each receiver (topk_rows). Each member then reads the route of every source and
  * pulls the tokens routed to it, each token read once and written into every segment it
  * goes to. A closing sync keeps inputs and scratches alive until everyone has read.
+ * Members not mapped here are read through the transport (coll.h): their scratch is
+ * copied once, their tokens and rows one get each.
  *
  * Combine. Every member publishes where its expert output lies and how many rows it has;
  * each checks its own topk_rows against them and a sync agrees on the outcome, so that a
@@ -283,12 +285,30 @@ static void dispatch_layout(const topk_args_t *a, int n, int me, const uint64_t 
             L->base[e * (size_t)n + (size_t)s] += L->start[e];
 }
 
+/* Member s's scratch of nwords words at offset off of its team region, readable here: in
+ * its memory where it is mapped, else copied into *copy (malloc'd: the caller frees it;
+ * NULL and c->local set where that fails). */
+static const uint64_t *scratch_view(symm_coll_t *c, int s, uint64_t off, size_t nwords,
+                                    uint64_t **copy)
+{
+    const void *at = symm_team_region_ptr(symm_g.me, off); /* the same offset in mine */
+    *copy = NULL;
+    if (symm_coll_near(c, s)) return symm_coll_ptr(c, at, s);
+    if (!(*copy = malloc(nwords * sizeof(uint64_t)))) {
+        if (!c->local)
+            c->local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s: no memory for PE %d's table",
+                                      c->what, c->world[s]);
+        return NULL;
+    }
+    symm_coll_get(c, *copy, at, nwords * sizeof(uint64_t), s, 0);
+    return *copy;
+}
+
 /* Copies my share of the tokens I receive: received tokens (every source's, in member
  * order) [lo, hi). Each token is read once from its source and written into every segment
  * it goes to (the later copies from the first, locally). */
-static void dispatch_copy(const topk_args_t *a, const symm_coll_t *c,
-                          const uint64_t *const *tab, const topk_layout_t *L, size_t lo,
-                          size_t hi)
+static void dispatch_copy(const topk_args_t *a, symm_coll_t *c, const uint64_t *const *tab,
+                          const topk_layout_t *L, size_t lo, size_t hi)
 {
     const int n = c->n, me = c->me, k = a->k, nside = a->nside;
     const size_t hw = hdr_words(nside), nexp = (size_t)n * (size_t)a->ne;
@@ -300,10 +320,11 @@ static void dispatch_copy(const topk_args_t *a, const symm_coll_t *c,
         pos += T;
         if (t0 >= t1) continue;
         const uint64_t *route = tab[s] + hw + nexp;
-        const uint8_t *sin = symm_g.seg[c->world[s]] + tab[s][TK_HDR_IN];
+        /* s's inputs, named by their offsets in my own segment */
+        const uint8_t *sin = symm_g.seg[symm_g.me] + tab[s][TK_HDR_IN];
         const uint8_t *sside[SYMM_MOE_SIDE_MAX];
         for (int p = 0; p < nside; p++)
-            sside[p] = symm_g.seg[c->world[s]] + tab[s][TK_HDR_SIDE + p];
+            sside[p] = symm_g.seg[symm_g.me] + tab[s][TK_HDR_SIDE + p];
         for (size_t t = t0; t < t1; t++) {
             size_t first = SIZE_MAX;
             for (int i = 0; i < k; i++) {
@@ -313,14 +334,18 @@ static void dispatch_copy(const topk_args_t *a, const symm_coll_t *c,
                 size_t r = (size_t)symm_plan_topk_row(
                     L->base[(size_t)e * (size_t)n + (size_t)s], symm_plan_topk_route_rank(w));
                 uint8_t *o = (uint8_t *)a->out;
-                memcpy(o + r * a->row_bytes,
-                       first == SIZE_MAX ? sin + t * a->row_bytes : o + first * a->row_bytes,
-                       a->row_bytes);
+                if (first == SIZE_MAX)
+                    symm_coll_get(c, o + r * a->row_bytes, sin + t * a->row_bytes, a->row_bytes,
+                                  s, 0);
+                else
+                    memcpy(o + r * a->row_bytes, o + first * a->row_bytes, a->row_bytes);
                 for (int p = 0; p < nside; p++) {
                     size_t rb = a->side[p].row_bytes;
                     uint8_t *so = (uint8_t *)a->side[p].out;
-                    memcpy(so + r * rb, first == SIZE_MAX ? sside[p] + t * rb : so + first * rb,
-                           rb);
+                    if (first == SIZE_MAX)
+                        symm_coll_get(c, so + r * rb, sside[p] + t * rb, rb, s, 0);
+                    else
+                        memcpy(so + r * rb, so + first * rb, rb);
                 }
                 if (first == SIZE_MAX) first = r;
             }
@@ -421,10 +446,12 @@ static symm_status_t dispatch_run(const char *fn, symm_team_t team, int worker, 
     uint64_t pub_off = 0, *pub = NULL;
     uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
     const uint64_t **tab = malloc(sizeof(uint64_t *) * (size_t)n);
+    uint64_t **copies = calloc((size_t)n, sizeof(uint64_t *)); /* far members' scratch */
     topk_layout_t L = {0};
-    if (!words || !tab) {
+    if (!words || !tab || !copies) {
         free(words);
         free(tab);
+        free(copies);
         symm_coll_leave(&c);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
                               symm_coll_tname(tn), n);
@@ -458,8 +485,24 @@ static symm_status_t dispatch_run(const char *fn, symm_team_t team, int worker, 
         st = mine ? mine : peer_failed(fn, tn, &c, s, words[s]);
         goto out_free; /* nobody reads a scratch now */
     }
-    for (int s = 0; s < n; s++)
-        tab[s] = s == me ? pub : (const uint64_t *)symm_team_region_ptr(c.world[s], words[s]);
+    /* a far member's scratch: its header first, which says how long the route is */
+    const size_t hw = hdr_words(a->nside);
+    for (int s = 0; s < n && !c.local; s++) {
+        if (s == me || symm_coll_near(&c, s)) {
+            tab[s] = s == me ? pub : scratch_view(&c, s, words[s], 0, &copies[s]);
+            continue;
+        }
+        uint64_t hd[TK_HDR_SIDE + SYMM_MOE_SIDE_MAX];
+        symm_coll_get(&c, hd, symm_team_region_ptr(symm_g.me, words[s]), hw * sizeof(uint64_t),
+                      s, 0);
+        tab[s] = scratch_view(&c, s, words[s],
+                              hw + nexp + (size_t)hd[TK_HDR_TOK] * (size_t)a->k, &copies[s]);
+    }
+    if (c.local) {
+        /* Peers may still be reading my table: sync before it goes. */
+        st = symm_coll_sync(&c);
+        goto out_free;
+    }
 
     /* ---- every receiver's layout: the verdict on the capacities (the same everywhere),
      * my own segments and where my slots land */
@@ -489,6 +532,9 @@ out_free:
     free(L.len);
     free(L.base);
     free(L.dstbase);
+    for (int s = 0; s < n; s++)
+        free(copies[s]);
+    free(copies);
     free(tab);
     free(words);
     symm_coll_leave(&c);
@@ -584,8 +630,10 @@ static void combine_acc(int type, float *acc, const void *row, float w, size_t h
     }
 }
 
-static void combine_tokens(const topk_args_t *a, const symm_coll_t *c, const uint8_t *const *in,
-                           float *acc, size_t t0, size_t t1)
+/* Reduces my tokens [t0, t1). in[j]: member j's expert output, named by its offset in my
+ * own segment; a row of a member not mapped here is staged in stage (one row). */
+static void combine_tokens(const topk_args_t *a, symm_coll_t *c, const uint8_t *const *in,
+                           float *acc, uint8_t *stage, size_t t0, size_t t1)
 {
     const size_t hidden = a->hidden, rb = hidden * symm_type_size(a->type);
     const int k = a->k;
@@ -595,14 +643,15 @@ static void combine_tokens(const topk_args_t *a, const symm_coll_t *c, const uin
             size_t q = t * (size_t)k + (size_t)i;
             int64_t g = a->topk_idx[q];
             if (g < 0) continue;
-            const uint8_t *row = in[g / a->ne] + (size_t)a->rows_in[q] * rb;
+            int j = (int)(g / a->ne);
+            const uint8_t *row =
+                symm_coll_view(c, in[j] + (size_t)a->rows_in[q] * rb, rb, j, stage);
             combine_acc(a->type, acc, row, a->weights ? a->weights[q] : 1.0f, hidden);
         }
         uint8_t *o = (uint8_t *)a->out + t * rb;
         for (size_t h = 0; h < hidden; h++)
             symm_plan_topk_store(a->type, o, h, acc[h]);
     }
-    (void)c;
 }
 
 static symm_status_t combine_run(const char *fn, symm_team_t team, int worker, int nworkers,
@@ -633,7 +682,8 @@ static symm_status_t combine_run(const char *fn, symm_team_t team, int worker, i
     uint64_t *rows = words + n;
     size_t in_bytes = 0;
     if (!mine) mine = combine_check(fn, tn, n, a, &in_bytes);
-    if (!mine && !(acc = malloc(a->hidden * sizeof(float))))
+    /* a row of floats, then (members not mapped here) a staged row */
+    if (!mine && !(acc = malloc(a->hidden * sizeof(float) * (c.pool->remote ? 2 : 1))))
         mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for a row", fn,
                               symm_coll_tname(tn));
     if (!mine && !(mine = symm_team_region_alloc(2 * sizeof(uint64_t), &pub_off))) {
@@ -652,21 +702,25 @@ static symm_status_t combine_run(const char *fn, symm_team_t team, int worker, i
         goto out_free;
     }
     for (int s = 0; s < n; s++) {
-        const uint64_t *hd =
-            s == me ? pub : (const uint64_t *)symm_team_region_ptr(c.world[s], words[s]);
-        in[s] = symm_g.seg[c.world[s]] + hd[TC_HDR_IN];
+        uint64_t hd[2];
+        if (s == me)
+            memcpy(hd, pub, sizeof hd);
+        else
+            symm_coll_get(&c, hd, symm_team_region_ptr(symm_g.me, words[s]), sizeof hd, s, 0);
+        in[s] = symm_g.seg[symm_g.me] + hd[TC_HDR_IN]; /* the same offset in my segment */
         rows[s] = hd[TC_HDR_ROWS];
     }
     /* Sync 2: every member's rows checked (a bad one fails every member, naming it, and
      * nothing is written); after it nobody reads a header. */
-    c.local = combine_check_rows(fn, tn, &c, a, rows);
+    if (!c.local) c.local = combine_check_rows(fn, tn, &c, a, rows);
     CHECK_GOTO(symm_coll_sync(&c), st, out_free);
     symm_team_region_free(pub_off);
     pub = NULL;
 
     size_t lo, hi;
     symm_coll_band(a->tokens, (size_t)nworkers, (size_t)worker, &lo, &hi);
-    combine_tokens(a, &c, in, acc, lo, hi);
+    combine_tokens(a, &c, in, acc, c.pool->remote ? (uint8_t *)(acc + a->hidden) : NULL, lo,
+                   hi);
     /* Peers may still be reading my expert output. */
     st = symm_coll_sync(&c);
 

@@ -1,7 +1,8 @@
 /* reduce.c — allreduce, rooted reduce and reduce-scatter on a team.
  *
- * Every member's buffers are mapped by every other member, so a reduction reads the
- * peers' sources directly; what differs by size is who reduces what:
+ * A reduction reads the peers' sources directly where they are mapped here, and stages
+ * them through the transport otherwise (symm_coll_view); what differs by size is who
+ * reduces what:
  *   <= 8 bytes       the payload rides in the episode's data word: one exchange, then each
  *                    member folds the words locally (one cache-line round trip per pair);
  *   <= coll_small    sync, each member that needs the result folds all sources, sync
@@ -24,15 +25,25 @@ typedef struct {
 } red_args_t;
 
 /* dst[0..len) = fold over members of their source at byte offset off. dst is mine or a
- * scratch buffer and aliases no source still to be read. */
-static void red_fold_peers(const symm_coll_t *c, const red_args_t *a, void *dst,
-                           const void *src, size_t off, size_t len)
+ * scratch buffer and aliases no source still to be read. stage (2 x len elements) holds
+ * what comes from members that are not mapped here (NULL where all are). */
+static void red_fold_peers(symm_coll_t *c, const red_args_t *a, void *dst, const void *src,
+                           size_t off, size_t len, uint8_t *stage)
 {
-    const uint8_t *s0 = (const uint8_t *)symm_coll_ptr(c, src, 0) + off;
-    const uint8_t *s1 = (const uint8_t *)symm_coll_ptr(c, src, 1) + off;
+    const uint8_t *at = (const uint8_t *)src + off;
+    size_t nb = len * a->es;
+    const void *s0 = symm_coll_view(c, at, nb, 0, stage);
+    const void *s1 = symm_coll_view(c, at, nb, 1, stage ? stage + nb : NULL);
     a->k(a->op, dst, s0, s1, len);
     for (int j = 2; j < c->n; j++)
-        a->k(a->op, dst, dst, (const uint8_t *)symm_coll_ptr(c, src, j) + off, len);
+        a->k(a->op, dst, dst, symm_coll_view(c, at, nb, j, stage), len);
+}
+
+/* Bytes a reduction works on per step: SYMM_COLL_CHUNK where every member is mapped here,
+ * SYMM_COLL_FAR_CHUNK where some are not (each staged piece costs a round trip). */
+static size_t red_chunk(const symm_coll_t *c)
+{
+    return c->pool->remote ? SYMM_COLL_FAR_CHUNK : SYMM_COLL_CHUNK;
 }
 
 /* One exchange of the payload in the data word. */
@@ -62,19 +73,27 @@ static symm_status_t red_small(symm_coll_t *c, const red_args_t *a, void *dest, 
 {
     size_t nbytes = a->count * a->es;
     int want = a->root < 0 || a->root == c->me;
-    _Alignas(64) uint8_t stackbuf[4096];
-    symm_coll_scratch_t s = {dest, 0};
+    _Alignas(64) uint8_t stackbuf[4096], stagebuf[4096];
+    symm_coll_scratch_t s = {dest, 0}, stage = {NULL, 0};
     /* In place, the fold would overwrite my source before the others have read it. */
     symm_status_t st;
     if (want && dest == src) {
         st = symm_coll_scratch(c->what, &s, stackbuf, sizeof stackbuf, nbytes);
         if (st) return symm_coll_fail(c, st);
     }
+    if (want && c->pool->remote) {
+        st = symm_coll_scratch(c->what, &stage, stagebuf, sizeof stagebuf, 2 * nbytes);
+        if (st) {
+            symm_coll_scratch_free(&s);
+            return symm_coll_fail(c, st);
+        }
+    }
     CHECK_GOTO(symm_coll_sync(c), st, out);
-    if (want) red_fold_peers(c, a, s.p, src, 0, a->count);
+    if (want) red_fold_peers(c, a, s.p, src, 0, a->count, stage.p);
     CHECK_GOTO(symm_coll_sync(c), st, out);
     if (want && s.p != dest) memcpy(dest, s.p, nbytes);
 out:
+    symm_coll_scratch_free(&stage);
     symm_coll_scratch_free(&s);
     return st;
 }
@@ -83,26 +102,35 @@ out:
  * of any member's source is read by member r only, before r overwrites it. */
 static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
 {
-    _Alignas(64) uint8_t tmp[SYMM_COLL_CHUNK];
+    _Alignas(64) uint8_t buf[SYMM_COLL_CHUNK];
     int n = c->n, me = c->me;
-    size_t lo, hi, step = SYMM_COLL_CHUNK / a->es;
+    size_t chunk = red_chunk(c), lo, hi, step = chunk / a->es;
+    /* where members are far: the chunk, then two staged sources */
+    symm_coll_scratch_t s;
+    symm_status_t st =
+        symm_coll_scratch(c->what, &s, buf, sizeof buf, c->pool->remote ? 3 * chunk : chunk);
+    if (st) return symm_coll_fail(c, st);
+    uint8_t *tmp = s.p, *stage = c->pool->remote ? tmp + chunk : NULL;
     symm_coll_slice(a->count, a->es, n, me, &lo, &hi);
     int nt = a->count * a->es >= SYMM_COLL_NT_MIN;
-    CHECK(symm_coll_sync(c));
+    CHECK_GOTO(symm_coll_sync(c), st, out);
     for (size_t i = lo; i < hi; i += step) {
         size_t len = hi - i < step ? hi - i : step, off = i * a->es, nb = len * a->es;
-        red_fold_peers(c, a, tmp, src, off, len);
+        red_fold_peers(c, a, tmp, src, off, len, stage);
         if (a->root >= 0) {
-            symm_coll_copy((uint8_t *)symm_coll_ptr(c, dest, a->root) + off, tmp, nb, nt);
+            symm_coll_put(c, (uint8_t *)dest + off, tmp, nb, a->root, nt);
             continue;
         }
         /* Start with the next member so that the n stores of a chunk do not all queue
          * on member 0's memory at once. */
         for (int t = 1; t <= n; t++)
-            symm_coll_copy((uint8_t *)symm_coll_ptr(c, dest, (me + t) % n) + off, tmp, nb, nt);
+            symm_coll_put(c, (uint8_t *)dest + off, tmp, nb, (me + t) % n, nt);
     }
     /* Nobody may leave (and reuse a source or read dest) before every slice is stored. */
-    return symm_coll_sync(c);
+    st = symm_coll_sync(c);
+out:
+    symm_coll_scratch_free(&s);
+    return st;
 }
 
 /* The checks of one member's arguments; a failure is told to the others in the call's
@@ -195,14 +223,22 @@ symm_status_t symm_reduce_scatter(symm_team_t team, void *dest, const void *src,
             a.k(op, &acc, &acc, &recv[j], count);
         memcpy(dest, &acc, nbytes);
     } else {
-        size_t step = SYMM_COLL_CHUNK / a.es, base = (size_t)me * nbytes;
-        CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
-        for (size_t i = 0; i < count; i += step) {
+        size_t chunk = red_chunk(&c), step = chunk / a.es, base = (size_t)me * nbytes;
+        uint8_t *stage = NULL;
+        if (c.pool->remote && !(stage = malloc(2 * chunk)))
+            c.local = symm_error_set(SYMM_ERR_NO_MEMORY,
+                                     "%s: no memory for %zu bytes of "
+                                     "scratch",
+                                     fn, 2 * chunk);
+        st = symm_coll_sync(&c);
+        for (size_t i = 0; i < count && !st; i += step) {
             size_t len = count - i < step ? count - i : step;
-            red_fold_peers(&c, &a, (uint8_t *)dest + i * a.es, src, base + i * a.es, len);
+            red_fold_peers(&c, &a, (uint8_t *)dest + i * a.es, src, base + i * a.es, len,
+                           stage);
         }
         /* the others may still be reading my source */
-        st = symm_coll_sync(&c);
+        if (!st) st = symm_coll_sync(&c);
+        free(stage);
     }
 out_leave:
     symm_coll_leave(&c);

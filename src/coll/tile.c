@@ -68,33 +68,65 @@ static symm_status_t tile_validate(const char *fn, symm_coll_tname_t *tn, const 
     return st;
 }
 
-/* out rows [r0, r1) = reduction over members of in's rows, in team order. base[m] is
- * member m's copy of in. acc (row-sized) is used when out is in (in place). fp8 (f8acc,
- * a row of floats): every member folded into the floats, the row rounded once. */
-static void tile_reduce_rows(int n, symm_reduce_fn_t kern, symm_op_t op, size_t esize,
-                             const symm_tile_t *out, const symm_tile_t *in,
-                             uint8_t *const *base, size_t r0, size_t r1, uint8_t *acc,
-                             symm_type_t type, float *f8acc)
+/* Where a band of rows is folded: to < 0 into my out, else into member to's copy of my
+ * out tile (the shared rooted forms). acc (blk bytes, or one row if longer) takes a block
+ * of rows first where out cannot be written as it is folded: out is in (in place), or
+ * member to is not mapped here. stage (twice acc's size) holds the rows of members that
+ * are not mapped here; NULL where every member is. fp8 (f8acc: a block's elements as
+ * floats): every member is folded into the floats, which are rounded once. */
+typedef struct tile_fold {
+    symm_reduce_fn_t kern;
+    symm_op_t op;
+    symm_type_t type;
+    size_t esize, blk;
+    uint8_t *acc, *stage;
+    float *f8acc;
+} tile_fold_t;
+
+/* out rows [r0, r1) = reduction over members of in's rows, in team order, a block of
+ * rows at a time: each member's rows of the block are read where they lie, or staged
+ * with one strided get, and folded into the block's rows of out. */
+static void tile_reduce_rows(symm_coll_t *c, const tile_fold_t *f, const symm_tile_t *out,
+                             int to, const symm_tile_t *in, size_t r0, size_t r1, int use_acc)
 {
-    size_t cols = in->cols, rb = cols * esize;
-    for (size_t r = r0; r < r1; r++) {
-        uint8_t *orow = (uint8_t *)out->base + r * out->ld * esize;
-        uint8_t *dst = acc ? acc : orow;
-        size_t off = r * in->ld * esize;
-        if (f8acc) {
-            for (int m = 0; m < n; m++)
-                symm_reduce_fp8_fold(type, op, f8acc, base[m] + off, cols, m == 0);
-            symm_reduce_fp8_store(type, orow, f8acc, cols);
-            continue;
-        }
-        if (n == 1) {
-            if (dst != base[0] + off) memcpy(dst, base[0] + off, rb);
+    size_t cols = in->cols, rb = cols * f->esize, ild = in->ld * f->esize;
+    size_t old = out->ld * f->esize, per = f->blk / rb ? f->blk / rb : 1;
+    for (size_t r = r0; r < r1; r += per) {
+        size_t k = r1 - r < per ? r1 - r : per;
+        const uint8_t *at = (const uint8_t *)in->base + r * ild;
+        uint8_t *orow = (uint8_t *)out->base + r * old;
+        uint8_t *dst = use_acc ? f->acc : to < 0 ? orow : symm_coll_ptr(c, orow, to);
+        size_t dld = use_acc ? rb : old;
+        symm_coll_rows_t v = symm_coll_view_rows(c, at, ild, rb, k, 0, f->stage);
+        if (f->f8acc) {
+            for (int m = 0; m < c->n; m++) {
+                if (m) v = symm_coll_view_rows(c, at, ild, rb, k, m, f->stage);
+                for (size_t i = 0; i < k; i++)
+                    symm_reduce_fp8_fold(f->type, f->op, f->f8acc + i * cols, v.p + i * v.ld,
+                                         cols, m == 0);
+            }
+            for (size_t i = 0; i < k; i++)
+                symm_reduce_fp8_store(f->type, dst + i * dld, f->f8acc + i * cols, cols);
+        } else if (c->n == 1) {
+            for (size_t i = 0; i < k; i++)
+                if (dst + i * dld != v.p + i * v.ld) memcpy(dst + i * dld, v.p + i * v.ld, rb);
         } else {
-            kern(op, dst, base[0] + off, base[1] + off, cols);
-            for (int m = 2; m < n; m++)
-                kern(op, dst, dst, base[m] + off, cols);
+            symm_coll_rows_t w =
+                symm_coll_view_rows(c, at, ild, rb, k, 1, f->stage ? f->stage + k * rb : NULL);
+            for (size_t i = 0; i < k; i++)
+                f->kern(f->op, dst + i * dld, v.p + i * v.ld, w.p + i * w.ld, cols);
+            for (int m = 2; m < c->n; m++) {
+                v = symm_coll_view_rows(c, at, ild, rb, k, m, f->stage);
+                for (size_t i = 0; i < k; i++)
+                    f->kern(f->op, dst + i * dld, dst + i * dld, v.p + i * v.ld, cols);
+            }
         }
-        if (acc) memcpy(orow, acc, rb);
+        if (!use_acc) continue;
+        if (to < 0)
+            for (size_t i = 0; i < k; i++)
+                memcpy(orow + i * old, f->acc + i * rb, rb);
+        else
+            symm_coll_put_rows(c, orow, old, f->acc, rb, rb, k, to);
     }
 }
 
@@ -175,14 +207,10 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     symm_status_t st = SYMM_SUCCESS, mine;
     int k = -1;
     size_t esize = symm_type_size(a->type);
-    symm_reduce_fn_t kern = NULL;
-    uint8_t **base = malloc(sizeof(uint8_t *) * (size_t)n);
+    tile_fold_t f = {.op = a->op, .type = a->type, .esize = esize};
     uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
-    uint8_t *acc = NULL;
-    float *f8acc = NULL;
-    if (!base || !words) {
-        free(base);
-        free(words);
+    uint8_t *bufs = NULL;
+    if (!words) {
         symm_coll_leave(&c);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
                               symm_coll_tname(tn), n);
@@ -191,31 +219,32 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     const symm_tile_t *in = a->kind == TILE_ALL ? &a->in[0] : k >= 0 ? &a->in[k] : NULL;
     uint64_t word = 0;
     if (!mine) {
-        kern = symm_reduce_kernel(a->type, a->op);
-        /* A row buffer when out is an in tile (in place): a row is read whole before it
-         * is written. In the rooted forms any member may reduce into the root's tile. */
-        size_t acc_cols = 0;
-        if (a->kind == TILE_ALL) {
-            if (!tile_empty(in) && same_tile(&a->out, in)) acc_cols = in->cols;
-        } else {
-            for (int t = 0; t < a->nroots; t++)
-                if (!tile_empty(&a->in[t]) && same_tile(&a->out, &a->in[t]))
-                    acc_cols = a->in[t].cols;
+        f.kern = symm_reduce_kernel(a->type, a->op);
+        /* A block buffer when out is an in tile (in place: a block is read whole before
+         * it is written; in the rooted forms any member may reduce into the root's tile)
+         * or a member is not mapped here (its rows are staged, and a root's out may be
+         * out of reach), sized for the longest row. */
+        int in_place = 0;
+        size_t row = 0;
+        for (int t = 0; t < (a->kind == TILE_ALL ? 1 : a->nroots); t++) {
+            const symm_tile_t *ti = a->kind == TILE_ALL ? in : &a->in[t];
+            if (tile_empty(ti)) continue;
+            in_place |= same_tile(&a->out, ti);
+            if (ti->cols * esize > row) row = ti->cols * esize;
         }
+        f.blk = c.pool->remote ? SYMM_COLL_FAR_CHUNK : SYMM_COLL_CHUNK;
+        size_t acc_size = ((f.blk > row ? f.blk : row) + 63) & ~(size_t)63;
         word = tile_word(a, esize);
-        /* fp8: a row of floats, wide enough for every tile this member reduces */
-        size_t f8_cols = 0;
-        if (symm_reduce_is_fp8(a->type)) {
-            if (a->kind == TILE_ALL)
-                f8_cols = in->cols;
-            else
-                for (int t = 0; t < a->nroots; t++)
-                    if (a->in[t].cols > f8_cols) f8_cols = a->in[t].cols;
+        /* fp8: the floats of a block (acc_size elements at most) */
+        size_t f8_size = symm_reduce_is_fp8(a->type) ? acc_size * sizeof(float) : 0;
+        if (((in_place || c.pool->remote) && row) || f8_size) {
+            if (!(bufs = malloc(3 * acc_size + f8_size)))
+                mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %zu bytes",
+                                      fn, symm_coll_tname(tn), 3 * acc_size + f8_size);
+            f.acc = bufs;
+            f.stage = c.pool->remote && bufs ? bufs + acc_size : NULL;
+            f.f8acc = f8_size && bufs ? (float *)(bufs + 3 * acc_size) : NULL;
         }
-        if ((acc_cols && !(acc = malloc(acc_cols * esize))) ||
-            (f8_cols && !(f8acc = malloc(f8_cols * sizeof(float)))))
-            mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for a row", fn,
-                                  symm_coll_tname(tn));
     }
 
     /* Exchange 1: inputs ready, everyone's arguments valid and the same tiles (the
@@ -237,46 +266,37 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         for (int t = 0; t < a->nroots; t++) {
             const symm_tile_t *ti = &a->in[t];
             if (tile_empty(ti)) continue;
-            for (int m = 0; m < n; m++)
-                base[m] = symm_coll_ptr(&c, ti->base, m);
-            symm_tile_t ro = a->out;
-            ro.base = symm_coll_ptr(&c, a->out.base, a->roots[t]);
+            int to = a->roots[t];
             size_t lo, hi, mlo, mhi;
             symm_coll_band(ti->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
             symm_coll_band(hi - lo, (size_t)n, (size_t)me, &mlo, &mhi);
-            tile_reduce_rows(n, kern, a->op, esize, &ro, ti, base, lo + mlo, lo + mhi,
-                             same_tile(&a->out, ti) ? acc : NULL, a->type, f8acc);
+            tile_reduce_rows(&c, &f, &a->out, to, ti, lo + mlo, lo + mhi,
+                             same_tile(&a->out, ti) || !symm_coll_near(&c, to));
         }
     } else if (in && !tile_empty(in)) {
-        for (int m = 0; m < n; m++)
-            base[m] = symm_coll_ptr(&c, in->base, m);
         size_t lo, hi;
+        int use_acc = same_tile(&a->out, in);
         symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
         if (a->kind == TILE_MULTI || direct) {
-            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo, hi, acc, a->type,
-                             f8acc);
+            tile_reduce_rows(&c, &f, &a->out, -1, in, lo, hi, use_acc);
         } else {
             size_t mlo, mhi;
             symm_coll_band(hi - lo, (size_t)n, (size_t)me, &mlo, &mhi);
-            tile_reduce_rows(n, kern, a->op, esize, &a->out, in, base, lo + mlo, lo + mhi, acc,
-                             a->type, f8acc);
+            tile_reduce_rows(&c, &f, &a->out, -1, in, lo + mlo, lo + mhi, use_acc);
         }
     }
     if (a->kind == TILE_ALL && !direct) {
         /* Every band is reduced before anyone copies it. */
         CHECK_GOTO(symm_coll_sync(&c), st, out_free);
         if (!tile_empty(in)) {
-            size_t lo, hi, rb = in->cols * esize;
+            size_t lo, hi, rb = in->cols * esize, ld = a->out.ld * esize;
             symm_coll_band(in->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
             for (int m = 0; m < n; m++) {
                 if (m == me) continue;
                 size_t mlo, mhi;
                 symm_coll_band(hi - lo, (size_t)n, (size_t)m, &mlo, &mhi);
-                const uint8_t *src = symm_coll_ptr(&c, a->out.base, m);
-                for (size_t r = lo + mlo; r < lo + mhi; r++) {
-                    size_t off = r * a->out.ld * esize;
-                    memcpy((uint8_t *)a->out.base + off, src + off, rb);
-                }
+                uint8_t *at = (uint8_t *)a->out.base + (lo + mlo) * ld;
+                symm_coll_get_rows(&c, at, ld, at, ld, rb, mhi - mlo, m);
             }
         }
     }
@@ -286,10 +306,8 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         if (!st) st = st2;
     }
 out_free:
-    free(acc);
-    free(f8acc);
+    free(bufs);
     free(words);
-    free(base);
     symm_coll_leave(&c);
     return st;
 }

@@ -21,6 +21,10 @@
              "how PEs find each other: auto (symmrun if it started this process, else MPI "    \
              "under mpirun, mpiexec or srun, else a 1-PE job), symmrun, mpi (MPI_Init unless " \
              "the program did), none (every process a 1-PE job)")                              \
+    SYMM_ENV(HOSTS, INT, hosts, "1", 1, 1 << 20,                                               \
+             "under an MPI launch, the groups each host's PEs form, sharing no memory: "       \
+             "contiguous blocks of node ranks, each its own SYMM_TEAM_NODE, reaching the "     \
+             "others as if on other hosts")                                                    \
     SYMM_ENV(HEAP_SIZE, SIZE, heap_size, "1G", 1, 64 * SYMM_ENV_TB,                            \
              "bytes of symmetric heap per PE for symm_malloc (K, M, G, T suffixes)")           \
     SYMM_ENV(HEAP_PREFAULT, INT, heap_prefault, "0", 0, 1,                                     \

@@ -18,6 +18,7 @@ void symm_heap_prefault(uint64_t off, size_t size)
 {
     long page = sysconf(_SC_PAGESIZE);
     for (int pe = 0; pe < symm_g.npes; pe++) {
+        if (!symm_g.seg[pe]) continue; /* another group's: not mapped here */
         uint8_t *base = symm_heap_base(pe) + off;
         uint8_t *lo = (uint8_t *)((uintptr_t)base & ~(uintptr_t)(page - 1));
 #ifdef MADV_POPULATE_WRITE

@@ -19,14 +19,16 @@
 #include "symm.h"
 
 /* Mailbox for creating a team from a rank list: PE s writes into slot s of the
- * receiver's header; the receiver acknowledges in slot r of the sender's ack array. */
+ * receiver's header; the receiver acknowledges in slot r of the sender's ack array.
+ * Every word has one writer (transport/shm/mbox.c). */
 typedef struct symm_mbox {
-    volatile uint64_t seq; /* number of messages s has sent to this PE */
-    uint64_t data[7];
+    volatile uint64_t seq;       /* number of messages s has posted to this PE */
+    volatile uint64_t withdrawn; /* the last of them that s took back */
+    uint64_t data[6];
 } __attribute__((aligned(64))) symm_mbox_t;
 
 typedef struct symm_mbox_ack {
-    volatile uint64_t acked; /* messages of the owner that PE r has consumed */
+    volatile uint64_t acked; /* PE r's last message of the owner << 1, | 1: taken */
     uint64_t pad[7];
 } __attribute__((aligned(64))) symm_mbox_ack_t;
 
@@ -42,9 +44,11 @@ typedef struct symm_pe_info {
 
 typedef struct symm_runtime {
     int initialized;
-    int me;        /* -1 before init */
-    int npes;      /* 0 before init */
-    uint8_t **seg; /* [npes] where each PE's segment is mapped here (the transport fills it) */
+    int me;         /* -1 before init */
+    int npes;       /* 0 before init */
+    uint8_t **seg;  /* [npes] where each PE's segment is mapped here (the transport fills it);
+                       NULL for a PE of another group (another host), which shares none */
+    int remote_pes; /* PEs whose segment is not mapped here: reached by the MPI transport */
     size_t seg_size;
     size_t info_off; /* symm_pe_info_t in every PE's header */
     size_t team_off, team_size;

@@ -13,8 +13,11 @@ uint64_t symm_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+void (*symm_wait_progress)(void);
+
 symm_status_t symm_wait_slow(symm_wait_t *w)
 {
+    if (symm_wait_progress) symm_wait_progress();
     /* The clock is read at most every 64 polls: a wait that yields costs ~1 us per
      * poll, so this still notices a failure or timeout within a millisecond. */
     if (w->t0_ns == 0) {

@@ -11,6 +11,7 @@
 #include "core/config.h"
 #include "core/wait.h"
 #include "team/team.h"
+#include "transport/transport.h"
 
 /* ---------------------------------------------------------------- check words */
 /* An error word: the top three bits set (fingerprints are kept out of that range), then
@@ -117,19 +118,6 @@ static inline symm_status_t coll_claim(symm_pool_obj_t *pool, symm_dup_t *dup, s
         return symm_error_set(SYMM_ERR_NOT_MEMBER, "%s on %s: PE %d is not a member", what,
                               team_name(team, buf, sizeof buf), symm_g.me);
     }
-    /* Every member computes the same bits from the same transport: all fail alike. */
-    if (SYMM_UNLIKELY(pool->remote)) {
-        char buf[96];
-        int j = 0;
-        while (j < pool->n && pool->reach[j])
-            j++;
-        return symm_error_set(SYMM_ERR_UNSUPPORTED,
-                              "%s on %s: member %d (PE %d) is not "
-                              "reachable by load/store from PE %d; collectives over remote "
-                              "members are not supported yet",
-                              what, team_name(team, buf, sizeof buf), j, pool->world[j],
-                              symm_g.me);
-    }
     /* The claim is the only atomic on the way in: one uncontended exchange on a line
      * that no other duplicate shares. */
     if (SYMM_UNLIKELY(atomic_exchange_explicit(&dup->busy, 1, memory_order_acquire))) {
@@ -211,6 +199,37 @@ symm_status_t symm_coll_fail(symm_coll_t *c, symm_status_t st)
     return symm_coll_sync(c);
 }
 
+/* ---------------------------------------------------------------- remote members */
+/* My slot in member pe's block, named by the address at the same offset of my own team
+ * region: every PE's window has the same layout, so the remote transport finds it there. */
+static symm_sync_slot_t *remote_slot(const symm_coll_t *c, int pe)
+{
+    const symm_chunk_t *ch = c->dup->chunk;
+    uint8_t *same = symm_team_region_ptr(symm_g.me, ch->member_off[pe]);
+    return (symm_sync_slot_t *)(same + c->dup->block) + c->me;
+}
+
+/* Words of my slot in pe's block, in order; a failure leaves pe to time out naming me. */
+static void remote_store(const symm_coll_t *c, int pe, volatile uint64_t *const *at,
+                         const uint64_t *v, int n)
+{
+    uint64_t *dest[3];
+    for (int i = 0; i < n; i++)
+        dest[i] = (uint64_t *)(uintptr_t)at[i];
+    if (symm_transport_remote()->store64(dest, v, n, c->world[pe]))
+        SYMM_WARN("%s: signalling member %d (PE %d): %s", c->what, pe, c->world[pe],
+                  symm_last_error());
+}
+
+void symm_coll_notify_remote(const symm_coll_t *c, int pe, uint64_t ep, uint64_t data,
+                             uint64_t check)
+{
+    symm_sync_slot_t *s = remote_slot(c, pe);
+    volatile uint64_t *const at[3] = {&s->data[ep & 1], &s->check[ep & 1], &s->flag};
+    const uint64_t v[3] = {data, check, ep};
+    remote_store(c, pe, at, v, 3);
+}
+
 /* ---------------------------------------------------------------- breaking */
 /* Stores the poison into every peer's slot of this duplicate: a late member's next wait
  * on it, in this call or a later one, sees a flag beyond its episode and this word. */
@@ -223,6 +242,13 @@ static void dup_break(const symm_coll_t *c, symm_status_t why, int origin)
     uint64_t w = chk_error(origin, why) | CHK_BROKEN;
     for (int pe = 0; pe < c->n; pe++) {
         if (pe == c->me) continue;
+        if (!c->dup->chunk->member_base[pe]) {
+            symm_sync_slot_t *r = remote_slot(c, pe);
+            volatile uint64_t *const at[3] = {&r->check[0], &r->check[1], &r->flag};
+            const uint64_t v[3] = {w, w, SYMM_FLAG_POISON};
+            remote_store(c, pe, at, v, 3);
+            continue;
+        }
         symm_sync_slot_t *s = symm_coll_peer_slot(c, pe);
         s->check[0] = w;
         s->check[1] = w;
@@ -230,17 +256,22 @@ static void dup_break(const symm_coll_t *c, symm_status_t why, int origin)
     }
 }
 
-/* Has member j signalled episode ep to anyone? Read in the block of a member that j
- * signals in every pattern (j + 1: the first dissemination round, and flat rounds
- * signal everyone), so a timeout names the members that never came, not the partner
- * that waited for them. */
-static int arrived(const symm_coll_t *c, int j, uint64_t ep)
+/* j's slot in the block of a member that j signals in every pattern (j + 1: the first
+ * dissemination round, and flat rounds signal everyone), or in mine where that member's
+ * segment is not mapped here (right for flat rounds, the only ones of small teams). */
+static const symm_sync_slot_t *signalled_slot(const symm_coll_t *c, int j)
 {
     int to = (j + 1) % c->n;
     const symm_chunk_t *ch = c->dup->chunk;
-    const symm_sync_slot_t *s =
-        (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
-    return __atomic_load_n(&s->flag, __ATOMIC_ACQUIRE) >= ep;
+    if (to == c->me || !ch->member_base[to]) return &c->dup->mine[j];
+    return (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
+}
+
+/* Has member j signalled episode ep to anyone? Read where signalled_slot says, so a
+ * timeout names the members that never came, not the partner that waited for them. */
+static int arrived(const symm_coll_t *c, int j, uint64_t ep)
+{
+    return __atomic_load_n(&signalled_slot(c, j)->flag, __ATOMIC_ACQUIRE) >= ep;
 }
 
 /* The members that never signalled episode ep, as "1 (world 1), 3 (world 5)". */
@@ -358,11 +389,7 @@ static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep, uint64_t *acc)
 static uint64_t member_word(const symm_coll_t *c, int j, uint64_t ep)
 {
     if (j == c->me) return my_word(c);
-    int to = (j + 1) % c->n;
-    const symm_chunk_t *ch = c->dup->chunk;
-    const symm_sync_slot_t *s =
-        (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
-    return s->check[ep & 1];
+    return signalled_slot(c, j)->check[ep & 1];
 }
 
 /* The member that a mismatch names, the same on every member: the lowest one whose word

@@ -166,6 +166,7 @@ symm_status_t symm_team_lookup(const char *fn, symm_team_t team, symm_pool_obj_t
 void symm_chunk_free(symm_chunk_t *ch)
 {
     free(ch->member_base);
+    free(ch->member_off);
     free(ch->dups);
     free(ch);
 }
@@ -271,8 +272,9 @@ symm_status_t symm_chunk_alloc(symm_pool_obj_t *p, size_t first, size_t count,
     ch->first = first;
     ch->count = count;
     ch->member_base = calloc((size_t)p->n, sizeof(uint8_t *));
+    ch->member_off = calloc((size_t)p->n, sizeof(uint64_t));
     ch->dups = aligned_alloc(64, count * sizeof(symm_dup_t));
-    if (!ch->member_base || !ch->dups) {
+    if (!ch->member_base || !ch->member_off || !ch->dups) {
         symm_chunk_free(ch);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "pool of %zu duplicates", count);
     }
@@ -305,8 +307,10 @@ symm_status_t symm_chunk_alloc(symm_pool_obj_t *p, size_t first, size_t count,
 symm_status_t symm_chunk_attach(symm_pool_obj_t *p, symm_chunk_t *ch, const uint64_t *offs,
                                 int has_ctl)
 {
-    for (int j = 0; j < p->n; j++)
-        ch->member_base[j] = symm_team_region_ptr(p->world[j], offs[j]);
+    for (int j = 0; j < p->n; j++) {
+        ch->member_off[j] = offs[j];
+        ch->member_base[j] = p->reach[j] ? symm_team_region_ptr(p->world[j], offs[j]) : NULL;
+    }
     size_t skip = has_ctl ? 1 : 0;
     size_t old = atomic_load(&p->size), add = ch->count - skip;
     symm_dup_t **t = malloc((old + add) * sizeof *t);
@@ -348,16 +352,18 @@ symm_status_t symm_pool_obj_register(symm_pool_obj_t *p)
 /* A world team object of the given kind; in the slot table if registered. */
 static symm_status_t make_predefined(symm_kind_t kind, int registered, symm_pool_obj_t **out)
 {
-    int *all = malloc((size_t)symm_g.npes * sizeof(int));
+    int *all = malloc((size_t)symm_g.npes * sizeof(int)), n = 0;
     if (!all) return symm_error_set(SYMM_ERR_NO_MEMORY, "world team");
+    /* NODE: the PEs that share memory with this one (its group under MPI) */
     for (int i = 0; i < symm_g.npes; i++)
-        all[i] = i;
+        if (kind != SYMM_KIND_NODE || symm_transport_reachable(i)) all[n++] = i;
     symm_pool_obj_t *p;
-    symm_status_t st = symm_pool_obj_new(kind, all, symm_g.npes, &p);
+    symm_status_t st = symm_pool_obj_new(kind, all, n, &p);
     free(all);
     CHECK(st);
     /* Every PE makes the predefined teams first, in the same order, on an empty team
-     * region: the offsets agree without an exchange. */
+     * region: the offsets agree without an exchange (NODE, whose size differs between
+     * groups, comes last). */
     symm_chunk_t *ch;
     if ((st = symm_chunk_alloc(p, 0, 2, &ch))) {
         symm_pool_obj_free(p);
@@ -369,7 +375,7 @@ static symm_status_t make_predefined(symm_kind_t kind, int registered, symm_pool
         symm_pool_obj_free(p);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "world team");
     }
-    for (int i = 0; i < symm_g.npes; i++)
+    for (int i = 0; i < n; i++)
         offs[i] = ch->my_off;
     st = symm_chunk_attach(p, ch, offs, 1);
     free(offs);
@@ -403,8 +409,8 @@ symm_status_t symm_team_layer_init(void)
 {
     symm_status_t st;
     if ((st = make_public(SYMM_KIND_WORLD, SYMM_TEAM_WORLD)) ||
-        (st = make_public(SYMM_KIND_NODE, SYMM_TEAM_NODE)) ||
-        (st = make_predefined(SYMM_KIND_INTERNAL, 0, &internal_obj))) {
+        (st = make_predefined(SYMM_KIND_INTERNAL, 0, &internal_obj)) ||
+        (st = make_public(SYMM_KIND_NODE, SYMM_TEAM_NODE))) {
         /* A later symm_init must find the slot table empty, or WORLD gets another serial. */
         symm_team_layer_finalize();
         return st;

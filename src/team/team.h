@@ -66,7 +66,8 @@ typedef struct symm_dup {
  * member, at member_base[j] in j's segment as mapped here. */
 typedef struct symm_chunk {
     size_t first, count;
-    uint8_t **member_base; /* [n] */
+    uint8_t **member_base; /* [n]; NULL for a member whose segment is not mapped here */
+    uint64_t *member_off;  /* [n] team-region offsets of the blocks on each member */
     uint64_t my_off;       /* my team-region allocation */
     symm_dup_t *dups;      /* [count] */
     struct symm_chunk *next;
@@ -229,10 +230,19 @@ static inline uint64_t symm_coll_episode(symm_coll_t *c)
     return ++c->dup->episode;
 }
 
+/* symm_coll_notify for a member whose segment is not mapped here: the same words
+ * through the remote transport, flag last (sync.c). */
+void symm_coll_notify_remote(const symm_coll_t *c, int pe, uint64_t ep, uint64_t data,
+                             uint64_t check);
+
 /* Signals member pe in episode ep, with a data word and a check word. */
 static inline void symm_coll_notify(const symm_coll_t *c, int pe, uint64_t ep, uint64_t data,
                                     uint64_t check)
 {
+    if (SYMM_UNLIKELY(!c->dup->chunk->member_base[pe])) {
+        symm_coll_notify_remote(c, pe, ep, data, check);
+        return;
+    }
     symm_sync_slot_t *s = symm_coll_peer_slot(c, pe);
     s->data[ep & 1] = data;
     s->check[ep & 1] = check;

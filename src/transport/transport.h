@@ -38,6 +38,9 @@ typedef struct symm_transport_ops {
     symm_status_t (*cswap64)(uint64_t *dest, uint64_t cond, uint64_t value, int pe,
                              uint64_t *old_out);
     symm_status_t (*swap64)(uint64_t *dest, uint64_t value, int pe, uint64_t *old_out);
+    /* dest[i] = value[i] for i < n, the last landing after the others, complete at pe on
+     * return: the words of a sync slot, flag last. Not for words that atomics touch. */
+    symm_status_t (*store64)(uint64_t *const *dest, const uint64_t *value, int n, int pe);
     /* put of n bytes, then sig updated (set or add) with release order: whoever sees
      * the signal sees the data. signal alone is put_signal with n = 0. */
     symm_status_t (*put_signal)(void *dest, const void *src, size_t n, uint64_t *sig,
@@ -46,10 +49,27 @@ typedef struct symm_transport_ops {
     symm_status_t (*fence)(void);
     symm_status_t (*quiet)(void);
     symm_status_t (*flush)(void);
+    /* 32-bit atomics, as fetch_op64 and cswap64 */
+    symm_status_t (*fetch_op32)(symm_amo_t op, uint32_t *dest, uint32_t value, int pe,
+                                uint32_t *old_out);
+    symm_status_t (*cswap32)(uint32_t *dest, uint32_t cond, uint32_t value, int pe,
+                             uint32_t *old_out);
+    /* rows rows of rb bytes: from pe's copy of src (rows src_ld bytes apart) into local
+     * dest (dest_ld apart), and from local src into pe's copy of dest; complete on
+     * return, as get and put. */
+    symm_status_t (*get_rows)(void *dest, size_t dest_ld, const void *src, size_t src_ld,
+                              size_t rb, size_t rows, int pe);
+    symm_status_t (*put_rows)(void *dest, size_t dest_ld, const void *src, size_t src_ld,
+                              size_t rb, size_t rows, int pe);
 } symm_transport_ops_t;
 
 /* The CPU transport of one host (transport/shm/shm.c). */
 extern const symm_transport_ops_t symm_shm_transport;
+/* The transport to PEs whose segment is not mapped here (transport/mpi/mpi.c): MPI-3 RMA
+ * on one window over every PE's team region and heap. Its init is collective over every
+ * PE; SYMM_ERR_UNSUPPORTED in a symm built without MPI. */
+extern const symm_transport_ops_t symm_mpi_transport;
+symm_status_t symm_mpi_transport_init(void);
 
 symm_status_t symm_transport_init(void);
 /* quiesce of every transport (before finalize's last barrier), then finalize of every
@@ -65,6 +85,12 @@ symm_status_t symm_transport_register(const symm_transport_ops_t *t);
 const char *symm_transport_name(void);
 /* The transport chosen at init (NULL before). */
 const symm_transport_ops_t *symm_transport(void);
+/* The table that reaches PEs without load/store: MPI's where some PE's segment is not
+ * mapped here (symm_g.remote_pes > 0: another host or SYMM_HOSTS group), set up at init;
+ * else the one chosen at init, which reaches every PE (NULL before init). In a job with
+ * remote PEs its atomics and signals serve every PE, mapped or not, so that a word that
+ * atomics touch is only ever touched by one kind of operation. */
+const symm_transport_ops_t *symm_transport_remote(void);
 
 /* 1 if world PE pe is reachable by load/store (a peer pointer exists for it): the bit
  * every team keeps per member. */

@@ -286,6 +286,17 @@ static inline void test_launch_rank(int *rank, int *npes)
         }
 }
 
+/* The world ranks that symm puts in SYMM_TEAM_NODE with me, for a job on one machine:
+ * every PE under symmrun; under an MPI launcher, the block of consecutive ranks that
+ * SYMM_HOSTS = k cuts the host into (rank p is in block p * k / npes). Returns how many. */
+static inline int test_node_group(int me, int npes, int *ranks)
+{
+    long k = getenv("SYMM_RANK") ? 1 : test_env_long("SYMM_HOSTS", 1), n = 0;
+    for (int p = 0; p < npes; p++)
+        if ((int64_t)p * k / npes == (int64_t)me * k / npes) ranks[n++] = p;
+    return (int)n;
+}
+
 /* 1 when running under valgrind (its preload library is in LD_PRELOAD): stress tests
  * scale their iteration counts down there. */
 static inline int test_under_valgrind(void)

@@ -7,7 +7,9 @@
 # LAUNCHER is symmrun's path, or an MPI launcher with its options ("mpiexec
 # --oversubscribe"): under mpirun, mpirun names the rank it saw die, and after symm_abort
 # the other PEs' waits name PE 2, its code and reason (mpirun's own status is the first
-# non-zero exit it sees, theirs or PE 2's).
+# non-zero exit it sees, theirs or PE 2's). With SYMM_HOSTS set, the PEs form groups
+# that share no memory, so none can read PE 2's note: PE 2's own report of its
+# symm_abort names the code and reason, and mpirun ends the job.
 #
 # Where unprivileged user namespaces are allowed, the job runs with a private, empty
 # tmpfs on /dev/shm, so that any file left there is the job's, whatever else runs on
@@ -70,6 +72,9 @@ if [ "$kind" = symmrun ]; then
         has 'PE 2 .*(signal 6|SIGABRT|Abort)' ||
             fail "symmrun's stderr does not say PE 2 was killed by SIGABRT"
     fi
+elif [ "$MODE" = symm_abort ] && [ "${SYMM_HOSTS:-1}" -gt 1 ]; then
+    has 'symm pe 2\] error: symm_abort\(7\): deliberate abort' ||
+        fail "PE 2 did not report its symm_abort code and reason"
 elif [ "$MODE" = symm_abort ]; then
     has 'job aborted: PE 2 aborted the job \(code 7\): deliberate abort' ||
         fail "no PE's wait gave PE 2's symm_abort code and reason"

@@ -29,7 +29,12 @@ static void check_symmetric(void *p, size_t n, uint64_t tag)
         CHECK_OK(symm_get(buf, (uint8_t *)p + n - m, m, pe));
         CHECK_BYTES(buf, want + n - m, m, "tail of object %llu on PE %d",
                     (unsigned long long)tag, pe);
+        /* a peer pointer exists exactly for the PEs of my group (SYMM_TEAM_NODE) */
         uint8_t *q = symm_ptr(p, pe);
+        if (symm_team_translate_pe(SYMM_TEAM_WORLD, pe, SYMM_TEAM_NODE) < 0) {
+            CHECK_TRUE(q == NULL, "symm_ptr(%p, %d) of another group", p, pe);
+            continue;
+        }
         CHECK_TRUE(q != NULL, "symm_ptr(%p, %d)", p, pe);
         CHECK_TRUE(q[0] == want[0] && q[n - 1] == want[n - 1], "symm_ptr copy of PE %d", pe);
     }
@@ -212,7 +217,14 @@ static void test_bad_free(void)
     uint8_t *heap_copy = malloc(16);
     CHECK_STATUS(symm_free(&local), SYMM_ERR_NOT_SYMMETRIC);
     CHECK_STATUS(symm_free(heap_copy), SYMM_ERR_NOT_SYMMETRIC);
-    if (npes > 1) CHECK_STATUS(symm_free(symm_ptr(p, (me + 1) % npes)), SYMM_ERR_NOT_SYMMETRIC);
+    /* a peer's mapping of p, where a peer of my group exists */
+    if (symm_team_n_pes(SYMM_TEAM_NODE) > 1) {
+        int peer = symm_team_translate_pe(SYMM_TEAM_NODE,
+                                          (symm_team_my_pe(SYMM_TEAM_NODE) + 1) %
+                                              symm_team_n_pes(SYMM_TEAM_NODE),
+                                          SYMM_TEAM_WORLD);
+        CHECK_STATUS(symm_free(symm_ptr(p, peer)), SYMM_ERR_NOT_SYMMETRIC);
+    }
     CHECK_STATUS(symm_free(p + 8), SYMM_ERR_DOUBLE_FREE);
     CHECK_TRUE(strstr(symm_last_error(), "not its start") != NULL, "message: %s",
                symm_last_error());

@@ -1,8 +1,11 @@
-/* test_transport.c — the transport's ops table against the public calls: every operation
- * present, the peer pointer equal to symm_ptr, put/get/put_signal of random bytes read
- * back through the public calls, a random sequence of 64-bit atomics against a serial
- * model, and a team whose reach bits say a member is remote failing its collectives
- * with SYMM_ERR_UNSUPPORTED on every member. */
+/* test_transport.c — the transport ops tables against the public calls: every operation
+ * present; the peer pointer of the load/store table equal to symm_ptr where the PE is
+ * mapped here (NULL from symm_ptr elsewhere); through the table that reaches every PE
+ * (symm_transport_remote: the shm table on one host, MPI's across SYMM_HOSTS groups)
+ * put/get/put_signal, strided rows and slot stores of random bytes read back through the
+ * public calls, and random sequences of 64- and 32-bit atomics against a serial model;
+ * and collectives on a team whose reach bits are cleared, which then move every byte
+ * through that table, checked against the load/store results. */
 #include "common/test_util.h"
 #include "team/team.h"
 #include "transport/transport.h"
@@ -48,12 +51,16 @@ int main(void)
     npes = symm_n_pes();
     test_rng_t r;
     test_rng_seed(&r, test_seed() + (uint64_t)me * 1000003);
-    const symm_transport_ops_t *t = symm_transport();
-    CHECK_TRUE(t && t->size == sizeof *t, "transport table missing or of the wrong size");
-    CHECK_TRUE(t->init && t->finalize && t->map && t->unmap && t->ptr && t->put && t->get &&
-                   t->fetch_op64 && t->cswap64 && t->swap64 && t->put_signal && t->signal &&
-                   t->fence && t->quiet && t->flush,
-               "transport %s lacks an operation", t->name);
+    const symm_transport_ops_t *near = symm_transport(), *t = symm_transport_remote();
+    for (int k = 0; k < 2; k++) {
+        const symm_transport_ops_t *x = k ? t : near;
+        CHECK_TRUE(x && x->size == sizeof *x, "transport table missing or of the wrong size");
+        CHECK_TRUE(x->init && x->finalize && x->ptr && x->put && x->get && x->fetch_op64 &&
+                       x->cswap64 && x->swap64 && x->store64 && x->put_signal && x->signal &&
+                       x->fence && x->quiet && x->flush && x->fetch_op32 && x->cswap32 &&
+                       x->get_rows && x->put_rows,
+                   "transport %s lacks an operation", x->name);
+    }
 
     enum { N = 4096 };
     uint8_t *buf = symm_malloc(2 * N);
@@ -61,8 +68,17 @@ int main(void)
     CHECK_TRUE(buf && words, "symm_malloc");
     uint8_t *src = malloc(N), *back = malloc(N);
     int right = (me + 1) % npes, left = (me + npes - 1) % npes;
-    for (int pe = 0; pe < npes; pe++)
-        CHECK_TRUE(t->ptr(buf, pe) == symm_ptr(buf, pe), "ptr(%d) differs from symm_ptr", pe);
+    int node_n = symm_team_n_pes(SYMM_TEAM_NODE);
+    for (int pe = 0; pe < npes; pe++) {
+        int mapped = symm_team_translate_pe(SYMM_TEAM_WORLD, pe, SYMM_TEAM_NODE) >= 0;
+        CHECK_TRUE(mapped == symm_transport_reachable(pe), "PE %d: reachable says %d", pe,
+                   symm_transport_reachable(pe));
+        if (mapped)
+            CHECK_TRUE(near->ptr(buf, pe) == symm_ptr(buf, pe), "ptr(%d) differs", pe);
+        else
+            CHECK_TRUE(symm_ptr(buf, pe) == NULL, "symm_ptr(%d) of another group", pe);
+    }
+    CHECK_TRUE(node_n >= 1 && node_n <= npes, "node team of %d", node_n);
 
     /* put to the right neighbour, read back with symm_get */
     test_fill_random(&r, src, N);
@@ -79,6 +95,43 @@ int main(void)
     CHECK_OK(symm_get(want, buf + N / 2, N / 2, right));
     CHECK_BYTES(back, want, N / 2, "get from PE %d", right);
     CHECK_OK(symm_barrier_all());
+
+    /* rows: a strided block of the right neighbour's buf into a packed local one, and
+     * back into its second half with another stride, read back with symm_get */
+    {
+        size_t rb = 1 + (size_t)test_rng_below(&r, 40), ld = rb + (size_t)test_rng_below(&r, 9);
+        size_t rows = (N / 2) / ld, ld2 = rb + 3;
+        rows = rows < (N / 2) / ld2 ? rows : (N / 2) / ld2;
+        uint8_t *packed = malloc(rows * rb), *full = malloc(N);
+        CHECK_OK(symm_barrier_all());
+        CHECK_OK(symm_get(full, buf, N, right));
+        CHECK_OK(t->get_rows(packed, rb, buf, ld, rb, rows, right));
+        for (size_t i = 0; i < rows; i++)
+            CHECK_BYTES(packed + i * rb, full + i * ld, rb, "get_rows row %zu from PE %d", i,
+                        right);
+        CHECK_OK(symm_barrier_all());
+        CHECK_OK(t->put_rows(buf + N / 2, ld2, packed, rb, rb, rows, right));
+        CHECK_OK(symm_get(full, buf + N / 2, N / 2, right));
+        for (size_t i = 0; i < rows; i++)
+            CHECK_BYTES(full + i * ld2, packed + i * rb, rb, "put_rows row %zu to PE %d", i,
+                        right);
+        CHECK_OK(symm_barrier_all());
+        free(packed);
+        free(full);
+    }
+
+    /* store64: words land in the right neighbour's copy */
+    {
+        uint64_t v[3] = {test_rng_next(&r), test_rng_next(&r), test_rng_next(&r)}, got[3];
+        uint64_t *at[3] = {&words[40 + me % 8], &words[50 + me % 8], &words[60 + me % 4]};
+        CHECK_OK(symm_barrier_all());
+        CHECK_OK(t->store64(at, v, 3, right));
+        for (int i = 0; i < 3; i++)
+            CHECK_OK(symm_get(&got[i], at[i], 8, right));
+        CHECK_TRUE(got[0] == v[0] && got[1] == v[1] && got[2] == v[2], "store64 to PE %d",
+                   right);
+        CHECK_OK(symm_barrier_all());
+    }
 
     /* put_signal: the left neighbour's data arrives with its signal */
     uint64_t *sig = &words[0];
@@ -141,23 +194,74 @@ int main(void)
     }
     CHECK_OK(symm_barrier_all());
 
-    /* reach bits: all set on one host; a team with a remote member refuses collectives */
+    /* 32-bit atomics: one PE at a time on a word per actor, against the model */
+    uint32_t *w32 = (uint32_t *)&words[24];
+    CHECK_OK(symm_barrier_all());
+    for (int actor = 0; actor < npes; actor++) {
+        CHECK_OK(symm_barrier_all());
+        if (actor != me) continue;
+        for (int k = 0; k < npes; k++) {
+            int tpe = (me + k) % npes;
+            uint32_t *w = &w32[me % 16], cur;
+            CHECK_OK(symm_get(&cur, w, 4, tpe));
+            for (int i = 0; i < 100; i++) {
+                uint32_t v = (uint32_t)test_rng_next(&r), got = 0xdeadbeef, exp = cur;
+                if (test_rng_below(&r, 2)) {
+                    uint32_t c = test_rng_below(&r, 2) ? cur : ~cur;
+                    if (cur == c) cur = v;
+                    CHECK_OK(t->cswap32(w, c, v, tpe, &got));
+                } else {
+                    cur += v;
+                    CHECK_OK(t->fetch_op32(SYMM_AMO_FETCH_ADD, w, v, tpe, &got));
+                }
+                CHECK_TRUE(got == exp, "32-bit atomic on PE %d fetched %x, model %x", tpe, got,
+                           exp);
+            }
+            uint32_t fin;
+            CHECK_OK(symm_get(&fin, w, 4, tpe));
+            CHECK_TRUE(fin == cur, "final 32-bit word on PE %d", tpe);
+        }
+    }
+    CHECK_OK(symm_barrier_all());
+
+    /* reach bits: set exactly for the PEs of my group. Cleared on a team of every PE, they
+     * send every byte of its collectives through the transport table (the shm one on one
+     * host): the same results as through load/store. */
     symm_team_t team;
     CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 0, 1, npes, &team));
     symm_pool_obj_t *p;
     symm_dup_t *d;
     CHECK_OK(symm_team_lookup("test", team, &p, &d));
-    CHECK_TRUE(p->remote == 0, "%d remote members on one host", p->remote);
+    CHECK_TRUE(p->remote == npes - node_n, "%d remote members, %d outside my group", p->remote,
+               npes - node_n);
     for (int i = 0; i < p->n; i++)
-        CHECK_TRUE(p->reach[i] == 1, "member %d unreachable", i);
-    p->reach[npes - 1] = 0;
-    p->remote = 1;
-    symm_status_t st = symm_barrier(team);
-    CHECK_TRUE(st == SYMM_ERR_UNSUPPORTED, "barrier with a remote member gave %d (%s)", (int)st,
-               symm_strerror(st));
-    p->reach[npes - 1] = 1;
-    p->remote = 0;
+        CHECK_TRUE(p->reach[i] == symm_transport_reachable(i), "member %d's reach bit", i);
+    enum { C = 3000 };
+    double *x = symm_malloc(3 * C * sizeof *x);
+    CHECK_TRUE(x != NULL, "symm_malloc");
+    for (int i = 0; i < C; i++)
+        x[i] = (double)(test_rng_below(&r, 1u << 20)) * 0.25 + me;
+    uint8_t *reach = malloc((size_t)npes);
+    memcpy(reach, p->reach, (size_t)npes);
+    int remote = p->remote;
+    for (int far = 0; far < 2; far++) {
+        if (far) {
+            memset(p->reach, 0, (size_t)npes);
+            p->reach[me] = 1;
+            p->remote = npes - 1;
+        }
+        double *out = x + C * (1 + far);
+        CHECK_OK(symm_allreduce(team, out, x, C, SYMM_DOUBLE, SYMM_OP_SUM));
+        CHECK_OK(symm_broadcast(team, out, out, 100 * sizeof *out, npes - 1));
+        symm_tile_t ti = {x, 40, 60, 70}, to = {out + 100, 40, 60, 64};
+        CHECK_OK(symm_tile_allreduce(team, to, ti, SYMM_DOUBLE, SYMM_OP_MAX));
+    }
+    memcpy(p->reach, reach, (size_t)npes);
+    p->remote = remote;
+    CHECK_BYTES(x + 2 * C, x + C, C * sizeof *x, "collectives through the transport table");
+    free(reach);
     CHECK_OK(symm_barrier(team));
+    CHECK_OK(symm_free(x));
     CHECK_OK(symm_team_destroy(team));
 
     free(src);

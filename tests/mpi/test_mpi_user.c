@@ -3,9 +3,8 @@
  * leave MPI to the program throughout (MPI and symm collectives interleaved give the same
  * sums), and leave it up after symm_finalize, so that a second symm_init and symm_finalize
  * work and MPI still runs after them. The program finalizes MPI itself. */
-#include <mpi.h>
 
-#include "common/test_util.h"
+#include "common/test_mpi.h"
 
 /* The sum over all PEs of a few values per PE, by symm and by MPI on the program's own
  * communicator: both must match the serial sum. */
@@ -40,11 +39,7 @@ static void sums_agree(MPI_Comm comm, int round)
 
 int main(int argc, char **argv)
 {
-    int provided = 0, rank = -1, size = 0;
-    CHECK_TRUE(MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided) == MPI_SUCCESS,
-               "MPI_Init_thread");
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    int rank = -1, size = 0, provided = test_mpi_init(&argc, &argv, &rank, &size);
     MPI_Comm mine;
     CHECK_TRUE(MPI_Comm_dup(MPI_COMM_WORLD, &mine) == MPI_SUCCESS, "MPI_Comm_dup");
 

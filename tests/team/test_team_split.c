@@ -157,7 +157,10 @@ int main(void)
     model_t world;
     model_from(&world, all, npes);
     check_team(SYMM_TEAM_WORLD, &world, "WORLD");
-    check_team(SYMM_TEAM_NODE, &world, "NODE");
+    int group[64];
+    model_t node;
+    model_from(&node, group, test_node_group(me, npes, group));
+    check_team(SYMM_TEAM_NODE, &node, "NODE");
     double t0 = test_now();
     int n1 = all_splits(SYMM_TEAM_WORLD, &world, 0, NULL);
     /* a parent numbered backwards: splits of it number PEs through it */

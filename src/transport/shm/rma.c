@@ -1,10 +1,14 @@
 /* rma.c — put, get, atomics, signals and point-to-point waits on the CPU transport,
  * world-relative (the team-relative forms are in lib/team_rma.c). Every call validates
- * its arguments first and changes nothing when they are wrong. */
+ * its arguments first and changes nothing when they are wrong. A PE whose segment is not
+ * mapped here (another host or group) is reached through symm_transport_remote(); in such
+ * a job the 64-bit atomics and signals go that way for every PE, so that no word is
+ * touched by CPU atomics and MPI's at once. */
 #include <string.h>
 
 #include "core/wait.h"
 #include "transport/shm/shm.h"
+#include "transport/transport.h"
 
 /* arg names the symmetric argument in messages. A range outside the heap is refused as
  * it always was (running past the heap's end is an overflow); one inside it must lie in
@@ -55,6 +59,8 @@ symm_status_t symm_put(void *dest, const void *src, size_t nbytes, int pe)
 {
     CHECK(check_remote(__func__, "dest", dest, nbytes, pe));
     CHECK(check_local(__func__, src, nbytes));
+    if (SYMM_UNLIKELY(!symm_g.seg[pe]))
+        return symm_transport_remote()->put(dest, src, nbytes, pe);
     symm_shm_put(dest, src, nbytes, pe);
     return SYMM_SUCCESS;
 }
@@ -63,6 +69,8 @@ symm_status_t symm_get(void *dest, const void *src, size_t nbytes, int pe)
 {
     CHECK(check_remote(__func__, "src", src, nbytes, pe));
     CHECK(check_local(__func__, dest, nbytes));
+    if (SYMM_UNLIKELY(!symm_g.seg[pe]))
+        return symm_transport_remote()->get(dest, src, nbytes, pe);
     symm_shm_get(dest, src, nbytes, pe);
     return SYMM_SUCCESS;
 }
@@ -122,7 +130,8 @@ symm_status_t symm_quiet(void)
 
 void *symm_ptr(const void *addr, int pe)
 {
-    if (!symm_g.initialized || pe < 0 || pe >= symm_g.npes || !symm_in_heap(addr, 1))
+    if (!symm_g.initialized || pe < 0 || pe >= symm_g.npes || !symm_g.seg[pe] ||
+        !symm_in_heap(addr, 1))
         return NULL;
     return symm_shm_ptr(addr, pe);
 }
@@ -145,6 +154,8 @@ void *symm_ptr(const void *addr, int pe)
                                   "%s: fetching operation %d "                                 \
                                   "needs a result pointer",                                    \
                                   __func__, (int)op);                                          \
+        if (SYMM_UNLIKELY(symm_g.remote_pes))                                                  \
+            return REMOTE(op, dest, value, cond, pe, fetching ? fetched : NULL);               \
         T *p = symm_shm_ptr(dest, pe), old = 0;                                                \
         switch (op) {                                                                          \
         case SYMM_AMO_FETCH:                                                                   \
@@ -184,11 +195,31 @@ void *symm_ptr(const void *addr, int pe)
         return SYMM_SUCCESS;                                                                   \
     }
 
+/* An atomic through the remote transport, for any PE of a job with remote PEs (SET too:
+ * an accumulate, not a put, so that the word sees MPI's atomics only). */
+#define SYMM_AMO_REMOTE(T, bits)                                                               \
+    static symm_status_t amo##bits##_remote(symm_amo_t op, T *dest, T value, T cond, int pe,   \
+                                            T *fetched)                                        \
+    {                                                                                          \
+        const symm_transport_ops_t *t = symm_transport_remote();                               \
+        T old = 0;                                                                             \
+        symm_status_t st = op == SYMM_AMO_CSWAP                                                \
+                               ? t->cswap##bits(dest, cond, value, pe, &old)                   \
+                               : t->fetch_op##bits(op, dest, value, pe, &old);                 \
+        if (!st && fetched) *fetched = old;                                                    \
+        return st;                                                                             \
+    }
+SYMM_AMO_REMOTE(uint32_t, 32)
+SYMM_AMO_REMOTE(uint64_t, 64)
+
+#define REMOTE amo32_remote
 symm_status_t symm_atomic32(symm_amo_t op, uint32_t *dest, uint32_t value, uint32_t cond,
                             int pe, uint32_t *fetched) SYMM_AMO_BODY(uint32_t)
-
+#undef REMOTE
+#define REMOTE amo64_remote
     symm_status_t symm_atomic64(symm_amo_t op, uint64_t *dest, uint64_t value, uint64_t cond,
                                 int pe, uint64_t *fetched) SYMM_AMO_BODY(uint64_t)
+#undef REMOTE
 
     /* ---------------------------------------------------------------- signals */
     static symm_status_t
@@ -210,6 +241,16 @@ symm_status_t symm_put_signal(void *dest, const void *src, size_t nbytes, uint64
     CHECK(signal_update(__func__, sig_addr, sigop, pe));
     CHECK(check_remote(__func__, "dest", dest, nbytes, pe));
     CHECK(check_local(__func__, src, nbytes));
+    if (SYMM_UNLIKELY(symm_g.remote_pes)) {
+        /* Data by load/store where it can go so, the signal always through MPI */
+        const symm_transport_ops_t *t = symm_transport_remote();
+        if (symm_g.seg[pe]) {
+            symm_shm_put(dest, src, nbytes, pe);
+            symm_shm_fence();
+            return t->signal(sig_addr, signal, sigop, pe);
+        }
+        return t->put_signal(dest, src, nbytes, sig_addr, signal, sigop, pe);
+    }
     symm_shm_put(dest, src, nbytes, pe);
     /* Release: whoever sees the signal sees the data. */
     uint64_t *s = symm_shm_ptr(sig_addr, pe);
@@ -243,6 +284,7 @@ symm_status_t symm_signal_fetch(const uint64_t *sig_addr, uint64_t *value_out)
     CHECK(check_aligned(__func__, sig_addr, 8));
     if (!value_out)
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: value_out is NULL", __func__);
+    if (symm_wait_progress) symm_wait_progress();
     *value_out = __atomic_load_n(sig_addr, __ATOMIC_ACQUIRE);
     return SYMM_SUCCESS;
 }
@@ -286,6 +328,7 @@ symm_status_t symm_signal_wait_until(uint64_t *sig_addr, symm_cmp_t cmp, uint64_
                                   (int)cmp);                                                   \
         if (!result_out)                                                                       \
             return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: result_out is NULL", __func__);   \
+        if (symm_wait_progress) symm_wait_progress();                                          \
         T v = __atomic_load_n(ivar, __ATOMIC_ACQUIRE);                                         \
         *result_out = SYMM_CMP_EVAL(cmp, v, value);                                            \
         return SYMM_SUCCESS;                                                                   \

@@ -1,6 +1,7 @@
-/* segment.c — the shared-memory transport's segments: every PE's memfd (handed out by
- * the bootstrap) mapped in this process, what each PE published in its segment header
- * read back, the mailboxes of team creation placed in this PE's header. */
+/* segment.c — the shared-memory transport's segments: the memfd of every PE of my group
+ * (handed out by the bootstrap) mapped in this process, what each PE published in its
+ * segment header read back (through the launcher for PEs of other groups), the mailboxes
+ * of team creation placed in this PE's header. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,11 +59,11 @@ static void unmap_segments(void)
  * all PEs compute the same number: the smallest SYMM_NODE_CPUS any PE set, else the
  * size of the union of their affinity masks (PEs pinned to disjoint CPUs add up; PEs
  * free to run anywhere count each CPU once). At least 1. */
-static int node_cpus_agree(void)
+static int node_cpus_agree(const symm_pe_info_t *info)
 {
     uint64_t uni[SYMM_CPU_MASK_WORDS] = {0}, forced = 0;
     for (int p = 0; p < symm_g.npes; p++) {
-        const symm_pe_info_t *i = (const symm_pe_info_t *)(symm_g.seg[p] + symm_g.info_off);
+        const symm_pe_info_t *i = &info[p];
         for (int w = 0; w < SYMM_CPU_MASK_WORDS; w++)
             uni[w] |= i->cpu_mask[w];
         if (i->node_cpus && (!forced || i->node_cpus < forced)) forced = i->node_cpus;
@@ -77,10 +78,10 @@ static int node_cpus_agree(void)
 /* Settings that decide the pattern of a collective's episodes must be the same on every
  * PE, or members would wait for signals that never come. Every PE reads the same
  * published values, so every PE fails alike. */
-static symm_status_t settings_agree(void)
+static symm_status_t settings_agree(const symm_pe_info_t *info)
 {
     for (int p = 0; p < symm_g.npes; p++) {
-        const symm_pe_info_t *i = (const symm_pe_info_t *)(symm_g.seg[p] + symm_g.info_off);
+        const symm_pe_info_t *i = &info[p];
         if (i->barrier_fanin != (uint64_t)symm_config.barrier_flat_max)
             return symm_error_set(SYMM_ERR_INVALID_ARG,
                                   "SYMM_BARRIER_FANIN is %d on PE %d but %llu on PE %d: it "
@@ -91,16 +92,46 @@ static symm_status_t settings_agree(void)
     return SYMM_SUCCESS;
 }
 
+/* What every PE published (symm_pe_info_t), by rank: read from the segments mapped here;
+ * where some PE's segment is not (another group's), from the launcher, which gives every
+ * PE the same table. */
+static symm_status_t pe_info_gather(symm_pe_info_t **out)
+{
+    symm_pe_info_t *info = malloc((size_t)symm_g.npes * sizeof *info);
+    if (!info) return symm_error_set(SYMM_ERR_NO_MEMORY, "information of %d PEs", symm_g.npes);
+    int all_mapped = 1;
+    for (int p = 0; p < symm_g.npes; p++)
+        all_mapped &= symm_g.seg[p] != NULL;
+    symm_status_t st = SYMM_SUCCESS;
+    if (all_mapped) {
+        for (int p = 0; p < symm_g.npes; p++)
+            memcpy(&info[p], symm_g.seg[p] + symm_g.info_off, sizeof *info);
+    } else {
+        st = symm_boot_allgather(&symm_g.boot, symm_g.seg[symm_g.me] + symm_g.info_off,
+                                 sizeof *info, info);
+    }
+    if (st != SYMM_SUCCESS) {
+        free(info);
+        return st;
+    }
+    *out = info;
+    return SYMM_SUCCESS;
+}
+
 symm_status_t symm_shm_init(void)
 {
     symm_status_t st;
     symm_g.seg = calloc((size_t)symm_g.npes, sizeof *symm_g.seg);
     if (!symm_g.seg) return symm_error_set(SYMM_ERR_NO_MEMORY, "segment table");
     for (int p = 0; p < symm_g.npes; p++)
-        CHECK_GOTO(symm_shm_segment_map(p), st, out_unmap);
+        if (symm_g.boot.seg_fd[p] >= 0) CHECK_GOTO(symm_shm_segment_map(p), st, out_unmap);
     symm_core_boot_fds_close();
-    symm_g.node_cpus = node_cpus_agree();
-    CHECK_GOTO(settings_agree(), st, out_unmap);
+    symm_pe_info_t *info = NULL;
+    CHECK_GOTO(pe_info_gather(&info), st, out_unmap);
+    symm_g.node_cpus = node_cpus_agree(info);
+    st = settings_agree(info);
+    free(info);
+    if (st) goto out_unmap;
     uint8_t *my = symm_g.seg[symm_g.me];
     symm_g.mbox = (symm_mbox_t *)my;
     symm_g.mbox_ack = (symm_mbox_ack_t *)(my + (size_t)SYMM_MAX_PES * sizeof(symm_mbox_t));

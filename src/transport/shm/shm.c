@@ -21,45 +21,46 @@ static symm_status_t shm_get(void *dest, const void *src, size_t n, int pe)
     return SYMM_SUCCESS;
 }
 
-static symm_status_t shm_fetch_op64(symm_amo_t op, uint64_t *dest, uint64_t value, int pe,
-                                    uint64_t *old_out)
-{
-    uint64_t *p = symm_shm_ptr(dest, pe), old = 0;
-    switch (op) {
-    case SYMM_AMO_FETCH:
-        old = __atomic_load_n(p, __ATOMIC_SEQ_CST);
-        break;
-    case SYMM_AMO_SET:
-        __atomic_store_n(p, value, __ATOMIC_SEQ_CST);
-        break;
-    case SYMM_AMO_ADD:
-    case SYMM_AMO_FETCH_ADD:
-        old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);
-        break;
-    case SYMM_AMO_AND:
-    case SYMM_AMO_FETCH_AND:
-        old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);
-        break;
-    case SYMM_AMO_OR:
-    case SYMM_AMO_FETCH_OR:
-        old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);
-        break;
-    case SYMM_AMO_XOR:
-    case SYMM_AMO_FETCH_XOR:
-        old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);
-        break;
-    case SYMM_AMO_SWAP:
-        old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);
-        break;
-    default:
-        return symm_error_set(SYMM_ERR_INVALID_ARG,
-                              "shm fetch_op64: operation %d (use "
-                              "cswap64)",
-                              (int)op);
+/* The fetch-and-operate family on a peer's word of type T, for both widths. */
+#define SHM_FETCH_OP(T, name)                                                                  \
+    static symm_status_t name(symm_amo_t op, T *dest, T value, int pe, T *old_out)             \
+    {                                                                                          \
+        T *p = symm_shm_ptr(dest, pe), old = 0;                                                \
+        switch (op) {                                                                          \
+        case SYMM_AMO_FETCH:                                                                   \
+            old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                        \
+            break;                                                                             \
+        case SYMM_AMO_SET:                                                                     \
+            __atomic_store_n(p, value, __ATOMIC_SEQ_CST);                                      \
+            break;                                                                             \
+        case SYMM_AMO_ADD:                                                                     \
+        case SYMM_AMO_FETCH_ADD:                                                               \
+            old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        case SYMM_AMO_AND:                                                                     \
+        case SYMM_AMO_FETCH_AND:                                                               \
+            old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        case SYMM_AMO_OR:                                                                      \
+        case SYMM_AMO_FETCH_OR:                                                                \
+            old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);                               \
+            break;                                                                             \
+        case SYMM_AMO_XOR:                                                                     \
+        case SYMM_AMO_FETCH_XOR:                                                               \
+            old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        case SYMM_AMO_SWAP:                                                                    \
+            old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);                             \
+            break;                                                                             \
+        default:                                                                               \
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "shm %s: operation %d (use cswap)",    \
+                                  #name, (int)op);                                             \
+        }                                                                                      \
+        if (old_out) *old_out = old;                                                           \
+        return SYMM_SUCCESS;                                                                   \
     }
-    if (old_out) *old_out = old;
-    return SYMM_SUCCESS;
-}
+SHM_FETCH_OP(uint64_t, shm_fetch_op64)
+SHM_FETCH_OP(uint32_t, shm_fetch_op32)
 
 static symm_status_t shm_cswap64(uint64_t *dest, uint64_t cond, uint64_t value, int pe,
                                  uint64_t *old_out)
@@ -68,6 +69,41 @@ static symm_status_t shm_cswap64(uint64_t *dest, uint64_t cond, uint64_t value, 
     __atomic_compare_exchange_n((uint64_t *)symm_shm_ptr(dest, pe), &old, value, 0,
                                 __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
     if (old_out) *old_out = old;
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t shm_cswap32(uint32_t *dest, uint32_t cond, uint32_t value, int pe,
+                                 uint32_t *old_out)
+{
+    uint32_t old = cond;
+    __atomic_compare_exchange_n((uint32_t *)symm_shm_ptr(dest, pe), &old, value, 0,
+                                __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    if (old_out) *old_out = old;
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t shm_store64(uint64_t *const *dest, const uint64_t *value, int n, int pe)
+{
+    for (int i = 0; i < n; i++)
+        __atomic_store_n((uint64_t *)symm_shm_ptr(dest[i], pe), value[i], __ATOMIC_RELEASE);
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t shm_get_rows(void *dest, size_t dest_ld, const void *src, size_t src_ld,
+                                  size_t rb, size_t rows, int pe)
+{
+    const uint8_t *s = symm_shm_ptr(src, pe);
+    for (size_t r = 0; r < rows; r++)
+        memcpy((uint8_t *)dest + r * dest_ld, s + r * src_ld, rb);
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t shm_put_rows(void *dest, size_t dest_ld, const void *src, size_t src_ld,
+                                  size_t rb, size_t rows, int pe)
+{
+    uint8_t *d = symm_shm_ptr(dest, pe);
+    for (size_t r = 0; r < rows; r++)
+        memcpy(d + r * dest_ld, (const uint8_t *)src + r * src_ld, rb);
     return SYMM_SUCCESS;
 }
 
@@ -115,10 +151,15 @@ const symm_transport_ops_t symm_shm_transport = {
     .fetch_op64 = shm_fetch_op64,
     .cswap64 = shm_cswap64,
     .swap64 = shm_swap64,
+    .store64 = shm_store64,
     .put_signal = shm_put_signal,
     .signal = shm_signal,
     /* stores through mapped memory complete in program order once fenced */
     .fence = shm_fence,
     .quiet = shm_fence,
     .flush = shm_fence,
+    .fetch_op32 = shm_fetch_op32,
+    .cswap32 = shm_cswap32,
+    .get_rows = shm_get_rows,
+    .put_rows = shm_put_rows,
 };

@@ -1,0 +1,448 @@
+/* mpi.c — the transport to PEs that share no memory with this one (other hosts, other
+ * SYMM_HOSTS groups): one MPI-3 window over every PE's whole segment (mailboxes, team
+ * region with the sync slots, heap), in one passive-target epoch (MPI_Win_lock_all) for
+ * the whole job. Every operation is complete at its target when it returns
+ * (MPI_Win_flush). Words that atomics touch are only ever touched through MPI's
+ * accumulate family, plain stores included (MPI_REPLACE), since MPI makes accumulates
+ * atomic only against each other. */
+#include "transport/transport.h"
+
+#include <limits.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "core/log.h"
+#include "core/runtime.h"
+#include "core/wait.h"
+
+#ifndef SYMM_HAVE_MPI
+
+symm_status_t symm_mpi_transport_init(void)
+{
+    return symm_error_set(SYMM_ERR_UNSUPPORTED,
+                          "PEs that share no memory need the MPI transport, and this symm was "
+                          "built without MPI");
+}
+
+const symm_transport_ops_t symm_mpi_transport = {.size = sizeof(symm_transport_ops_t),
+                                                 .name = "mpi"};
+
+#else
+
+#include <mpi.h>
+
+static struct {
+    MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD: rank = PE */
+    MPI_Win win;
+    uint8_t *base; /* my segment: displacement 0 of every PE's window */
+    /* Every MPI call of the transport holds it: worker threads of one PE signal at once,
+     * and MPI may have been given a thread level below MPI_THREAD_MULTIPLE. */
+    pthread_mutex_t lock;
+} tm = {MPI_COMM_NULL, MPI_WIN_NULL, NULL, PTHREAD_MUTEX_INITIALIZER};
+
+static symm_status_t mpi_err(int rc, const char *what, int pe)
+{
+    char text[MPI_MAX_ERROR_STRING];
+    int len = 0;
+    if (MPI_Error_string(rc, text, &len) != MPI_SUCCESS) len = 0;
+    text[len] = '\0';
+    return symm_error_set(SYMM_ERR_SYSTEM, "PE %d: %s to PE %d failed: %s", symm_g.me, what, pe,
+                          len ? text : "(unknown MPI error)");
+}
+
+#define TM_CHECK(call, what, pe)                                                               \
+    do {                                                                                       \
+        int tm_rc_ = (call);                                                                   \
+        if (SYMM_UNLIKELY(tm_rc_ != MPI_SUCCESS)) return mpi_err(tm_rc_, (what), (pe));        \
+    } while (0)
+
+/* Where my address addr (in my segment) lies in every PE's window: segments have the
+ * same layout on every PE. */
+static inline MPI_Aint disp_of(const void *addr)
+{
+    return (MPI_Aint)((const uint8_t *)addr - tm.base);
+}
+
+/* The target side of osc/rdma may need its owner to enter MPI before an accumulate
+ * completes, and a PE reads words that others wrote through MPI only after a
+ * MPI_Win_sync: every wait of symm calls this between polls (core/wait.h). */
+static void tm_progress(void)
+{
+    int flag = 0;
+    if (pthread_mutex_trylock(&tm.lock)) return; /* another thread is in MPI: progress */
+    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, tm.comm, &flag, MPI_STATUS_IGNORE);
+    MPI_Win_sync(tm.win);
+    pthread_mutex_unlock(&tm.lock);
+}
+
+/* n bytes, in pieces that MPI's int counts can name. */
+static symm_status_t tm_put_locked(void *dest, const void *src, size_t n, int pe)
+{
+    const uint8_t *s = src;
+    for (size_t done = 0; done < n;) {
+        int k = n - done > INT_MAX ? INT_MAX : (int)(n - done);
+        TM_CHECK(MPI_Put(s + done, k, MPI_BYTE, pe, disp_of((uint8_t *)dest + done), k,
+                         MPI_BYTE, tm.win),
+                 "MPI_Put", pe);
+        done += (size_t)k;
+    }
+    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t tm_get_locked(void *dest, const void *src, size_t n, int pe)
+{
+    uint8_t *d = dest;
+    for (size_t done = 0; done < n;) {
+        int k = n - done > INT_MAX ? INT_MAX : (int)(n - done);
+        TM_CHECK(MPI_Get(d + done, k, MPI_BYTE, pe, disp_of((const uint8_t *)src + done), k,
+                         MPI_BYTE, tm.win),
+                 "MPI_Get", pe);
+        done += (size_t)k;
+    }
+    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+    return SYMM_SUCCESS;
+}
+
+/* rows rows of rb bytes, ld bytes apart, as one MPI datatype (a row at a time where a
+ * count or stride does not fit MPI's int and MPI_Aint). */
+static int rows_type(size_t rows, size_t rb, size_t ld, MPI_Datatype *t)
+{
+    if (rows > INT_MAX || rb > INT_MAX || ld > (size_t)INT64_MAX / 2) return 0;
+    if (MPI_Type_create_hvector((int)rows, (int)rb, (MPI_Aint)ld, MPI_BYTE, t) != MPI_SUCCESS)
+        return 0;
+    if (MPI_Type_commit(t) != MPI_SUCCESS) {
+        MPI_Type_free(t);
+        return 0;
+    }
+    return 1;
+}
+
+/* One strided transfer: get (local dest <- pe's src) or put (pe's dest <- local src). */
+static symm_status_t tm_rows_locked(int get, void *dest, size_t dest_ld, const void *src,
+                                    size_t src_ld, size_t rb, size_t rows, int pe)
+{
+    if (!rows || !rb) return SYMM_SUCCESS;
+    MPI_Datatype dt, st;
+    if (!rows_type(rows, rb, dest_ld, &dt)) goto by_row;
+    if (!rows_type(rows, rb, src_ld, &st)) {
+        MPI_Type_free(&dt);
+        goto by_row;
+    }
+    int rc = get ? MPI_Get(dest, 1, dt, pe, disp_of(src), 1, st, tm.win)
+                 : MPI_Put(src, 1, st, pe, disp_of(dest), 1, dt, tm.win);
+    MPI_Type_free(&dt);
+    MPI_Type_free(&st);
+    TM_CHECK(rc, get ? "MPI_Get of rows" : "MPI_Put of rows", pe);
+    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+    return SYMM_SUCCESS;
+by_row:
+    for (size_t r = 0; r < rows; r++) {
+        uint8_t *d = (uint8_t *)dest + r * dest_ld;
+        const uint8_t *s = (const uint8_t *)src + r * src_ld;
+        CHECK(get ? tm_get_locked(d, s, rb, pe) : tm_put_locked(d, s, rb, pe));
+    }
+    return SYMM_SUCCESS;
+}
+
+static MPI_Op amo_op(symm_amo_t op)
+{
+    switch (op) {
+    case SYMM_AMO_FETCH:
+        return MPI_NO_OP;
+    case SYMM_AMO_SET:
+    case SYMM_AMO_SWAP:
+        return MPI_REPLACE;
+    case SYMM_AMO_ADD:
+    case SYMM_AMO_FETCH_ADD:
+        return MPI_SUM;
+    case SYMM_AMO_AND:
+    case SYMM_AMO_FETCH_AND:
+        return MPI_BAND;
+    case SYMM_AMO_OR:
+    case SYMM_AMO_FETCH_OR:
+        return MPI_BOR;
+    case SYMM_AMO_XOR:
+    case SYMM_AMO_FETCH_XOR:
+        return MPI_BXOR;
+    default:
+        return MPI_OP_NULL;
+    }
+}
+
+/* A fetch-and-operate on one word of type ty (value and old of its size). */
+static symm_status_t tm_fetch_op_locked(symm_amo_t op, void *dest, const void *value,
+                                        MPI_Datatype ty, int pe, void *old)
+{
+    if (amo_op(op) == MPI_OP_NULL)
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "mpi fetch_op: operation %d (use cswap)",
+                              (int)op);
+    TM_CHECK(MPI_Fetch_and_op(value, old, ty, pe, disp_of(dest), amo_op(op), tm.win),
+             "MPI_Fetch_and_op", pe);
+    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+    return SYMM_SUCCESS;
+}
+
+/* A compare-and-swap on this PE's own word is a CPU one: Open MPI 4's osc/rdma over its
+ * shared-memory BTL crashes on MPI_Compare_and_swap to the calling rank (the emulated
+ * atomic is sent to an endpoint that does not exist for oneself). That BTL's atomics are
+ * carried out by the target's CPU, so the two kinds agree there; a NIC whose atomics are
+ * not coherent with the CPU's would not make that promise. */
+static symm_status_t tm_cswap_locked(void *dest, const void *cond, const void *value,
+                                     MPI_Datatype ty, int pe, void *old)
+{
+    if (pe == symm_g.me) {
+        if (ty == MPI_UINT64_T) {
+            uint64_t c = *(const uint64_t *)cond;
+            __atomic_compare_exchange_n((uint64_t *)dest, &c, *(const uint64_t *)value, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            *(uint64_t *)old = c;
+        } else {
+            uint32_t c = *(const uint32_t *)cond;
+            __atomic_compare_exchange_n((uint32_t *)dest, &c, *(const uint32_t *)value, 0,
+                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+            *(uint32_t *)old = c;
+        }
+        return SYMM_SUCCESS;
+    }
+    TM_CHECK(MPI_Compare_and_swap(value, cond, old, ty, pe, disp_of(dest), tm.win),
+             "MPI_Compare_and_swap", pe);
+    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+    return SYMM_SUCCESS;
+}
+
+/* The words of a sync slot, which only their one writer ever stores and only their owner
+ * loads, go by MPI_Put: with Open MPI's osc/rdma a put completes while its target
+ * computes outside MPI, where an accumulate waits for the target to enter MPI, so a late
+ * member would hold this one inside MPI, past its own SYMM_TIMEOUT. Puts are not
+ * ordered: a flush before the last word (the flag) makes it land after the others. The
+ * MPI_Win_sync first makes this PE's own stores (the data a signal announces) visible to
+ * the window's remote readers. */
+static symm_status_t tm_store64_locked(uint64_t *const *dest, const uint64_t *value, int n,
+                                       int pe)
+{
+    TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", pe);
+    for (int i = 0; i < n; i++) {
+        if (i == n - 1 && i > 0) TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+        TM_CHECK(
+            MPI_Put(&value[i], 1, MPI_UINT64_T, pe, disp_of(dest[i]), 1, MPI_UINT64_T, tm.win),
+            "MPI_Put", pe);
+    }
+    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t tm_signal_locked(uint64_t *sig, uint64_t value, symm_sigop_t op, int pe)
+{
+    TM_CHECK(MPI_Accumulate(&value, 1, MPI_UINT64_T, pe, disp_of(sig), 1, MPI_UINT64_T,
+                            op == SYMM_SIGNAL_ADD ? MPI_SUM : MPI_REPLACE, tm.win),
+             "MPI_Accumulate", pe);
+    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
+    return SYMM_SUCCESS;
+}
+
+/* The put is flushed before the signal starts: whoever sees the signal sees the data. */
+static symm_status_t tm_put_signal_locked(void *dest, const void *src, size_t n, uint64_t *sig,
+                                          uint64_t value, symm_sigop_t op, int pe)
+{
+    CHECK(tm_put_locked(dest, src, n, pe));
+    return tm_signal_locked(sig, value, op, pe);
+}
+
+static symm_status_t tm_quiet_locked(void)
+{
+    TM_CHECK(MPI_Win_flush_all(tm.win), "MPI_Win_flush_all", -1);
+    return SYMM_SUCCESS;
+}
+
+static symm_status_t tm_flush_locked(void)
+{
+    TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", symm_g.me);
+    return SYMM_SUCCESS;
+}
+
+/* The table's entries: each operation under tm.lock. */
+#define TM_LOCKED(call)                                                                        \
+    do {                                                                                       \
+        pthread_mutex_lock(&tm.lock);                                                          \
+        symm_status_t tm_st_ = (call);                                                         \
+        pthread_mutex_unlock(&tm.lock);                                                        \
+        return tm_st_;                                                                         \
+    } while (0)
+
+static symm_status_t tm_put(void *dest, const void *src, size_t n, int pe)
+{
+    TM_LOCKED(tm_put_locked(dest, src, n, pe));
+}
+
+static symm_status_t tm_get(void *dest, const void *src, size_t n, int pe)
+{
+    TM_LOCKED(tm_get_locked(dest, src, n, pe));
+}
+
+static symm_status_t tm_get_rows(void *dest, size_t dest_ld, const void *src, size_t src_ld,
+                                 size_t rb, size_t rows, int pe)
+{
+    TM_LOCKED(tm_rows_locked(1, dest, dest_ld, src, src_ld, rb, rows, pe));
+}
+
+static symm_status_t tm_put_rows(void *dest, size_t dest_ld, const void *src, size_t src_ld,
+                                 size_t rb, size_t rows, int pe)
+{
+    TM_LOCKED(tm_rows_locked(0, dest, dest_ld, src, src_ld, rb, rows, pe));
+}
+
+static symm_status_t tm_fetch_op64(symm_amo_t op, uint64_t *dest, uint64_t value, int pe,
+                                   uint64_t *old_out)
+{
+    uint64_t old = 0;
+    pthread_mutex_lock(&tm.lock);
+    symm_status_t st = tm_fetch_op_locked(op, dest, &value, MPI_UINT64_T, pe, &old);
+    pthread_mutex_unlock(&tm.lock);
+    if (!st && old_out) *old_out = old;
+    return st;
+}
+
+static symm_status_t tm_fetch_op32(symm_amo_t op, uint32_t *dest, uint32_t value, int pe,
+                                   uint32_t *old_out)
+{
+    uint32_t old = 0;
+    pthread_mutex_lock(&tm.lock);
+    symm_status_t st = tm_fetch_op_locked(op, dest, &value, MPI_UINT32_T, pe, &old);
+    pthread_mutex_unlock(&tm.lock);
+    if (!st && old_out) *old_out = old;
+    return st;
+}
+
+static symm_status_t tm_cswap64(uint64_t *dest, uint64_t cond, uint64_t value, int pe,
+                                uint64_t *old_out)
+{
+    uint64_t old = 0;
+    pthread_mutex_lock(&tm.lock);
+    symm_status_t st = tm_cswap_locked(dest, &cond, &value, MPI_UINT64_T, pe, &old);
+    pthread_mutex_unlock(&tm.lock);
+    if (!st && old_out) *old_out = old;
+    return st;
+}
+
+static symm_status_t tm_cswap32(uint32_t *dest, uint32_t cond, uint32_t value, int pe,
+                                uint32_t *old_out)
+{
+    uint32_t old = 0;
+    pthread_mutex_lock(&tm.lock);
+    symm_status_t st = tm_cswap_locked(dest, &cond, &value, MPI_UINT32_T, pe, &old);
+    pthread_mutex_unlock(&tm.lock);
+    if (!st && old_out) *old_out = old;
+    return st;
+}
+
+static symm_status_t tm_swap64(uint64_t *dest, uint64_t value, int pe, uint64_t *old_out)
+{
+    return tm_fetch_op64(SYMM_AMO_SWAP, dest, value, pe, old_out);
+}
+
+static symm_status_t tm_store64(uint64_t *const *dest, const uint64_t *value, int n, int pe)
+{
+    TM_LOCKED(tm_store64_locked(dest, value, n, pe));
+}
+
+static symm_status_t tm_signal(uint64_t *sig, uint64_t value, symm_sigop_t op, int pe)
+{
+    TM_LOCKED(tm_signal_locked(sig, value, op, pe));
+}
+
+static symm_status_t tm_put_signal(void *dest, const void *src, size_t n, uint64_t *sig,
+                                   uint64_t value, symm_sigop_t op, int pe)
+{
+    TM_LOCKED(tm_put_signal_locked(dest, src, n, sig, value, op, pe));
+}
+
+static symm_status_t tm_quiet(void)
+{
+    TM_LOCKED(tm_quiet_locked());
+}
+
+static symm_status_t tm_flush(void)
+{
+    TM_LOCKED(tm_flush_locked());
+}
+
+static void *tm_ptr(const void *addr, int pe)
+{
+    (void)addr, (void)pe;
+    return NULL;
+}
+
+/* Collective over the job: every PE exposes its whole segment. */
+symm_status_t symm_mpi_transport_init(void)
+{
+    int rc;
+    tm.base = symm_g.seg[symm_g.me];
+    MPI_Aint size = (MPI_Aint)symm_g.seg_size;
+    if ((rc = MPI_Comm_dup(MPI_COMM_WORLD, &tm.comm)) != MPI_SUCCESS)
+        return mpi_err(rc, "MPI_Comm_dup", symm_g.me);
+    MPI_Comm_set_errhandler(tm.comm, MPI_ERRORS_RETURN);
+    if ((rc = MPI_Win_create(tm.base, size, 1, MPI_INFO_NULL, tm.comm, &tm.win)) !=
+        MPI_SUCCESS) {
+        MPI_Comm_free(&tm.comm);
+        char why[MPI_MAX_ERROR_STRING + 64];
+        mpi_err(rc, "MPI_Win_create", symm_g.me);
+        snprintf(why, sizeof why, "%s", symm_last_error());
+        /* Open MPI 4's osc/rdma needs an RDMA-capable BTL between the PEs (vader on one
+         * host, InfiniBand), and its osc/pt2pt (one-sided over TCP) refuses
+         * MPI_THREAD_MULTIPLE and is left out by some distributions' defaults. */
+        return symm_error_set(SYMM_ERR_UNSUPPORTED,
+                              "%s (PEs of other hosts or groups are reached by MPI one-sided "
+                              "communication, which this MPI library offers on none of its "
+                              "networks between these PEs; with Open MPI over TCP, run with "
+                              "--mca osc pt2pt,rdma,sm and an MPI thread level below "
+                              "MPI_THREAD_MULTIPLE)",
+                              why);
+    }
+    MPI_Win_set_errhandler(tm.win, MPI_ERRORS_RETURN);
+    if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, tm.win)) != MPI_SUCCESS) {
+        MPI_Win_free(&tm.win);
+        MPI_Comm_free(&tm.comm);
+        return mpi_err(rc, "MPI_Win_lock_all", symm_g.me);
+    }
+    symm_wait_progress = tm_progress;
+    return SYMM_SUCCESS;
+}
+
+/* Collective too: MPI_Win_free waits for every PE, after finalize's last barrier. */
+static void tm_finalize(void)
+{
+    symm_wait_progress = NULL;
+    if (tm.win != MPI_WIN_NULL) {
+        MPI_Win_unlock_all(tm.win);
+        MPI_Win_free(&tm.win);
+    }
+    if (tm.comm != MPI_COMM_NULL) MPI_Comm_free(&tm.comm);
+    tm.base = NULL;
+}
+
+const symm_transport_ops_t symm_mpi_transport = {
+    .size = sizeof(symm_transport_ops_t),
+    .name = "mpi",
+    .init = symm_mpi_transport_init,
+    .finalize = tm_finalize,
+    .ptr = tm_ptr,
+    .put = tm_put,
+    .get = tm_get,
+    .fetch_op64 = tm_fetch_op64,
+    .cswap64 = tm_cswap64,
+    .swap64 = tm_swap64,
+    .store64 = tm_store64,
+    .put_signal = tm_put_signal,
+    .signal = tm_signal,
+    .fence = tm_quiet,
+    .quiet = tm_quiet,
+    .flush = tm_flush,
+    .fetch_op32 = tm_fetch_op32,
+    .cswap32 = tm_cswap32,
+    .get_rows = tm_get_rows,
+    .put_rows = tm_put_rows,
+};
+
+#endif
