@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "coll/coll.h"
+#include "coll/reduce_ops.h"
 #include "coll/tile_moe.h"
 #include "symm/impl/plan__topk.h"
 #include "team/team.h"
@@ -610,26 +611,6 @@ static symm_status_t combine_check_rows(const char *fn, symm_coll_tname_t *tn,
     return SYMM_SUCCESS;
 }
 
-/* acc[h] = acc[h] + w * row[h] (one rounding), h < hidden. */
-static void combine_acc(int type, float *acc, const void *row, float w, size_t hidden)
-{
-    switch (type) {
-    case SYMM_FLOAT:
-        for (size_t h = 0; h < hidden; h++)
-            acc[h] = symm_plan_topk_acc(acc[h], w, ((const float *)row)[h]);
-        break;
-    case SYMM_BF16:
-        for (size_t h = 0; h < hidden; h++)
-            acc[h] = symm_plan_topk_acc(acc[h], w,
-                                        symm_half_bf16_to_float(((const uint16_t *)row)[h]));
-        break;
-    default:
-        for (size_t h = 0; h < hidden; h++)
-            acc[h] = symm_plan_topk_acc(acc[h], w,
-                                        symm_half_fp16_to_float(((const uint16_t *)row)[h]));
-    }
-}
-
 /* Reduces my tokens [t0, t1). in[j]: member j's expert output, named by its offset in my
  * own segment; a row of a member not mapped here is staged in stage (one row). */
 static void combine_tokens(const topk_args_t *a, symm_coll_t *c, const uint8_t *const *in,
@@ -646,11 +627,9 @@ static void combine_tokens(const topk_args_t *a, symm_coll_t *c, const uint8_t *
             int j = (int)(g / a->ne);
             const uint8_t *row =
                 symm_coll_view(c, in[j] + (size_t)a->rows_in[q] * rb, rb, j, stage);
-            combine_acc(a->type, acc, row, a->weights ? a->weights[q] : 1.0f, hidden);
+            symm_reduce_wacc(a->type, acc, row, a->weights ? a->weights[q] : 1.0f, hidden);
         }
-        uint8_t *o = (uint8_t *)a->out + t * rb;
-        for (size_t h = 0; h < hidden; h++)
-            symm_plan_topk_store(a->type, o, h, acc[h]);
+        symm_reduce_round_store(a->type, (uint8_t *)a->out + t * rb, acc, hidden);
     }
 }
 

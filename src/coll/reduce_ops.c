@@ -16,6 +16,7 @@
 
 #include "symm/impl/half__common.h"
 #include "symm/impl/plan__combine.h"
+#include "symm/impl/plan__topk.h"
 
 /* ---- type classes, decided from the enum column of SYMM_FOREACH_TYPE */
 #define RED_IS_HALF(e) ((int)(e) == (int)SYMM_FP16 || (int)(e) == (int)SYMM_BF16)
@@ -175,24 +176,33 @@ static int red_valid(symm_type_t type, symm_op_t op)
     return !(bitwise && RED_IS_FLOAT(type));
 }
 
+#ifdef RED_HAVE_F16C
+/* What this CPU can run, decided once per process: bit 0 F16C, bit 1 AVX2, bit 3 FMA
+ * (bit 2: decided). */
+static int red_features(void)
+{
+    static int have = 0;
+    int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
+    if (!h) {
+        /* CPUID.1:ECX: FMA (12), OSXSAVE (27), AVX (28), F16C (29); CPUID.7:EBX: AVX2 (5);
+         * and the OS must save the YMM registers */
+        unsigned ea, eb, ec, ed;
+        int ymm =
+            __get_cpuid(1, &ea, &eb, &ec, &ed) && (ec >> 27 & 3) == 3 && red_ymm_enabled();
+        int f16c = ymm && (ec >> 29 & 1), fma = ymm && (ec >> 12 & 1);
+        int avx2 = ymm && __get_cpuid_count(7, 0, &ea, &eb, &ec, &ed) && (eb >> 5 & 1);
+        h = 4 | f16c | avx2 << 1 | fma << 3;
+        __atomic_store_n(&have, h, __ATOMIC_RELAXED);
+    }
+    return h;
+}
+#endif
+
 static symm_reduce_fn_t red_pick(symm_type_t type)
 {
 #ifdef RED_HAVE_F16C
     if (type == SYMM_FP16 || type == SYMM_BF16) {
-        /* decided once per process: bit 0 F16C usable, bit 1 AVX2 usable, bit 2 known */
-        static int have = 0;
-        int h = __atomic_load_n(&have, __ATOMIC_RELAXED);
-        if (!h) {
-            /* CPUID.1:ECX: OSXSAVE (27), AVX (28), F16C (29); CPUID.7:EBX: AVX2 (5); and
-             * the OS must save the YMM registers */
-            unsigned ea, eb, ec, ed;
-            int ymm =
-                __get_cpuid(1, &ea, &eb, &ec, &ed) && (ec >> 27 & 3) == 3 && red_ymm_enabled();
-            int f16c = ymm && (ec >> 29 & 1);
-            int avx2 = ymm && __get_cpuid_count(7, 0, &ea, &eb, &ec, &ed) && (eb >> 5 & 1);
-            h = 4 | f16c | avx2 << 1;
-            __atomic_store_n(&have, h, __ATOMIC_RELAXED);
-        }
+        int h = red_features();
         if (type == SYMM_FP16 && (h & 1)) return red_fp16_f16c;
         if (type == SYMM_BF16 && (h & 2)) return red_bf16_avx2;
     }
@@ -271,4 +281,76 @@ void symm_reduce_fp8_store(symm_type_t type, void *dst, const float *acc, size_t
     const int e5 = type == SYMM_FP8_E5M2;
     for (size_t i = 0; i < n; i++)
         d[i] = symm_half_float_to_fp8(e5, acc[i]);
+}
+
+/* ---- weighted sums in float (the top-k combine) */
+static void wacc_scalar(symm_type_t type, float *acc, const void *src, float w, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        acc[i] = symm_plan_topk_acc(acc[i], w, symm_plan_topk_load(type, src, i));
+}
+
+static void store_scalar(symm_type_t type, void *dst, const float *acc, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        symm_plan_topk_store(type, dst, i, acc[i]);
+}
+
+#ifdef RED_HAVE_F16C
+/* 8 lanes with _mm256_fmadd_ps: one rounding per step, as fmaf; the conversions are the
+ * reduction kernels' (the same bits as the scalar ones). */
+__attribute__((target("avx2,fma,f16c"))) static void
+wacc_avx2(symm_type_t type, float *acc, const void *src, float w, size_t n)
+{
+    const __m256 vw = _mm256_set1_ps(w);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 x = type == SYMM_FLOAT  ? _mm256_loadu_ps((const float *)src + i)
+                   : type == SYMM_BF16 ? red_bf16x8_load((const uint16_t *)src + i)
+                                       : red_fp16x8_load((const uint16_t *)src + i);
+        _mm256_storeu_ps(acc + i, _mm256_fmadd_ps(vw, x, _mm256_loadu_ps(acc + i)));
+    }
+    if (i < n)
+        wacc_scalar(type, acc + i, (const uint8_t *)src + i * symm_type_size(type), w, n - i);
+}
+
+__attribute__((target("avx2,fma,f16c"))) static void store_avx2(symm_type_t type, void *dst,
+                                                                const float *acc, size_t n)
+{
+    size_t i = 0;
+    if (type == SYMM_FLOAT) {
+        memcpy(dst, acc, n * sizeof(float));
+        return;
+    }
+    for (; i + 8 <= n; i += 8) {
+        if (type == SYMM_BF16)
+            red_bf16x8_store((uint16_t *)dst + i, _mm256_loadu_ps(acc + i));
+        else
+            red_fp16x8_store((uint16_t *)dst + i, _mm256_loadu_ps(acc + i));
+    }
+    if (i < n) store_scalar(type, (uint16_t *)dst + i, acc + i, n - i);
+}
+#define RED_WACC_FAST(h) (((h)&11) == 11) /* F16C, AVX2 and FMA */
+#endif
+
+void symm_reduce_wacc(symm_type_t type, float *acc, const void *src, float w, size_t n)
+{
+#ifdef RED_HAVE_F16C
+    if (RED_WACC_FAST(red_features())) {
+        wacc_avx2(type, acc, src, w, n);
+        return;
+    }
+#endif
+    wacc_scalar(type, acc, src, w, n);
+}
+
+void symm_reduce_round_store(symm_type_t type, void *dst, const float *acc, size_t n)
+{
+#ifdef RED_HAVE_F16C
+    if (RED_WACC_FAST(red_features())) {
+        store_avx2(type, dst, acc, n);
+        return;
+    }
+#endif
+    store_scalar(type, dst, acc, n);
 }

@@ -29,6 +29,12 @@ void symm_reduce_fp8_fold(symm_type_t type, symm_op_t op, float *acc, const void
                           int first);
 void symm_reduce_fp8_store(symm_type_t type, void *dst, const float *acc, size_t n);
 
+/* The weighted sums of the top-k combine (plan__topk.h's rule, vectorised where the CPU
+ * allows, the same bits): acc[i] = fmaf(w, src[i], acc[i]) for i < n, src of type (float,
+ * fp16 or bf16); round_store: dst[i] = acc[i] rounded to type (nearest even). */
+void symm_reduce_wacc(symm_type_t type, float *acc, const void *src, float w, size_t n);
+void symm_reduce_round_store(symm_type_t type, void *dst, const float *acc, size_t n);
+
 /* As symm_reduce_kernel, recording the error (SYMM_ERR_INVALID_ARG, naming fn, the type
  * and the op) when the pair is invalid; *size_out gets the element size. */
 symm_status_t symm_reduce_lookup(const char *fn, symm_type_t type, symm_op_t op,

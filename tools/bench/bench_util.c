@@ -91,7 +91,7 @@ int bench_conc_iters(int quick, double trial_us)
 static void usage(FILE *f, const char *prog)
 {
     fprintf(f,
-            "usage: %s teams|coll|tile|moe [options]\n"
+            "usage: %s teams|coll|tile|moe%s [options]\n"
             "  --quick            tiny sizes and counts (smoke test, a few seconds)\n"
             "  --reps N           repetitions per point; median and spread over them (7)\n"
             "  --min SIZE         smallest message (8)\n"
@@ -110,7 +110,7 @@ static void usage(FILE *f, const char *prog)
             "  --tsv FILE         append machine-readable rows to FILE\n"
             "  --anchor FILE      rows of the anchor (the MPI program) for the ratio column\n"
             "  -h, --help         this text\n",
-            prog);
+            prog, strcmp(prog, "symm-bench") ? "" : "|topk (symm-bench only)");
     if (!strcmp(prog, "symm-bench"))
         fprintf(f,
                 "or:    %s gpu-coll|gpu-tile-moe|gpu-topk [their options]\n"

@@ -499,9 +499,11 @@ int main(int argc, char **argv)
         rc = sb_suite_tile();
     else if (!strcmp(sb_opts.suite, "moe"))
         rc = sb_suite_moe();
+    else if (!strcmp(sb_opts.suite, "topk"))
+        rc = sb_suite_topk();
     else {
         fprintf(stderr,
-                "symm-bench: unknown suite %s (teams, coll, tile, moe, gpu-coll, "
+                "symm-bench: unknown suite %s (teams, coll, tile, moe, topk, gpu-coll, "
                 "gpu-tile-moe, gpu-topk)\n",
                 sb_opts.suite);
         rc = 2;

@@ -79,5 +79,6 @@ int sb_suite_teams(void);
 int sb_suite_coll(void);
 int sb_suite_tile(void);
 int sb_suite_moe(void);
+int sb_suite_topk(void);
 
 #endif
