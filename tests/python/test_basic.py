@@ -196,3 +196,35 @@ def test_init_finalize_init_in_a_fresh_process():
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                        timeout=120)
     assert r.returncode == 0 and r.stdout.split() == ["ok", "-1"], r.stdout + r.stderr
+
+
+def test_init_with_a_store_in_fresh_processes():
+    # Two processes of a job of their own start through symm.init(store=..., rank=...,
+    # world_size=...) on the package's TCP store, reduce, and finish; a third process in
+    # another network namespace would be refused (the C tests cover that).
+    if me() != 0:
+        pytest.skip("PE 0 runs the fresh job")
+    import socket
+    import subprocess
+    import sys
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    keep = ("PATH", "PYTHONPATH", "SYMM_LIBRARY", "HOME", "LD_LIBRARY_PATH")
+    env = {k: v for k, v in os.environ.items() if k in keep}
+    code = (
+        "import sys, symm\n"
+        "from symm._boot import TCPStore\n"
+        "r = int(sys.argv[1])\n"
+        "store = TCPStore('127.0.0.1', %d, is_server=(r == 0))\n"
+        "symm.set_default_backend('numpy')\n"
+        "symm.init(store=store, rank=r, world_size=2)\n"
+        "x = symm.empty(5, 'int64'); x[:] = r + 1; symm.all_reduce(x)\n"
+        "assert (x == 3).all() and symm.my_pe() == r and symm.n_pes() == 2\n"
+        "del x; symm.finalize(); store.close(); print('ok', r)\n" % port)
+    procs = [subprocess.Popen([sys.executable, "-c", code, str(r)], env=env,
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+             for r in range(2)]
+    outs = [p.communicate(timeout=120)[0] for p in procs]
+    for r, (p, out) in enumerate(zip(procs, outs)):
+        assert p.returncode == 0 and out.split()[-2:] == ["ok", str(r)], out
