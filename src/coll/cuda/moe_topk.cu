@@ -14,6 +14,7 @@ extern "C" {
 #include "core/log.h"
 }
 #include "coll/cuda/cuda_coll.h"
+#include "team/cuda/cuda_pool_dev.h"
 
 namespace
 {
@@ -66,12 +67,14 @@ bool overlap(const void *a, size_t na, const void *b, size_t nb)
     return na && nb && x < y + nb && y < x + na;
 }
 
-/* The pool, the shape every member passes alike, and the block count (0: one per
- * resident block of this PE's share, at most the pool's size). */
+/* The pool (its GPU state made unless stream is being captured into a CUDA graph), the
+ * shape every member passes alike, and the block count (0: one per resident block of this
+ * PE's share, at most the pool's size). */
 symm_status_t prepare(const char *fn, symm_pool_t pool, const void *kernel, int ne,
-                      size_t tokens, int k, int nblocks, symm_dev_pool_t *dp, int *nb)
+                      size_t tokens, int k, int nblocks, symm_dev_pool_t *dp, int *nb,
+                      cudaStream_t stream)
 {
-    CHECK(symm_cuda_pool_device(pool, dp));
+    CHECK(symm_cuda_pool_device_fast(fn, pool, dp, nullptr, stream));
     if (dp->n < 1 || dp->me < 0 || dp->size < 1)
         return symm_error_set(SYMM_ERR_TEAM_INVALID, "%s: pool %lld has no usable GPU state",
                               fn, (long long)pool);
@@ -255,7 +258,8 @@ extern "C" symm_status_t symm_moe_topk_dispatch_on_stream(
     static const char *fn = "symm_moe_topk_dispatch_on_stream";
     symm_dev_pool_t dp;
     int nb;
-    CHECK(prepare(fn, pool, (const void *)k_topk_dispatch, ne, tokens, k, nblocks, &dp, &nb));
+    CHECK(prepare(fn, pool, (const void *)k_topk_dispatch, ne, tokens, k, nblocks, &dp, &nb,
+                  stream));
     if (nside < 0 || nside > SYMM_MOE_SIDE_MAX || (nside && !side))
         return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: nside = %d with side %p (0..%d)", fn,
                               nside, (const void *)side, SYMM_MOE_SIDE_MAX);
@@ -274,7 +278,8 @@ extern "C" symm_status_t symm_moe_topk_combine_on_stream(
     static const char *fn = "symm_moe_topk_combine_on_stream";
     symm_dev_pool_t dp;
     int nb;
-    CHECK(prepare(fn, pool, (const void *)k_topk_combine, ne, tokens, k, nblocks, &dp, &nb));
+    CHECK(prepare(fn, pool, (const void *)k_topk_combine, ne, tokens, k, nblocks, &dp, &nb,
+                  stream));
     CHECK(check_ws(fn, workspace, dp.n, ne, 0, k));
     const symm_tm::topk_args a =
         symm_tm::topk_combine_args(out, tokens, in, in_rows, hidden, (int)type, topk_idx,
