@@ -39,7 +39,7 @@ def init(group=None, store=None, rank=None, world_size=None, timeout=None, cuda=
     Under symmrun or an MPI launcher, as a C program would. Started torchrun-style (RANK,
     WORLD_SIZE, MASTER_ADDR, MASTER_PORT), or with torch.distributed initialized, or given
     store (and rank, world_size), over that store (see symm._boot). Else a 1-PE job.
-    Every PE must be on one host. cuda=True also starts symm's CUDA transport (else the
+    Started through a store, every PE must be on one host. cuda=True also starts symm's CUDA transport (else the
     first symm.empty(..., device="cuda") does). Returns symm.WORLD, or with a
     torch.distributed process group, a Team of its ranks (None on PEs outside it)."""
     how = _boot.launcher()

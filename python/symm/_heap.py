@@ -16,7 +16,7 @@ import numpy as np
 
 from . import _arrays, _cuda
 from ._dlpack import KDL_CPU, KDL_CUDA, Export
-from ._lib import OPS, TEAM_WORLD, TYPES, check, fail_null, lib
+from ._lib import OPS, TEAM_NODE, TEAM_WORLD, TYPES, check, fail_null, lib
 
 _lock = threading.Lock()
 _scratch = [0, 0]  # [address, words] of the symmetric bitmap that the AND runs on
@@ -248,9 +248,9 @@ def owner(ptr, nbytes, kind="cpu"):
 
 
 def peer(a, pe, team=None, backend=None):
-    """PE pe's copy of the symmetric array a (pe numbered in team, the world by default),
-    as an array of a's shape and strides over that PE's memory, which loads and stores
-    reach directly (for a CUDA tensor: this PE's kernels and copies), of a's kind (tensor
+    """PE pe's copy of the symmetric array a (pe numbered in team, the world by default;
+    a PE of symm.NODE: on this host), as an array of a's shape and strides over that PE's
+    memory, which loads and stores reach directly (for a CUDA tensor: this PE's kernels and copies), of a's kind (tensor
     or NumPy array). It keeps the object alive as a does."""
     i = _arrays.info(a)
     blk = owner(i.ptr, i.nbytes, i.device[0])
@@ -261,6 +261,10 @@ def peer(a, pe, team=None, backend=None):
     if i.device[0] == "cpu":
         q = lib.symm_team_ptr(th, i.ptr, int(pe))
         dl_device = (KDL_CPU, 0)
+        if not q and lib.symm_team_world_pe(th, int(pe)) >= 0 and \
+                lib.symm_team_translate_pe(th, int(pe), TEAM_NODE) < 0:
+            raise ValueError("symm.peer: PE %d is on another host (not in symm.NODE): no "
+                             "load or store reaches its memory; the collectives do" % pe)
     else:
         w = lib.symm_team_world_pe(th, int(pe))
         q = _cuda.lib().symm_gpu_ptr(i.ptr, w) if w >= 0 else None
