@@ -9,7 +9,13 @@
 #   scripts/bench-cpu.sh --quick         # tiny sizes (seconds): a smoke run
 #   scripts/bench-cpu.sh coll tile       # only these suites
 #   EXTRA="--reps 11 --max 16M" scripts/bench-cpu.sh coll
-# Environment: BUILD (build dir), OUT (results dir), NP (PEs, 2), TEAMS_NP ("2 4"),
+#   scripts/bench-cpu.sh --hosts coll    # symm under mpirun, every PE its own host
+#   NP=4 HOSTS=2 scripts/bench-cpu.sh --hosts coll   # 2 hosts x 2 PEs
+# --hosts runs symm-bench under mpirun instead of symmrun, its PEs in SYMM_HOSTS groups that
+# share no memory (HOSTS, default the PE count: every PE its own host), so that every byte
+# between them goes through the MPI transport; the MPI anchor is the same run as ever.
+# Environment: BUILD (build dir), OUT (results dir; bench-results-hosts with --hosts),
+# NP (PEs, 2), TEAMS_NP ("2 4"), HOSTS (the groups of --hosts),
 # EXTRA (options passed to both programs), PLOTS (directory for PNG plots; needs
 # python3 with matplotlib, skipped otherwise), MPIRUN (the MPI launcher, mpirun),
 # SYMM_GIT_REV (the revision to record where the tree is not a git checkout).
@@ -18,6 +24,7 @@ set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 BUILD=${BUILD:-$ROOT/build}
+OUT_SET=${OUT:-}
 OUT=${OUT:-$BUILD/bench-results}
 NP=${NP:-2}
 TEAMS_NP=${TEAMS_NP:-"2 4"}
@@ -27,14 +34,17 @@ PLOTS=${PLOTS:-$OUT/plots}
 
 suites=()
 quick=""
+hosts=0
 for a in "$@"; do
     case "$a" in
     --quick) quick=--quick ;;
+    --hosts) hosts=1 ;;
     teams | coll | tile | moe) suites+=("$a") ;;
-    -h | --help) sed -n '2,16p' "$0"; exit 0 ;;
-    *) echo "bench-cpu.sh: unknown argument $a (teams coll tile moe --quick)" >&2; exit 2 ;;
+    -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
+    *) echo "bench-cpu.sh: unknown argument $a (teams coll tile moe --quick --hosts)" >&2; exit 2 ;;
     esac
 done
+if [ $hosts = 1 ]; then OUT=${OUT_SET:-$BUILD/bench-results-hosts}; PLOTS=$OUT/plots; fi
 [ ${#suites[@]} -eq 0 ] && suites=(teams coll tile moe)
 
 # ---------------------------------------------------------------- build
@@ -49,6 +59,10 @@ SBENCH=$BUILD/bin/symm-bench
 MBENCH=$BUILD/bin/symm-bench-mpi
 have_mpi=0
 if [ -x "$MBENCH" ] && command -v "$MPIRUN" >/dev/null 2>&1; then have_mpi=1; fi
+if [ $hosts = 1 ] && [ $have_mpi = 0 ]; then
+    echo "bench-cpu.sh: --hosts runs symm under $MPIRUN, which (or symm-bench-mpi) is missing" >&2
+    exit 2
+fi
 mpi_flags=()
 if [ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
     mpi_flags+=(--oversubscribe --bind-to none)
@@ -68,6 +82,7 @@ SUMMARY=$OUT/summary.tsv
          "git ${SYMM_GIT_REV:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')}"
     echo "# anchor: $([ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | head -1 || echo none)"
     echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews both sides)"
+    [ $hosts = 1 ] && echo "# symm: under $MPIRUN, SYMM_HOSTS=${HOSTS:-the PE count} (PEs in groups that share no memory)"
     printf "np\tsuite\top\tsize\tmedian_us\tmin_us\tmax_us\textra\tanchor_us\tratio\n"
 } >"$SUMMARY"
 
@@ -84,9 +99,16 @@ run_suite() { # suite np
         echo "# no MPI anchor (symm-bench-mpi or $MPIRUN missing): ratio columns are nan"
     fi
     echo
-    echo "\$ symmrun -n $np symm-bench $suite $quick $EXTRA --anchor $mtsv"
-    "$SYMMRUN" -n "$np" "$SBENCH" "$suite" $quick $EXTRA --anchor "$mtsv" --tsv "$stsv" |
-        tee "$OUT/symm-$tag.txt"
+    if [ $hosts = 1 ]; then
+        local k=${HOSTS:-$np}
+        echo "\$ SYMM_HOSTS=$k $MPIRUN -np $np ${mpi_flags[*]} symm-bench $suite $quick $EXTRA --anchor $mtsv"
+        SYMM_HOSTS=$k "$MPIRUN" -np "$np" "${mpi_flags[@]}" "$SBENCH" "$suite" $quick $EXTRA \
+            --anchor "$mtsv" --tsv "$stsv" | tee "$OUT/symm-$tag.txt"
+    else
+        echo "\$ symmrun -n $np symm-bench $suite $quick $EXTRA --anchor $mtsv"
+        "$SYMMRUN" -n "$np" "$SBENCH" "$suite" $quick $EXTRA --anchor "$mtsv" --tsv "$stsv" |
+            tee "$OUT/symm-$tag.txt"
+    fi
     echo
     # rows get the PE count in front; notes ("# workers ...") pass as they are
     [ -f "$stsv" ] && sed "/^#/!s/^/$np\t/" "$stsv" >>"$SUMMARY"

@@ -225,7 +225,7 @@ void symm_coll_notify_remote(const symm_coll_t *c, int pe, uint64_t ep, uint64_t
                              uint64_t check)
 {
     symm_sync_slot_t *s = remote_slot(c, pe);
-    volatile uint64_t *const at[3] = {&s->data[ep & 1], &s->check[ep & 1], &s->flag};
+    volatile uint64_t *const at[3] = {&s->ep[ep & 1].data, &s->ep[ep & 1].check, &s->flag};
     const uint64_t v[3] = {data, check, ep};
     remote_store(c, pe, at, v, 3);
 }
@@ -244,14 +244,14 @@ static void dup_break(const symm_coll_t *c, symm_status_t why, int origin)
         if (pe == c->me) continue;
         if (!c->dup->chunk->member_base[pe]) {
             symm_sync_slot_t *r = remote_slot(c, pe);
-            volatile uint64_t *const at[3] = {&r->check[0], &r->check[1], &r->flag};
+            volatile uint64_t *const at[3] = {&r->ep[0].check, &r->ep[1].check, &r->flag};
             const uint64_t v[3] = {w, w, SYMM_FLAG_POISON};
             remote_store(c, pe, at, v, 3);
             continue;
         }
         symm_sync_slot_t *s = symm_coll_peer_slot(c, pe);
-        s->check[0] = w;
-        s->check[1] = w;
+        s->ep[0].check = w;
+        s->ep[1].check = w;
         __atomic_store_n(&s->flag, SYMM_FLAG_POISON, __ATOMIC_RELEASE);
     }
 }
@@ -336,7 +336,7 @@ static inline int slot_take(const symm_coll_t *c, int pe, uint64_t ep, uint64_t 
     const symm_sync_slot_t *s = &c->dup->mine[pe];
     uint64_t f = __atomic_load_n(&s->flag, __ATOMIC_ACQUIRE);
     if (f < ep) return 0;
-    uint64_t w = s->check[ep & 1];
+    uint64_t w = s->ep[ep & 1].check;
     /* A member is at most one episode ahead of its slowest reader (its own next
      * episode waits for this one), so beyond that is a poison. */
     if (SYMM_UNLIKELY(f > ep + 1 || (chk_is_err(w) && (w & CHK_BROKEN)))) {
@@ -389,7 +389,7 @@ static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep, uint64_t *acc)
 static uint64_t member_word(const symm_coll_t *c, int j, uint64_t ep)
 {
     if (j == c->me) return my_word(c);
-    return signalled_slot(c, j)->check[ep & 1];
+    return signalled_slot(c, j)->ep[ep & 1].check;
 }
 
 /* The member that a mismatch names, the same on every member: the lowest one whose word
@@ -525,6 +525,6 @@ symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t 
     CHECK(wait_all(c, ep, &acc));
     CHECK(verdict(c, ep, acc));
     for (int pe = 0; pe < n && recv; pe++)
-        if (pe != me) recv[pe] = c->dup->mine[pe].data[ep & 1];
+        if (pe != me) recv[pe] = c->dup->mine[pe].ep[ep & 1].data;
     return SYMM_SUCCESS;
 }

@@ -36,11 +36,15 @@
 #include "symm.h"
 #include "transport/shm/shm.h"
 
-/* One cache line: a signal is one line's transfer, and no two writers share a line. */
+/* One cache line: a signal is one line's transfer, and no two writers share a line. The
+ * two words of an episode sit side by side, so that a member of another group sends them
+ * in one put. */
 typedef struct symm_sync_slot {
-    volatile uint64_t flag;     /* last episode signalled; SYMM_FLAG_POISON once broken */
-    volatile uint64_t data[2];  /* payload word, by episode parity */
-    volatile uint64_t check[2]; /* fingerprint or error word, by episode parity */
+    volatile uint64_t flag; /* last episode signalled; SYMM_FLAG_POISON once broken */
+    struct {
+        volatile uint64_t data;  /* payload word */
+        volatile uint64_t check; /* fingerprint or error word */
+    } ep[2];                     /* by episode parity */
 } __attribute__((aligned(64))) symm_sync_slot_t;
 
 /* A flag beyond any episode: the writer broke the duplicate (see the check word). */
@@ -244,8 +248,8 @@ static inline void symm_coll_notify(const symm_coll_t *c, int pe, uint64_t ep, u
         return;
     }
     symm_sync_slot_t *s = symm_coll_peer_slot(c, pe);
-    s->data[ep & 1] = data;
-    s->check[ep & 1] = check;
+    s->ep[ep & 1].data = data;
+    s->ep[ep & 1].check = check;
     __atomic_store_n(&s->flag, ep, __ATOMIC_RELEASE);
 }
 
