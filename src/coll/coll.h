@@ -97,11 +97,19 @@ typedef struct {
 } symm_coll_rows_t;
 
 /* rows rows of member j's copy of the block at my symmetric address addr (ld bytes
- * apart), readable here: in j's memory, or staged (rows x rb bytes, packed). */
+ * apart), readable here: in j's memory, or staged in stage (stage_size bytes, at least
+ * rows x rb). Rows at most twice their length apart come in one contiguous get of their
+ * whole span where it fits (one transfer, where a strided one costs one per row with
+ * Open MPI's shared-memory BTL), others packed by one strided get. */
 static inline symm_coll_rows_t symm_coll_view_rows(symm_coll_t *c, const void *addr, size_t ld,
-                                                   size_t rb, size_t rows, int j, void *stage)
+                                                   size_t rb, size_t rows, int j, void *stage,
+                                                   size_t stage_size)
 {
     if (symm_coll_near(c, j)) return (symm_coll_rows_t){symm_coll_ptr(c, addr, j), ld};
+    if (rows && ld <= 2 * rb && (rows - 1) * ld + rb <= stage_size) {
+        symm_coll_far_get(c, stage, addr, (rows - 1) * ld + rb, j);
+        return (symm_coll_rows_t){stage, ld};
+    }
     symm_coll_far_get_rows(c, stage, rb, addr, ld, rb, rows, j);
     return (symm_coll_rows_t){stage, rb};
 }

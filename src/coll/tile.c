@@ -71,15 +71,16 @@ static symm_status_t tile_validate(const char *fn, symm_coll_tname_t *tn, const 
 /* Where a band of rows is folded: to < 0 into my out, else into member to's copy of my
  * out tile (the shared rooted forms). acc (blk bytes, or one row if longer) takes a block
  * of rows first where out cannot be written as it is folded: out is in (in place), or
- * member to is not mapped here. stage (twice acc's size) holds the rows of members that
- * are not mapped here; NULL where every member is. fp8 (f8acc: a block's elements as
- * floats): every member is folded into the floats, which are rounded once. */
+ * member to is not mapped here. stage[0] and stage[1] (stage_size bytes each, twice acc's
+ * size) hold the rows of two members that are not mapped here; NULL where every member is. fp8
+ * (f8acc: a block's elements as floats): every member is folded into the floats, which are
+ * rounded once. */
 typedef struct tile_fold {
     symm_reduce_fn_t kern;
     symm_op_t op;
     symm_type_t type;
-    size_t esize, blk;
-    uint8_t *acc, *stage;
+    size_t esize, blk, stage_size;
+    uint8_t *acc, *stage[2];
     float *f8acc;
 } tile_fold_t;
 
@@ -97,10 +98,12 @@ static void tile_reduce_rows(symm_coll_t *c, const tile_fold_t *f, const symm_ti
         uint8_t *orow = (uint8_t *)out->base + r * old;
         uint8_t *dst = use_acc ? f->acc : to < 0 ? orow : symm_coll_ptr(c, orow, to);
         size_t dld = use_acc ? rb : old;
-        symm_coll_rows_t v = symm_coll_view_rows(c, at, ild, rb, k, 0, f->stage);
+        symm_coll_rows_t v =
+            symm_coll_view_rows(c, at, ild, rb, k, 0, f->stage[0], f->stage_size);
         if (f->f8acc) {
             for (int m = 0; m < c->n; m++) {
-                if (m) v = symm_coll_view_rows(c, at, ild, rb, k, m, f->stage);
+                if (m)
+                    v = symm_coll_view_rows(c, at, ild, rb, k, m, f->stage[0], f->stage_size);
                 for (size_t i = 0; i < k; i++)
                     symm_reduce_fp8_fold(f->type, f->op, f->f8acc + i * cols, v.p + i * v.ld,
                                          cols, m == 0);
@@ -112,11 +115,11 @@ static void tile_reduce_rows(symm_coll_t *c, const tile_fold_t *f, const symm_ti
                 if (dst + i * dld != v.p + i * v.ld) memcpy(dst + i * dld, v.p + i * v.ld, rb);
         } else {
             symm_coll_rows_t w =
-                symm_coll_view_rows(c, at, ild, rb, k, 1, f->stage ? f->stage + k * rb : NULL);
+                symm_coll_view_rows(c, at, ild, rb, k, 1, f->stage[1], f->stage_size);
             for (size_t i = 0; i < k; i++)
                 f->kern(f->op, dst + i * dld, v.p + i * v.ld, w.p + i * w.ld, cols);
             for (int m = 2; m < c->n; m++) {
-                v = symm_coll_view_rows(c, at, ild, rb, k, m, f->stage);
+                v = symm_coll_view_rows(c, at, ild, rb, k, m, f->stage[0], f->stage_size);
                 for (size_t i = 0; i < k; i++)
                     f->kern(f->op, dst + i * dld, dst + i * dld, v.p + i * v.ld, cols);
             }
@@ -237,13 +240,18 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         word = tile_word(a, esize);
         /* fp8: the floats of a block (acc_size elements at most) */
         size_t f8_size = symm_reduce_is_fp8(a->type) ? acc_size * sizeof(float) : 0;
+        f.stage_size = c.pool->remote ? 2 * acc_size : 0;
+        size_t total = acc_size + 2 * f.stage_size + f8_size;
         if (((in_place || c.pool->remote) && row) || f8_size) {
-            if (!(bufs = malloc(3 * acc_size + f8_size)))
+            if (!(bufs = malloc(total)))
                 mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %zu bytes",
-                                      fn, symm_coll_tname(tn), 3 * acc_size + f8_size);
+                                      fn, symm_coll_tname(tn), total);
             f.acc = bufs;
-            f.stage = c.pool->remote && bufs ? bufs + acc_size : NULL;
-            f.f8acc = f8_size && bufs ? (float *)(bufs + 3 * acc_size) : NULL;
+            if (f.stage_size && bufs) {
+                f.stage[0] = bufs + acc_size;
+                f.stage[1] = bufs + acc_size + f.stage_size;
+            }
+            f.f8acc = f8_size && bufs ? (float *)(bufs + acc_size + 2 * f.stage_size) : NULL;
         }
     }
 
@@ -258,8 +266,11 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
                  in->rows * in->cols * esize <= symm_config.coll_small;
     /* Rooted forms: if every member passed the same symmetric out tile, all share the
      * work, each reducing its band of every tile into that tile's root; else each root
-     * reduces its tile alone. Every member sees the same words: the same choice. */
-    int shared = a->kind == TILE_MULTI && (words[0] & TILE_OUT_MASK) != 0;
+     * reduces its tile alone. Every member sees the same words: the same choice. So
+     * does a team whose members are not all mapped here (every member has some then):
+     * its roots pull and reduce alone, since a band stored into another group's root
+     * goes row by row (strided puts cannot cover the gaps between rows). */
+    int shared = a->kind == TILE_MULTI && !c.pool->remote && (words[0] & TILE_OUT_MASK) != 0;
     for (int s = 1; s < n && shared; s++)
         shared = (words[s] & TILE_OUT_MASK) == (words[0] & TILE_OUT_MASK);
     if (shared) {
