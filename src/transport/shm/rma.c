@@ -156,41 +156,8 @@ void *symm_ptr(const void *addr, int pe)
                                   __func__, (int)op);                                          \
         if (SYMM_UNLIKELY(symm_g.remote_pes))                                                  \
             return REMOTE(op, dest, value, cond, pe, fetching ? fetched : NULL);               \
-        T *p = symm_shm_ptr(dest, pe), old = 0;                                                \
-        switch (op) {                                                                          \
-        case SYMM_AMO_FETCH:                                                                   \
-            old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                        \
-            break;                                                                             \
-        case SYMM_AMO_SET:                                                                     \
-            __atomic_store_n(p, value, __ATOMIC_SEQ_CST);                                      \
-            break;                                                                             \
-        case SYMM_AMO_SWAP:                                                                    \
-            old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);                             \
-            break;                                                                             \
-        case SYMM_AMO_CSWAP:                                                                   \
-            old = cond;                                                                        \
-            __atomic_compare_exchange_n(p, &old, value, 0, __ATOMIC_SEQ_CST,                   \
-                                        __ATOMIC_SEQ_CST);                                     \
-            break;                                                                             \
-        case SYMM_AMO_ADD:                                                                     \
-        case SYMM_AMO_FETCH_ADD:                                                               \
-            old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);                              \
-            break;                                                                             \
-        case SYMM_AMO_AND:                                                                     \
-        case SYMM_AMO_FETCH_AND:                                                               \
-            old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);                              \
-            break;                                                                             \
-        case SYMM_AMO_OR:                                                                      \
-        case SYMM_AMO_FETCH_OR:                                                                \
-            old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);                               \
-            break;                                                                             \
-        case SYMM_AMO_XOR:                                                                     \
-        case SYMM_AMO_FETCH_XOR:                                                               \
-            old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);                              \
-            break;                                                                             \
-        default:                                                                               \
-            break;                                                                             \
-        }                                                                                      \
+        T old = 0;                                                                             \
+        LOCAL(op, (T *)symm_shm_ptr(dest, pe), value, cond, &old);                             \
         if (fetched && fetching) *fetched = old;                                               \
         return SYMM_SUCCESS;                                                                   \
     }
@@ -213,13 +180,17 @@ SYMM_AMO_REMOTE(uint32_t, 32)
 SYMM_AMO_REMOTE(uint64_t, 64)
 
 #define REMOTE amo32_remote
+#define LOCAL  symm_shm_amo32
 symm_status_t symm_atomic32(symm_amo_t op, uint32_t *dest, uint32_t value, uint32_t cond,
                             int pe, uint32_t *fetched) SYMM_AMO_BODY(uint32_t)
 #undef REMOTE
+#undef LOCAL
 #define REMOTE amo64_remote
+#define LOCAL  symm_shm_amo64
     symm_status_t symm_atomic64(symm_amo_t op, uint64_t *dest, uint64_t value, uint64_t cond,
                                 int pe, uint64_t *fetched) SYMM_AMO_BODY(uint64_t)
 #undef REMOTE
+#undef LOCAL
 
     /* ---------------------------------------------------------------- signals */
     static symm_status_t

@@ -21,46 +21,20 @@ static symm_status_t shm_get(void *dest, const void *src, size_t n, int pe)
     return SYMM_SUCCESS;
 }
 
-/* The fetch-and-operate family on a peer's word of type T, for both widths. */
-#define SHM_FETCH_OP(T, name)                                                                  \
+/* The fetch-and-operate family on a peer's word of type T, for both widths (compare-and-
+ * swap has its own entry). */
+#define SHM_FETCH_OP(T, name, amo)                                                             \
     static symm_status_t name(symm_amo_t op, T *dest, T value, int pe, T *old_out)             \
     {                                                                                          \
-        T *p = symm_shm_ptr(dest, pe), old = 0;                                                \
-        switch (op) {                                                                          \
-        case SYMM_AMO_FETCH:                                                                   \
-            old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                        \
-            break;                                                                             \
-        case SYMM_AMO_SET:                                                                     \
-            __atomic_store_n(p, value, __ATOMIC_SEQ_CST);                                      \
-            break;                                                                             \
-        case SYMM_AMO_ADD:                                                                     \
-        case SYMM_AMO_FETCH_ADD:                                                               \
-            old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);                              \
-            break;                                                                             \
-        case SYMM_AMO_AND:                                                                     \
-        case SYMM_AMO_FETCH_AND:                                                               \
-            old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);                              \
-            break;                                                                             \
-        case SYMM_AMO_OR:                                                                      \
-        case SYMM_AMO_FETCH_OR:                                                                \
-            old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);                               \
-            break;                                                                             \
-        case SYMM_AMO_XOR:                                                                     \
-        case SYMM_AMO_FETCH_XOR:                                                               \
-            old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);                              \
-            break;                                                                             \
-        case SYMM_AMO_SWAP:                                                                    \
-            old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);                             \
-            break;                                                                             \
-        default:                                                                               \
+        T old;                                                                                 \
+        if (op == SYMM_AMO_CSWAP || amo(op, (T *)symm_shm_ptr(dest, pe), value, 0, &old))      \
             return symm_error_set(SYMM_ERR_INVALID_ARG, "shm %s: operation %d (use cswap)",    \
                                   #name, (int)op);                                             \
-        }                                                                                      \
         if (old_out) *old_out = old;                                                           \
         return SYMM_SUCCESS;                                                                   \
     }
-SHM_FETCH_OP(uint64_t, shm_fetch_op64)
-SHM_FETCH_OP(uint32_t, shm_fetch_op32)
+SHM_FETCH_OP(uint64_t, shm_fetch_op64, symm_shm_amo64)
+SHM_FETCH_OP(uint32_t, shm_fetch_op32, symm_shm_amo32)
 
 static symm_status_t shm_cswap64(uint64_t *dest, uint64_t cond, uint64_t value, int pe,
                                  uint64_t *old_out)

@@ -41,6 +41,53 @@ static inline void symm_shm_fence(void)
 }
 #endif
 
+/* Atomic op on a word p this process reaches by load/store (for both widths): *old_out
+ * gets the word's old value (0 where op reads nothing); 0, or -1 for an op it does not
+ * know. The public atomics (rma.c) and the ops table (shm.c) share it. */
+#define SYMM_SHM_AMO(T, name)                                                                  \
+    static inline int name(symm_amo_t op, T *p, T value, T cond, T *old_out)                   \
+    {                                                                                          \
+        T old = 0;                                                                             \
+        switch (op) {                                                                          \
+        case SYMM_AMO_FETCH:                                                                   \
+            old = __atomic_load_n(p, __ATOMIC_SEQ_CST);                                        \
+            break;                                                                             \
+        case SYMM_AMO_SET:                                                                     \
+            __atomic_store_n(p, value, __ATOMIC_SEQ_CST);                                      \
+            break;                                                                             \
+        case SYMM_AMO_SWAP:                                                                    \
+            old = __atomic_exchange_n(p, value, __ATOMIC_SEQ_CST);                             \
+            break;                                                                             \
+        case SYMM_AMO_CSWAP:                                                                   \
+            old = cond;                                                                        \
+            __atomic_compare_exchange_n(p, &old, value, 0, __ATOMIC_SEQ_CST,                   \
+                                        __ATOMIC_SEQ_CST);                                     \
+            break;                                                                             \
+        case SYMM_AMO_ADD:                                                                     \
+        case SYMM_AMO_FETCH_ADD:                                                               \
+            old = __atomic_fetch_add(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        case SYMM_AMO_AND:                                                                     \
+        case SYMM_AMO_FETCH_AND:                                                               \
+            old = __atomic_fetch_and(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        case SYMM_AMO_OR:                                                                      \
+        case SYMM_AMO_FETCH_OR:                                                                \
+            old = __atomic_fetch_or(p, value, __ATOMIC_SEQ_CST);                               \
+            break;                                                                             \
+        case SYMM_AMO_XOR:                                                                     \
+        case SYMM_AMO_FETCH_XOR:                                                               \
+            old = __atomic_fetch_xor(p, value, __ATOMIC_SEQ_CST);                              \
+            break;                                                                             \
+        default:                                                                               \
+            return -1;                                                                         \
+        }                                                                                      \
+        *old_out = old;                                                                        \
+        return 0;                                                                              \
+    }
+SYMM_SHM_AMO(uint64_t, symm_shm_amo64)
+SYMM_SHM_AMO(uint32_t, symm_shm_amo32)
+
 /* Segments (segment.c): init maps every PE's segment, reads what each published in its
  * header and places the mailboxes; finalize unmaps them. */
 symm_status_t symm_shm_init(void);
