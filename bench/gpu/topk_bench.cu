@@ -55,15 +55,20 @@ static void shape(size_t tokens, const char *title)
     const int ne = kExperts / g_n;
     const size_t rb = kHidden, srb = kScales * 4, ob = (size_t)kHidden * 2;
     /* the rows I receive (every PE's routes are known to all: seeded by the PE) */
-    size_t need = 0;
+    /* every PE's routes are known to all: the receive buffer (symmetric, so the same size
+     * on every PE) holds the most rows any PE receives */
+    std::vector<size_t> need(g_n, 0);
     std::vector<int64_t> idx, mine;
     for (int pe = 0; pe < g_n; pe++) {
         routes(pe, tokens, &idx);
         for (int64_t g : idx)
-            need += g / ne == g_me;
+            need[g / ne]++;
         if (pe == g_me) mine = idx;
     }
-    const size_t cap = need + 1;
+    size_t cap = 1;
+    for (size_t v : need)
+        cap = v + 1 > cap ? v + 1 : cap;
+    const size_t rows_in = need[g_me];
     uint8_t *in = (uint8_t *)symm_gpu_malloc(tokens * rb + 16);
     uint8_t *sin = (uint8_t *)symm_gpu_malloc(tokens * srb + 16);
     uint8_t *eo = (uint8_t *)symm_gpu_malloc(cap * ob);
@@ -101,7 +106,7 @@ static void shape(size_t tokens, const char *title)
     header(title);
     const double tb = timed([&] { return symm_barrier_on_stream(SYMM_TEAM_WORLD, g_s); });
     row("device barrier", 0, 1, tb, 1);
-    const size_t db = need * (rb + srb), cb = tokens * kTopk * ob, cpb = db > cb ? db : cb;
+    const size_t db = rows_in * (rb + srb), cb = tokens * kTopk * ob, cpb = db > cb ? db : cb;
     uint8_t *cp; /* the copies' source and destination */
     CU(cudaMalloc(&cp, 2 * cpb + 32));
     const double tcd = copy_time(cp, cp + cpb + 16, db), tcc = copy_time(cp, cp + cpb + 16, cb);
@@ -113,7 +118,7 @@ static void shape(size_t tokens, const char *title)
     });
     row("topk_dispatch fp8+scales", db, 0, td, tcd);
     const double tcm = timed([&] {
-        return symm_moe_topk_combine_on_stream(g_pool, cout, tokens, eo, need, kHidden,
+        return symm_moe_topk_combine_on_stream(g_pool, cout, tokens, eo, rows_in, kHidden,
                                                SYMM_BF16, d_idx, d_rows, d_w, kTopk, ne, ws, 0,
                                                g_s);
     });
@@ -121,7 +126,7 @@ static void shape(size_t tokens, const char *title)
     if (g_me == 0)
         printf("\n%zu tokens per PE, %d experts per PE, %zu rows received by PE 0; barrier "
                "%.1f us\n",
-               tokens, ne, need, tb * 1e6);
+               tokens, ne, rows_in, tb * 1e6);
     CU(cudaDeviceSynchronize());
     OK(symm_barrier_all());
     cudaFree(out);
