@@ -137,14 +137,21 @@ static inline symm_status_t symm_cuda_launch(const void *kernel, dim3 grid, dim3
 symm_status_t symm_cuda_check(void);
 
 /* ---------------------------------------------------------------- collectives on a stream */
-/* The device collectives of symm_device.cuh run by one block on the team's duplicate,
- * enqueued on stream; from 64 KiB moved per member a cooperative grid shares the data
- * work (one block per 64 KiB, at most what is resident on this PE's share of the GPU;
- * SYMM_GPU_COLL_BLOCKS overrides) while its block 0 holds the duplicate and runs the
- * rounds. Buffers are in the GPU symmetric heap; every member calls with the same
- * arguments. The call returns once the work is enqueued (argument errors at once,
- * device-side errors through symm_cuda_check). The first call on a team may create its
- * GPU state (collective, see symm_cuda_team_device). */
+/* Collectives on GPU buffers enqueued on stream. Buffers are in the GPU symmetric heap;
+ * every member calls with the same arguments. The call returns once the work is enqueued
+ * (argument errors at once, device-side errors through symm_cuda_check). Results are
+ * bytewise those of the CPU calls (reductions combine in team order, member 0 first).
+ * - Up to 4 KiB contributed per member (SYMM_CUDA_LL_BYTES in the library): the latency
+ *   path, one block and one round: each member stages its bytes, meets the others once,
+ *   and reads theirs.
+ * - Above: the multi-block kernels of the tile reduce and MoE calls (one block per 32 KiB
+ *   moved, up to what this PE's share of the GPU holds), block b on duplicate b of a pool
+ *   of the team that symm keeps for it. An allreduce is a one-row tile allreduce.
+ * SYMM_GPU_COLL_BLOCKS=N >= 2 runs every size on N blocks; 1, every size on one block of
+ * the team's own duplicate (also the form used where the team's pool cannot be made).
+ * The first call on a team makes its GPU state and that pool (collective, through the
+ * host): make it outside a CUDA graph capture (a captured first call fails with
+ * SYMM_ERR_UNSUPPORTED). Every call can then be captured and replayed. */
 symm_status_t symm_barrier_on_stream(symm_team_t team, cudaStream_t stream);
 symm_status_t symm_broadcast_on_stream(symm_team_t team, void *dest, const void *src,
                                        size_t nbytes, int root, cudaStream_t stream);
@@ -154,6 +161,10 @@ symm_status_t symm_reduce_on_stream(symm_team_t team, void *dest, const void *sr
 symm_status_t symm_allreduce_on_stream(symm_team_t team, void *dest, const void *src,
                                        size_t count, symm_type_t type, symm_op_t op,
                                        cudaStream_t stream);
+/* src holds n_pes blocks of count elements; member r gets the reduction of block r. */
+symm_status_t symm_reduce_scatter_on_stream(symm_team_t team, void *dest, const void *src,
+                                            size_t count, symm_type_t type, symm_op_t op,
+                                            cudaStream_t stream);
 symm_status_t symm_fcollect_on_stream(symm_team_t team, void *dest, const void *src,
                                       size_t nbytes, cudaStream_t stream);
 symm_status_t symm_alltoall_on_stream(symm_team_t team, void *dest, const void *src,

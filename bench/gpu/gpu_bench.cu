@@ -2,7 +2,7 @@
  * under MPS):
  *   pool     creating a device pool of 1..4096 duplicates (CPU pool + GPU state), median
  *   barrier  device barrier latency, 1..128 blocks each on its own duplicate
- *   coll     allreduce (float sum) on a stream, one block, with the D2D copy ceiling
+ *   coll     every collective on a stream against a device copy of the same bytes
  *   graph    a small allreduce on a stream: eager calls against CUDA graph replays
  * Output: OSU-style tables, printed by PE 0. */
 #include <algorithm>
@@ -124,60 +124,6 @@ static void bench_barrier(int me)
     fflush(stdout);
 }
 
-static void bench_coll(int me)
-{
-    static const size_t sizes[] = {8, 1024, 65536, 1 << 20, 16 << 20};
-    const int n = symm_n_pes();
-    size_t maxb = 16 << 20;
-    float *src = (float *)symm_gpu_malloc(maxb), *dst = (float *)symm_gpu_malloc(maxb);
-    if (!src || !dst) OK(symm_last_status());
-    CU(cudaMemset(src, 0, maxb));
-    cudaStream_t s;
-    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    cudaEvent_t e0, e1;
-    CU(cudaEventCreate(&e0));
-    CU(cudaEventCreate(&e1));
-    if (me == 0)
-        printf(
-            "# symm_allreduce_on_stream float sum (one block below 64 KiB, else a grid), %d "
-            "PEs\n"
-            "# size(B)  count  type  op  latency_us  algbw(GB/s)  busbw(GB/s)  d2d_copy_GB/s\n",
-            n);
-    for (size_t nb : sizes) {
-        int iters = nb >= (1u << 20) ? 10 : 50;
-        OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT, SYMM_OP_SUM,
-                                    s));
-        CU(cudaStreamSynchronize(s));
-        OK(symm_barrier_all());
-        CU(cudaEventRecord(e0, s));
-        for (int i = 0; i < iters; i++)
-            OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT,
-                                        SYMM_OP_SUM, s));
-        CU(cudaEventRecord(e1, s));
-        CU(cudaEventSynchronize(e1));
-        float ms;
-        CU(cudaEventElapsedTime(&ms, e0, e1));
-        double us = ms * 1000.0 / iters;
-        CU(cudaEventRecord(e0, s));
-        for (int i = 0; i < iters; i++)
-            CU(cudaMemcpyAsync(dst, src, nb, cudaMemcpyDeviceToDevice, s));
-        CU(cudaEventRecord(e1, s));
-        CU(cudaEventSynchronize(e1));
-        float cms;
-        CU(cudaEventElapsedTime(&cms, e0, e1));
-        double algbw = nb / us / 1e3, copybw = 2.0 * nb * iters / (cms * 1e6);
-        if (me == 0)
-            printf("%9zu %9zu float sum %10.2f %11.2f %11.2f %13.1f\n", nb, nb / 4, us, algbw,
-                   algbw * 2.0 * (n - 1) / n, copybw);
-        OK(symm_barrier_all());
-    }
-    OK(symm_cuda_check());
-    OK(symm_gpu_free(src));
-    OK(symm_gpu_free(dst));
-    CU(cudaStreamDestroy(s));
-    fflush(stdout);
-}
-
 /* µs per call of what enqueue() puts on s, over iters calls, timed by events. */
 template <typename F> static double per_call_us(cudaStream_t s, int iters, F enqueue)
 {
@@ -196,9 +142,94 @@ template <typename F> static double per_call_us(cudaStream_t s, int iters, F enq
     return ms * 1000.0 / iters;
 }
 
+/* Every collective on a stream, float sum for the reductions, against a device copy of
+ * the same bytes in the same run (alternating). size: the larger per-member buffer (an
+ * fcollect's or alltoall's dest, a reduce_scatter's src); "%copy" = copy time / call
+ * time. Median of 5 alternations of back-to-back calls timed by events. */
+static void bench_coll(int me)
+{
+    static const size_t sizes[] = {8, 1024, 4096, 65536, 1 << 20, 16 << 20, 64 << 20};
+    const int n = symm_n_pes(), reps = 5;
+    const size_t maxb = (size_t)64 << 20;
+    float *src = (float *)symm_gpu_malloc(maxb), *dst = (float *)symm_gpu_malloc(maxb);
+    if (!src || !dst) OK(symm_last_status());
+    CU(cudaMemset(src, 0, maxb));
+    uint8_t *cp;
+    CU(cudaMalloc(&cp, 2 * maxb));
+    CU(cudaDeviceSynchronize());
+    cudaStream_t s;
+    CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    static const char *ops[] = {"barrier",        "broadcast", "reduce",  "allreduce",
+                                "reduce_scatter", "fcollect",  "alltoall"};
+    if (me == 0)
+        printf("# collectives on a stream (float sum), %d PEs; us per call, median of %d; "
+               "copy: cudaMemcpyAsync of size bytes on this PE\n"
+               "# %-15s %9s %10s %10s %10s %7s\n",
+               n, reps, "op", "size(B)", "call_us", "copy_us", "GB/s", "%copy");
+    for (const char *op : ops) {
+        for (size_t size : sizes) {
+            const bool bar = !strcmp(op, "barrier");
+            if (bar && size != 8) continue;
+            const bool per_pe = !strcmp(op, "fcollect") || !strcmp(op, "alltoall") ||
+                                !strcmp(op, "reduce_scatter");
+            if (per_pe && size < 4 * (size_t)n) continue;
+            const size_t piece = per_pe ? size / (size_t)n / 4 * 4 : size;
+            const size_t count = piece / 4;
+            auto call = [&] {
+                if (bar)
+                    OK(symm_barrier_on_stream(SYMM_TEAM_WORLD, s));
+                else if (!strcmp(op, "broadcast"))
+                    OK(symm_broadcast_on_stream(SYMM_TEAM_WORLD, dst, src, piece, 0, s));
+                else if (!strcmp(op, "reduce"))
+                    OK(symm_reduce_on_stream(SYMM_TEAM_WORLD, dst, src, count, SYMM_FLOAT,
+                                             SYMM_OP_SUM, 0, s));
+                else if (!strcmp(op, "allreduce"))
+                    OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, count, SYMM_FLOAT,
+                                                SYMM_OP_SUM, s));
+                else if (!strcmp(op, "reduce_scatter"))
+                    OK(symm_reduce_scatter_on_stream(SYMM_TEAM_WORLD, dst, src, count,
+                                                     SYMM_FLOAT, SYMM_OP_SUM, s));
+                else if (!strcmp(op, "fcollect"))
+                    OK(symm_fcollect_on_stream(SYMM_TEAM_WORLD, dst, src, piece, s));
+                else
+                    OK(symm_alltoall_on_stream(SYMM_TEAM_WORLD, dst, src, piece, s));
+            };
+            const int iters = size >= (16u << 20) ? 20 : size >= (1u << 20) ? 50 : 200;
+            call();
+            CU(cudaStreamSynchronize(s));
+            std::vector<double> tc, tm;
+            for (int r = 0; r < reps; r++) {
+                tc.push_back(per_call_us(s, iters, [&] {
+                    for (int i = 0; i < iters; i++)
+                        call();
+                }));
+                tm.push_back(per_call_us(s, iters, [&] {
+                    for (int i = 0; i < iters; i++)
+                        CU(cudaMemcpyAsync(cp + maxb, cp, size, cudaMemcpyDeviceToDevice, s));
+                }));
+            }
+            const double uc = median(tc), um = median(tm);
+            if (me == 0) {
+                if (bar)
+                    printf("  %-15s %9s %10.2f %10s %10s %7s\n", op, "-", uc, "-", "-", "-");
+                else
+                    printf("  %-15s %9zu %10.2f %10.2f %10.1f %6.0f%%\n", op, size, uc, um,
+                           size / uc / 1e3, 100.0 * um / uc);
+            }
+            OK(symm_barrier_all());
+        }
+    }
+    OK(symm_cuda_check());
+    OK(symm_gpu_free(src));
+    OK(symm_gpu_free(dst));
+    CU(cudaFree(cp));
+    CU(cudaStreamDestroy(s));
+    fflush(stdout);
+}
+
 static void bench_graph(int me)
 {
-    static const size_t sizes[] = {8, 1024, 65536};
+    static const size_t sizes[] = {0, 8, 1024, 65536}; /* 0: symm_barrier_on_stream */
     const int n = symm_n_pes(), iters = 200, reps = 5;
     float *src = (float *)symm_gpu_malloc(65536), *dst = (float *)symm_gpu_malloc(65536);
     if (!src || !dst) OK(symm_last_status());
@@ -207,14 +238,18 @@ static void bench_graph(int me)
     cudaStream_t s;
     CU(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
     if (me == 0)
-        printf("# symm_allreduce_on_stream float sum, eager calls against CUDA graphs, %d PEs; "
+        printf("# symm_allreduce_on_stream float sum (and symm_barrier_on_stream), eager calls "
+               "against CUDA graphs, %d PEs; "
                "us per call, median of %d runs of %d calls\n"
                "# size(B)  eager_us  graph_1_call_replayed_us  graph_%d_calls_us\n",
                n, reps, iters, iters);
     for (size_t nb : sizes) {
         auto call = [&] {
-            OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT,
-                                        SYMM_OP_SUM, s));
+            if (!nb)
+                OK(symm_barrier_on_stream(SYMM_TEAM_WORLD, s));
+            else
+                OK(symm_allreduce_on_stream(SYMM_TEAM_WORLD, dst, src, nb / 4, SYMM_FLOAT,
+                                            SYMM_OP_SUM, s));
         };
         call(); /* the team's GPU state, outside any capture */
         CU(cudaStreamSynchronize(s));
@@ -241,7 +276,10 @@ static void bench_graph(int me)
             }));
             many.push_back(per_call_us(s, iters, [&] { CU(cudaGraphLaunch(xn, s)); }));
         }
-        if (me == 0)
+        if (me == 0 && !nb)
+            printf("%9s %9.2f %25.2f %18.2f\n", "barrier", median(eager), median(one),
+                   median(many));
+        else if (me == 0)
             printf("%9zu %9.2f %25.2f %18.2f\n", nb, median(eager), median(one), median(many));
         CU(cudaGraphExecDestroy(x1));
         CU(cudaGraphExecDestroy(xn));

@@ -138,6 +138,42 @@ static void check_reduce(symm_team_t team, const char *tname, void *src, void *d
     }
 }
 
+/* reduce_scatter: member r gets the reduction of block r (count elements) of every src. */
+template <class TR>
+static void check_reduce_scatter(symm_team_t team, const char *tname, void *src, void *dst,
+                                 size_t count, symm_op_t op)
+{
+    typedef typename TR::store S;
+    typedef typename TR::accum A;
+    int n = symm_team_n_pes(team), me = symm_team_my_pe(team);
+    uint64_t seed = ++g_seed;
+    std::vector<S> in(count * (size_t)n), out(count);
+    for (size_t i = 0; i < count * (size_t)n; i++)
+        in[i] = TR::gen(seed, me, i);
+    upload(src, in.data(), in.size() * sizeof(S));
+    GT_CUDA(cudaMemset(dst, 0x5a, count * sizeof(S)));
+    GT_CUDA(cudaDeviceSynchronize());
+    GT_OK(symm_reduce_scatter_on_stream(team, dst, src, count, TR::type, op, g_stream));
+    GT_CUDA(cudaStreamSynchronize(g_stream));
+    GT_OK(symm_cuda_check());
+    GT_CUDA(cudaMemcpy(out.data(), dst, count * sizeof(S), cudaMemcpyDeviceToHost));
+    const size_t base = (size_t)me * count;
+    for (size_t i = 0; i < count; i++) {
+        A a = TR::in(TR::gen(seed, 0, base + i));
+        for (int j = 1; j < n; j++)
+            a = TR::step(ref_op<A>(a, TR::in(TR::gen(seed, j, base + i)), op));
+        S r = TR::out(a);
+        if (memcmp(&r, &out[i], sizeof(S)) != 0) {
+            unsigned long long got = 0, want = 0;
+            memcpy(&got, &out[i], sizeof(S));
+            memcpy(&want, &r, sizeof(S));
+            GT_FAIL("%s reduce_scatter %s count %zu on %d PEs: element %zu is 0x%llx, want "
+                    "0x%llx",
+                    tname, symm_op_name(op), count, n, i, got, want);
+        }
+    }
+}
+
 template <class TR>
 static void check_type(symm_team_t team, const char *tname, void *src, void *dst)
 {
@@ -151,6 +187,10 @@ static void check_type(symm_team_t team, const char *tname, void *src, void *dst
         }
     check_reduce<TR>(team, tname, src, dst, 4097, SYMM_OP_SUM, -1, true);
     check_reduce<TR>(team, tname, src, dst, 4097, SYMM_OP_MAX, 0, true);
+    for (size_t c = 0; c < (g_quick ? 3u : 4u); c++) {
+        check_reduce_scatter<TR>(team, tname, src, dst, counts[c], SYMM_OP_SUM);
+        check_reduce_scatter<TR>(team, tname, src, dst, counts[c], SYMM_OP_MAX);
+    }
 }
 
 static void check_bytes_colls(symm_team_t team, uint8_t *src, uint8_t *dst)

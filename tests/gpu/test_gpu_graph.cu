@@ -150,6 +150,18 @@ static void test_colls(symm_team_t team, const char *tname, size_t count)
             if (h[i] != sum_of(k, i, n)) GT_FAIL("%s: replay %d element %zu", what, r, i);
     });
 
+    snprintf(what, sizeof what, "reduce_scatter on %s, %zu int64 each", tname, count);
+    c = capture(what, {{src, sets, cb * n, cb * n}}, [&] {
+        return symm_reduce_scatter_on_stream(team, dst, src, count, SYMM_INT64, SYMM_OP_SUM,
+                                             g_stream);
+    });
+    replay(what, c, [&](int k, int r) {
+        std::vector<int64_t> h = d2h64(dst, count);
+        for (size_t i = 0; i < count; i++)
+            if (h[i] != sum_of(k, (size_t)me * count + i, n))
+                GT_FAIL("%s: replay %d element %zu", what, r, i);
+    });
+
     snprintf(what, sizeof what, "broadcast from %d on %s, %zu bytes", root, tname, cb);
     c = capture(what, {{src, sets, cb, cb * n}},
                 [&] { return symm_broadcast_on_stream(team, dst, src, cb, root, g_stream); });
@@ -356,8 +368,8 @@ int main(void)
     GT_CUDA(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
     GT_CUDA(cudaMalloc(&g_epoch, sizeof(int)));
     test_uncapturable();
-    test_colls(SYMM_TEAM_WORLD, "WORLD", 37);            /* one block */
-    test_colls(SYMM_TEAM_WORLD, "WORLD", 65536 / 8 + 5); /* the cooperative grid */
+    test_colls(SYMM_TEAM_WORLD, "WORLD", 37);            /* the latency path */
+    test_colls(SYMM_TEAM_WORLD, "WORLD", 65536 / 8 + 5); /* the multi-block engine */
     symm_pool_t pool;
     GT_OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 8, &pool));
     test_colls(symm_pool_team(pool, 5), "pool dup 5", 1001);

@@ -1,5 +1,5 @@
 /* prepare.c — the prologue every GPU stream collective shares: initialised, a member,
- * buffers in the GPU heap, the team's GPU state attached, its device value. */
+ * buffers in the GPU heap, the team's GPU state and engine made, its device value. */
 #include "coll/cuda/cuda_coll.h"
 #include "core/log.h"
 #include "core/runtime.h"
@@ -7,7 +7,8 @@
 
 symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_team_t *t,
                                      const void *dest, size_t dest_bytes, const void *src,
-                                     size_t src_bytes, cudaStream_t stream)
+                                     size_t src_bytes, cudaStream_t stream,
+                                     symm_cuda_engine_t *engine)
 {
     CHECK(symm_cuda_require(fn));
     symm_pool_obj_t *p;
@@ -27,6 +28,7 @@ symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_
                               "GPU symmetric heap (symm_gpu_malloc)",
                               fn, src, src_bytes);
     CHECK(symm_cuda_pool_attach_on(p, fn, stream));
+    CHECK(symm_cuda_team_engine(fn, team, stream, engine));
     symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), t);
     return SYMM_SUCCESS;
 }

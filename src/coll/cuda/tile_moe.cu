@@ -233,14 +233,15 @@ symm_status_t launched(const char *fn, symm_status_t st)
     return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
 }
 
+} // namespace
+
 /* kind TILE_ALL: in[0] -> every out; TILE_MULTI: in[k] -> roots[k]'s out. */
-symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t out,
-                       const symm_tile_t *in, const int *roots, int nroots, symm_type_t type,
-                       symm_op_t op, int nblocks, cudaStream_t stream)
+symm_status_t symm_cuda_tile_launch(const char *fn, const symm_dev_pool_t &dp,
+                                    const symm_cuda_fast_t &fast, int kind, symm_tile_t out,
+                                    const symm_tile_t *in, const int *roots, int nroots,
+                                    symm_type_t type, symm_op_t op, int nblocks, bool share,
+                                    cudaStream_t stream)
 {
-    symm_dev_pool_t dp;
-    symm_cuda_fast_t fast;
-    CHECK(get_pool(fn, pool, &dp, &fast, stream));
     const int me = dp.me;
     const size_t es = symm_type_size(type);
     const symm_check_where_t w = gpu_where(fn);
@@ -252,7 +253,7 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
     const size_t bytes = chk.bytes; /* per member, for the block count */
     bool out_symm = false; /* a root's out in the symmetric heap: its reduction may be shared */
     if (kind != symm_tm::TILE_ALL && chk.mine >= 0 && !tile_empty(in[chk.mine])) {
-        out_symm = !local && chk.ohi > chk.olo &&
+        out_symm = share && !local && chk.ohi > chk.olo &&
                    in_gpu_heap((const void *)chk.olo, chk.ohi - chk.olo);
         if (!local && out.base && !out_symm && !dev_accessible(out.base))
             local = symm_error_set(SYMM_ERR_INVALID_ARG,
@@ -281,7 +282,8 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
     p.op = op;
     p.work = !local;
     p.out = out;
-    void *args[] = {&dp, &p};
+    symm_dev_pool_t dpc = dp;
+    void *args[] = {&dpc, &p};
     symm_status_t st = SYMM_SUCCESS;
     if (kind == symm_tm::TILE_ALL) {
         p.in[0] = in[0];
@@ -315,6 +317,122 @@ symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t o
     if (st) return st;
     if (local) return symm_error_set(local, "%s", why);
     return SYMM_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- copies
+ * Broadcast, fcollect and alltoall on the engine: block b claims duplicate b, meets the
+ * other members' block b (their src is ready), copies its grid-stride share of every
+ * piece, and meets them again (its share is read everywhere) before it leaves. A member's
+ * kernel ends once all its blocks have passed their second round: every member has then
+ * read what it needed of this member's src. */
+namespace
+{
+
+struct copy_params {
+    symm_cuda_fast_t fast;
+    int kind, root;
+    void *dest;
+    const void *src;
+    size_t nbytes;
+};
+
+/* n bytes from a peer's src to dst by threads i0, i0 + step, ... of the grid: four 16-byte
+ * words in flight per thread where everything is 16-byte aligned (a thread's loads are
+ * issued before its stores), else copy_part. */
+__device__ __forceinline__ void copy_wide(void *dst, const void *src, size_t n, uint32_t i0,
+                                          uint32_t step)
+{
+    if ((((uintptr_t)dst | (uintptr_t)src | n) & 15) != 0) {
+        symm_detail::copy_part<true>(dst, src, n, i0, step);
+        return;
+    }
+    uint4 *d = (uint4 *)dst;
+    const uint4 *s = (const uint4 *)src;
+    const size_t w = n / 16, st = step;
+    size_t i = i0;
+    for (; i + 3 * st < w; i += 4 * st) {
+        const uint4 a = __ldcg(s + i), b = __ldcg(s + i + st), c = __ldcg(s + i + 2 * st),
+                    e = __ldcg(s + i + 3 * st);
+        d[i] = a;
+        d[i + st] = b;
+        d[i + 2 * st] = c;
+        d[i + 3 * st] = e;
+    }
+    for (; i < w; i += st)
+        d[i] = __ldcg(s + i);
+}
+
+__global__ void __launch_bounds__(kThreads)
+    k_copy(symm_dev_pool_t pool, const __grid_constant__ copy_params p)
+{
+    using namespace symm_detail;
+    __shared__ __align__(16) copy_params sp;
+    params_to_shared(p, sp);
+    const symm_dev_team_t t = team_of(pool, sp.fast, blockIdx.x);
+    const uint32_t W = sp.kind == SYMM_CUDA_COPY_BROADCAST  ? SYMM_DEV_WHAT_BROADCAST
+                       : sp.kind == SYMM_CUDA_COPY_FCOLLECT ? SYMM_DEV_WHAT_FCOLLECT
+                                                            : SYMM_DEV_WHAT_ALLTOALL;
+    pdl_wait();
+    int owned = 0;
+    int rc = enter_block(t, W, &owned);
+    if (rc) return;
+    rc = round_block(t, W); /* every member's src is ready */
+    pdl_launch_dependents();
+    if (!rc) {
+        const uint32_t i0 = blockIdx.x * blockDim.x + threadIdx.x,
+                       step = gridDim.x * blockDim.x;
+        const size_t nb = sp.nbytes;
+        if (sp.kind == SYMM_CUDA_COPY_BROADCAST) {
+            if (!(t.me == sp.root && sp.dest == sp.src))
+                copy_wide(sp.dest, peer(t, sp.src, sp.root), nb, i0, step);
+        } else {
+            const size_t soff = sp.kind == SYMM_CUDA_COPY_ALLTOALL ? (size_t)t.me * nb : 0;
+            for (int j = 0; j < t.n; j++)
+                copy_wide((char *)sp.dest + (size_t)j * nb,
+                          (const char *)peer(t, sp.src, j) + soff, nb, i0, step);
+        }
+        __syncthreads();
+        round_block(t, W); /* my share is read and written everywhere */
+    }
+    leave_block(t, owned);
+}
+
+} // namespace
+
+symm_status_t symm_cuda_copy_launch(const char *fn, const symm_dev_pool_t &dp,
+                                    const symm_cuda_fast_t &fast, int kind, void *dest,
+                                    const void *src, size_t nbytes, int root, int nblocks,
+                                    cudaStream_t stream)
+{
+    const size_t moved = kind == SYMM_CUDA_COPY_BROADCAST ? nbytes : nbytes * (size_t)dp.n;
+    int nb;
+    CHECK(pick_blocks(fn, resident_cap((const void *)k_copy), dp, 0, moved, nblocks, &nb));
+    copy_params p;
+    memset(&p, 0, sizeof p);
+    p.fast = fast;
+    p.kind = kind;
+    p.root = root;
+    p.dest = dest;
+    p.src = src;
+    p.nbytes = nbytes;
+    symm_dev_pool_t d = dp;
+    void *args[] = {&d, &p};
+    return launched(fn, symm_cuda_launch_pdl((const void *)k_copy, dim3(nb), dim3(kThreads),
+                                             args, 0, stream));
+}
+
+namespace
+{
+
+symm_status_t tile_run(const char *fn, symm_pool_t pool, int kind, symm_tile_t out,
+                       const symm_tile_t *in, const int *roots, int nroots, symm_type_t type,
+                       symm_op_t op, int nblocks, cudaStream_t stream)
+{
+    symm_dev_pool_t dp;
+    symm_cuda_fast_t fast;
+    CHECK(get_pool(fn, pool, &dp, &fast, stream));
+    return symm_cuda_tile_launch(fn, dp, fast, kind, out, in, roots, nroots, type, op, nblocks,
+                                 true, stream);
 }
 
 symm_status_t a2a_run(const char *fn, symm_pool_t pool, symm_tm::a2a_args a, int nblocks,

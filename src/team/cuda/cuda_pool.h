@@ -27,6 +27,9 @@ typedef struct symm_cuda_pool {
     size_t nretired;
     symm_dev_pool_t dev;
     symm_cuda_fast_t fast; /* the first chunk, for kernel parameters (cuda_pool_dev.h) */
+    /* [nengines] the engines of the duplicates (cuda_pool_dev.h), NULL where none yet */
+    symm_cuda_engine_t **engines;
+    size_t nengines;
 } symm_cuda_pool_t;
 
 /* Ensures p's GPU state covers all of its duplicates (collective over the members

@@ -25,6 +25,28 @@ typedef struct symm_cuda_fast {
 symm_status_t symm_cuda_pool_device_fast(const char *fn, symm_pool_t pool, symm_dev_pool_t *out,
                                          symm_cuda_fast_t *fast, cudaStream_t stream);
 
+/* The engine of a team's stream collectives (coll/cuda/coll.cu), made on every member at
+ * the team's first stream call (a collective exchange through the host, so refused while
+ * the stream is captured) and destroyed with the team:
+ * - bw: a pool of SYMM_CUDA_ENGINE_DUPS duplicates of the team, one per block of the
+ *   multi-block kernels (the tile and copy kernels of tile_moe.cu);
+ * - ll: duplicate 0 of a one-duplicate pool whose block carries, after its flags, two
+ *   staging areas of SYMM_CUDA_LL_BYTES (by episode parity) for the latency path.
+ * ok == 0 when it could not be made (the GPU team region is full): the calls then run on
+ * one block of the team's own duplicate. */
+#define SYMM_CUDA_ENGINE_DUPS 128
+#define SYMM_CUDA_LL_BYTES    4096
+typedef struct symm_cuda_engine {
+    int ok;
+    symm_pool_t bw_pool, ll_pool;
+    symm_dev_pool_t bw;
+    symm_cuda_fast_t bw_fast;
+    symm_dev_team_t ll;
+} symm_cuda_engine_t;
+/* The engine of team (made if needed, see above) in *out, a copy. */
+symm_status_t symm_cuda_team_engine(const char *fn, symm_team_t team, cudaStream_t stream,
+                                    symm_cuda_engine_t *out);
+
 #ifdef __cplusplus
 }
 #endif

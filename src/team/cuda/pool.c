@@ -3,6 +3,7 @@
  * region offsets on the pool's control duplicate: O(1) collective rounds whatever the
  * number of duplicates. Device tables (chunk of each duplicate, member bases, heap
  * deltas) live in the team region too, so a pool costs no cudaMalloc. */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,18 +13,24 @@
 #include "core/runtime.h"
 #include "team/cuda/cuda_pool.h"
 
-static uint32_t gpu_block_size(int n)
+/* A duplicate's block: header and flags, then `extra` bytes (a multiple of 64) of
+ * staging (the latency path's engine, cuda_pool_dev.h). */
+static uint32_t gpu_block_size(int n, uint32_t extra)
 {
     size_t s = SYMM_DEV_BLOCK_HDR + 8 * (size_t)n;
-    return (uint32_t)((s + SYMM_DEV_BLOCK_ALIGN - 1) & ~(size_t)(SYMM_DEV_BLOCK_ALIGN - 1));
+    s = (s + SYMM_DEV_BLOCK_ALIGN - 1) & ~(size_t)(SYMM_DEV_BLOCK_ALIGN - 1);
+    return (uint32_t)(s + extra);
 }
 
+static void engines_destroy(symm_cuda_pool_t *g);
+
 /* Waits for every kernel of this PE: its peers may free their blocks right after the
- * destroy exchange, and our kernels must not write into them any more. */
+ * destroy exchange, and our kernels must not write into them any more. The engines of
+ * the duplicates go first (every member has made the same ones). */
 static void pool_quiesce(symm_pool_obj_t *p)
 {
-    (void)p;
     cudaDeviceSynchronize();
+    if (p->gpu) engines_destroy(p->gpu);
 }
 
 static void pool_release(symm_pool_obj_t *p)
@@ -42,6 +49,10 @@ static void pool_release(symm_pool_obj_t *p)
         for (size_t i = 0; i < g->nretired; i++)
             symm_cuda_region_free(g->retired[i]);
     }
+    /* engines left here (finalize) are pool objects of their own, freed as such */
+    for (size_t i = 0; i < g->nengines; i++)
+        free(g->engines[i]);
+    free(g->engines);
     free(g->chunks);
     free(g->retired);
     free(g);
@@ -207,7 +218,7 @@ symm_status_t symm_cuda_pool_attach_on(symm_pool_obj_t *p, const char *fn, cudaS
     return symm_cuda_pool_attach(p);
 }
 
-symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p)
+static symm_status_t attach_sized(symm_pool_obj_t *p, uint32_t extra)
 {
     if (p->me < 0)
         return symm_error_set(SYMM_ERR_NOT_MEMBER, "GPU pool state: PE %d is not a member",
@@ -218,7 +229,7 @@ symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p)
     if (fresh) {
         g = calloc(1, sizeof *g);
         if (!g) return symm_error_set(SYMM_ERR_NO_MEMORY, "GPU pool state");
-        g->block_size = gpu_block_size(p->n);
+        g->block_size = gpu_block_size(p->n, extra);
     }
     symm_status_t st = extend(p, g);
     if (st) {
@@ -230,6 +241,11 @@ symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p)
     }
     p->gpu = g;
     return SYMM_SUCCESS;
+}
+
+symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p)
+{
+    return attach_sized(p, 0);
 }
 
 void symm_cuda_dev_team(const symm_pool_obj_t *p, size_t i, symm_dev_team_t *out)
@@ -251,6 +267,128 @@ void symm_cuda_dev_team(const symm_pool_obj_t *p, size_t i, symm_dev_team_t *out
     out->member_base = (uint8_t *const *)symm_cuda_team_ptr(ch->bases_off);
     out->off = (uint64_t)(i - ch->first) * g->block_size;
     out->n = p->n;
+}
+
+/* ---------------------------------------------------------------- engines */
+static pthread_mutex_t engine_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static symm_cuda_engine_t *engine_get(symm_cuda_pool_t *g, size_t i)
+{
+    pthread_mutex_lock(&engine_lock);
+    symm_cuda_engine_t *e = i < g->nengines ? g->engines[i] : NULL;
+    pthread_mutex_unlock(&engine_lock);
+    return e;
+}
+
+static symm_status_t engine_put(symm_cuda_pool_t *g, size_t i, symm_cuda_engine_t *e)
+{
+    symm_status_t st = SYMM_SUCCESS;
+    pthread_mutex_lock(&engine_lock);
+    if (i >= g->nengines) {
+        size_t n = i + 1 > 2 * g->nengines ? i + 1 : 2 * g->nengines;
+        symm_cuda_engine_t **a = realloc(g->engines, n * sizeof *a);
+        if (a) {
+            memset(a + g->nengines, 0, (n - g->nengines) * sizeof *a);
+            g->engines = a;
+            g->nengines = n;
+        }
+    }
+    if (i < g->nengines)
+        g->engines[i] = e;
+    else
+        st = symm_error_set(SYMM_ERR_NO_MEMORY, "stream collectives: engine table");
+    pthread_mutex_unlock(&engine_lock);
+    return st;
+}
+
+static void engine_free(symm_cuda_engine_t *e)
+{
+    if (e->bw_pool > 0) symm_pool_destroy(e->bw_pool);
+    if (e->ll_pool > 0) symm_pool_destroy(e->ll_pool);
+    free(e);
+}
+
+static void engines_destroy(symm_cuda_pool_t *g)
+{
+    pthread_mutex_lock(&engine_lock);
+    symm_cuda_engine_t **a = g->engines;
+    size_t n = g->nengines;
+    g->engines = NULL;
+    g->nengines = 0;
+    pthread_mutex_unlock(&engine_lock);
+    for (size_t i = 0; i < n; i++)
+        if (a[i]) engine_free(a[i]);
+    free(a);
+}
+
+/* A pool of dups duplicates of team with GPU state whose blocks carry extra bytes. */
+static symm_status_t engine_pool(symm_team_t team, size_t dups, uint32_t extra,
+                                 symm_pool_t *out, symm_pool_obj_t **obj)
+{
+    CHECK(symm_pool_create(team, dups, out));
+    *obj = symm_handle_resolve(*out);
+    return attach_sized(*obj, extra);
+}
+
+/* Makes the engine of team (collective over its members). A failure to make it is the
+ * same on every member (pool creation and GPU state agree through their exchanges): the
+ * engine is then kept with ok == 0, and the calls use the team's own duplicate. */
+static symm_cuda_engine_t *engine_make(const char *fn, symm_team_t team)
+{
+    symm_cuda_engine_t *e = calloc(1, sizeof *e);
+    if (!e) return NULL;
+    symm_pool_obj_t *bw = NULL, *ll = NULL;
+    symm_status_t st = engine_pool(team, SYMM_CUDA_ENGINE_DUPS, 0, &e->bw_pool, &bw);
+    if (!st) st = engine_pool(team, 1, 2 * SYMM_CUDA_LL_BYTES, &e->ll_pool, &ll);
+    if (st) {
+        SYMM_WARN("%s: no room for the multi-block engine of this team (%s); its stream "
+                  "collectives run on one block",
+                  fn, symm_last_error());
+        engine_free(e);
+        e = calloc(1, sizeof *e);
+        return e;
+    }
+    const symm_cuda_pool_t *g = bw->gpu;
+    e->bw = g->dev;
+    e->bw_fast = g->fast;
+    symm_cuda_dev_team(ll, 0, &e->ll);
+    e->ok = 1;
+    return e;
+}
+
+symm_status_t symm_cuda_team_engine(const char *fn, symm_team_t team, cudaStream_t stream,
+                                    symm_cuda_engine_t *out)
+{
+    symm_pool_obj_t *p;
+    symm_dup_t *d;
+    CHECK(symm_team_lookup(fn, team, &p, &d));
+    CHECK(symm_cuda_pool_attach_on(p, fn, stream));
+    symm_cuda_pool_t *g = p->gpu;
+    const size_t i = (size_t)(team & SYMM_H_DUP_MASK);
+    symm_cuda_engine_t *e = engine_get(g, i);
+    if (!e) {
+        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+        if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+            cudaGetLastError();
+            cs = cudaStreamCaptureStatusNone;
+        }
+        if (cs != cudaStreamCaptureStatusNone)
+            return symm_error_set(SYMM_ERR_UNSUPPORTED,
+                                  "%s: this is the team's first collective on a stream, which "
+                                  "makes its GPU state through a collective exchange on the "
+                                  "host that a CUDA graph capture cannot hold; make one call "
+                                  "on the team (symm_barrier_on_stream) before the capture",
+                                  fn);
+        if (!(e = engine_make(fn, team)))
+            return symm_error_set(SYMM_ERR_NO_MEMORY, "%s: stream collective engine", fn);
+        symm_status_t st = engine_put(g, i, e);
+        if (st) {
+            engine_free(e);
+            return st;
+        }
+    }
+    *out = *e;
+    return SYMM_SUCCESS;
 }
 
 /* ---------------------------------------------------------------- public */
