@@ -142,10 +142,26 @@ template <typename F> static double per_call_us(cudaStream_t s, int iters, F enq
     return ms * 1000.0 / iters;
 }
 
+/* A graph of iters calls of enqueue on s, instantiated. */
+template <typename F> static cudaGraphExec_t graph_of(cudaStream_t s, int iters, F enqueue)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t x;
+    CU(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
+    for (int i = 0; i < iters; i++)
+        enqueue();
+    CU(cudaStreamEndCapture(s, &g));
+    CU(cudaGraphInstantiate(&x, g, 0));
+    CU(cudaGraphDestroy(g));
+    return x;
+}
+
 /* Every collective on a stream, float sum for the reductions, against a device copy of
  * the same bytes in the same run (alternating). size: the larger per-member buffer (an
  * fcollect's or alltoall's dest, a reduce_scatter's src); "%copy" = copy time / call
- * time. Median of 5 alternations of back-to-back calls timed by events. */
+ * time. Median of 5 alternations of back-to-back calls timed by events, issued one by one
+ * (call_us, copy_us) and replayed from a CUDA graph of the same calls (graph_us, gcopy_us:
+ * the device's time per call without the host's time to issue it). */
 static void bench_coll(int me)
 {
     static const size_t sizes[] = {8, 1024, 4096, 65536, 1 << 20, 16 << 20, 64 << 20};
@@ -164,8 +180,9 @@ static void bench_coll(int me)
     if (me == 0)
         printf("# collectives on a stream (float sum), %d PEs; us per call, median of %d; "
                "copy: cudaMemcpyAsync of size bytes on this PE\n"
-               "# %-15s %9s %10s %10s %10s %7s\n",
-               n, reps, "op", "size(B)", "call_us", "copy_us", "GB/s", "%copy");
+               "# %-15s %9s %10s %10s %10s %10s %8s %8s\n",
+               n, reps, "op", "size(B)", "call_us", "copy_us", "graph_us", "gcopy_us", "%copy",
+               "%gcopy");
     for (const char *op : ops) {
         for (size_t size : sizes) {
             const bool bar = !strcmp(op, "barrier");
@@ -195,9 +212,16 @@ static void bench_coll(int me)
                     OK(symm_alltoall_on_stream(SYMM_TEAM_WORLD, dst, src, piece, s));
             };
             const int iters = size >= (16u << 20) ? 20 : size >= (1u << 20) ? 50 : 200;
+            auto copy = [&] {
+                CU(cudaMemcpyAsync(cp + maxb, cp, size ? size : 1, cudaMemcpyDeviceToDevice,
+                                   s));
+            };
             call();
             CU(cudaStreamSynchronize(s));
-            std::vector<double> tc, tm;
+            /* the same calls replayed from CUDA graphs: the device's time, without the host's
+             * time to issue each call */
+            cudaGraphExec_t gc = graph_of(s, iters, call), gm = graph_of(s, iters, copy);
+            std::vector<double> tc, tm, gtc, gtm;
             for (int r = 0; r < reps; r++) {
                 tc.push_back(per_call_us(s, iters, [&] {
                     for (int i = 0; i < iters; i++)
@@ -205,16 +229,21 @@ static void bench_coll(int me)
                 }));
                 tm.push_back(per_call_us(s, iters, [&] {
                     for (int i = 0; i < iters; i++)
-                        CU(cudaMemcpyAsync(cp + maxb, cp, size, cudaMemcpyDeviceToDevice, s));
+                        copy();
                 }));
+                gtc.push_back(per_call_us(s, iters, [&] { CU(cudaGraphLaunch(gc, s)); }));
+                gtm.push_back(per_call_us(s, iters, [&] { CU(cudaGraphLaunch(gm, s)); }));
             }
-            const double uc = median(tc), um = median(tm);
+            CU(cudaGraphExecDestroy(gc));
+            CU(cudaGraphExecDestroy(gm));
+            const double uc = median(tc), um = median(tm), guc = median(gtc), gum = median(gtm);
             if (me == 0) {
                 if (bar)
-                    printf("  %-15s %9s %10.2f %10s %10s %7s\n", op, "-", uc, "-", "-", "-");
+                    printf("  %-15s %9s %10.2f %10s %10.2f %10s %8s %8s\n", op, "-", uc, "-",
+                           guc, "-", "-", "-");
                 else
-                    printf("  %-15s %9zu %10.2f %10.2f %10.1f %6.0f%%\n", op, size, uc, um,
-                           size / uc / 1e3, 100.0 * um / uc);
+                    printf("  %-15s %9zu %10.2f %10.2f %10.2f %10.2f %7.0f%% %7.0f%%\n", op,
+                           size, uc, um, guc, gum, 100.0 * um / uc, 100.0 * gum / guc);
             }
             OK(symm_barrier_all());
         }

@@ -40,23 +40,37 @@ __device__ __forceinline__ uint8_t *ll_stage(const symm_dev_team_t &t, int pe, u
     return t.member_base[pe] + t.off + hdr + (ep & 1) * (size_t)SYMM_CUDA_LL_BYTES;
 }
 
-/* Claims the duplicate, stages `bytes` of src (none: nothing staged), and runs the round.
- * Returns 0 or the error (the same in every thread); *ep: the round's episode; *owned:
- * for leave_block, which the caller runs whatever happened. */
+/* Claims the duplicate (the claim's atomic gives the episode: no load of it before the
+ * round), stages `bytes` of src (none: nothing staged), and runs round *ep. Returns 0 or
+ * the error (the same in every thread); *held: the claim succeeded, and the caller ends
+ * with ll_leave whatever happened after it. */
 __device__ int ll_enter(const symm_dev_team_t &t, uint32_t what, const void *src, size_t bytes,
-                        int *owned, uint64_t *ep)
+                        int *owned, uint64_t *ep, bool *held)
 {
     using namespace symm_detail;
+    __shared__ int s_rc;
     __shared__ uint64_t s_ep;
-    int rc = enter_block(t, what, owned);
-    if (rc) return rc;
-    if (thread_linear() == 0) s_ep = episode(t) + 1;
+    if (thread_linear() == 0) {
+        uint64_t e;
+        const int c = claim(t, what, holder_tag(SUB_BLOCK), &e);
+        *owned = c == 1;
+        s_rc = c < 0 ? c : 0;
+        s_ep = e + 1;
+    }
     __syncthreads();
+    *held = s_rc == 0;
     *ep = s_ep;
+    if (!*held) return s_rc;
     if (bytes)
         copy_part<false>(ll_stage(t, t.me, *ep), src, bytes, thread_linear(), block_threads());
     __syncthreads();
-    return round_block(t, what); /* episode s_ep: every member's bytes are staged */
+    return round_block_at(t, *ep, what); /* every member's bytes are staged */
+}
+
+/* Releases the duplicate at episode ep (or leaves ep for its holder). */
+__device__ void ll_leave(const symm_dev_team_t &t, int owned, uint64_t ep, bool held)
+{
+    if (held) symm_detail::leave_block_at(t, owned, ep);
 }
 
 /* dest[i] = op over the members' staged elements, in team order (root >= 0: on root
@@ -117,13 +131,14 @@ __global__ void __launch_bounds__(kThreads)
     const bool scatter = root == -2;
     int owned = 0;
     uint64_t ep;
-    const int rc =
-        ll_enter(t, W, src, count * sizeof(T) * (scatter ? (size_t)t.n : 1), &owned, &ep);
+    bool held;
+    const int rc = ll_enter(t, W, src, count * sizeof(T) * (scatter ? (size_t)t.n : 1), &owned,
+                            &ep, &held);
     const size_t first = scatter ? (size_t)t.me * count : 0;
     if (!rc && (root < 0 || root == t.me))
         op_dispatch<is_int_type<T>::value>(
             op, [&](auto o) { ll_reduce<T, decltype(o)::value>(t, dest, first, count, ep); });
-    leave_block(t, owned);
+    ll_leave(t, owned, ep, held);
 }
 
 /* Broadcast (root stages src), fcollect (every member stages src) and alltoall (every
@@ -140,7 +155,8 @@ __global__ void __launch_bounds__(kThreads)
                                                 : nbytes * (size_t)t.n;
     int owned = 0;
     uint64_t ep;
-    const int rc = ll_enter(t, W, src, staged, &owned, &ep);
+    bool held;
+    const int rc = ll_enter(t, W, src, staged, &owned, &ep, &held);
     const uint32_t i0 = thread_linear(), step = block_threads();
     if (rc) {
         /* nothing to read: the round failed (recorded) */
@@ -152,7 +168,7 @@ __global__ void __launch_bounds__(kThreads)
     } else {
         ll_gather(t, dest, kind == LL_ALLTOALL ? (size_t)t.me * nbytes : 0, nbytes, ep);
     }
-    leave_block(t, owned);
+    ll_leave(t, owned, ep, held);
 }
 
 /* ---------------------------------------------------------------- choosing a path */

@@ -105,14 +105,18 @@ static void release_all(void)
  * seen. The share is the smaller of what is seen and an equal part of the whole among
  * the PEs on the GPU: every PE's grid fits beside the others'. A percentage the MPS
  * server sets by default, unknown here, leaves the equal part of what is seen. */
-static int sm_share(int seen, int sharers)
+static int sm_share(int seen, int sharers, int *set)
 {
     int whole = seen;
     const char *env = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
+    *set = 0;
     if (env && *env) {
         char *end = NULL;
         double p = strtod(env, &end);
-        if (end != env && p > 0 && p < 100) whole = (int)((double)seen * 100.0 / p + 0.5);
+        if (end != env && p > 0 && p < 100) {
+            whole = (int)((double)seen * 100.0 / p + 0.5);
+            *set = 1;
+        }
     }
     int part = whole / (sharers > 0 ? sharers : 1);
     int share = seen < part ? seen : part;
@@ -230,7 +234,7 @@ symm_status_t symm_cuda_transport_init(const char *fn)
     cudaMemset(symm_cuda.err, 0, sizeof(symm_dev_err_buf_t));
     cudaDeviceSynchronize();
     symm_cuda.timeout_ns = (uint64_t)(symm_config.timeout * 1e9);
-    symm_cuda.sm_share = sm_share(symm_cuda.sm_count, symm_cuda.sharers);
+    symm_cuda.sm_share = sm_share(symm_cuda.sm_count, symm_cuda.sharers, &symm_cuda.share_set);
     if ((st = symm_transport_register(&cuda_transport)) != SYMM_SUCCESS) {
         release_all();
         return st;
@@ -389,6 +393,11 @@ static int blocks_per_sm(const void *kernel, int threads, size_t shared_mem)
 int symm_cuda_sm_share(void)
 {
     return symm_cuda.initialized ? symm_cuda.sm_share : 0;
+}
+
+int symm_cuda_share_set(void)
+{
+    return symm_cuda.initialized && symm_cuda.share_set;
 }
 
 symm_status_t symm_cuda_launch_admit(const char *fn, const void *kernel,
