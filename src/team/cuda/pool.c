@@ -198,16 +198,22 @@ static symm_status_t extend(symm_pool_obj_t *p, symm_cuda_pool_t *g)
     return SYMM_SUCCESS;
 }
 
+/* Whether stream is being captured into a CUDA graph. */
+static int capturing(cudaStream_t stream)
+{
+    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
+        cudaGetLastError();
+        return 0;
+    }
+    return cs != cudaStreamCaptureStatusNone;
+}
+
 symm_status_t symm_cuda_pool_attach_on(symm_pool_obj_t *p, const char *fn, cudaStream_t stream)
 {
     symm_cuda_pool_t *g = p->gpu;
     if (p->me >= 0 && g && g->size >= atomic_load(&p->size)) return SYMM_SUCCESS;
-    enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-    if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
-        cudaGetLastError();
-        cs = cudaStreamCaptureStatusNone;
-    }
-    if (cs != cudaStreamCaptureStatusNone)
+    if (capturing(stream))
         return symm_error_set(SYMM_ERR_UNSUPPORTED,
                               "%s: the pool (or team) has no GPU state for all its duplicates "
                               "yet, and making it is a collective exchange through the host, "
@@ -367,12 +373,7 @@ symm_status_t symm_cuda_team_engine(const char *fn, symm_team_t team, cudaStream
     const size_t i = (size_t)(team & SYMM_H_DUP_MASK);
     symm_cuda_engine_t *e = engine_get(g, i);
     if (!e) {
-        enum cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-        if (cudaStreamIsCapturing(stream, &cs) != cudaSuccess) {
-            cudaGetLastError();
-            cs = cudaStreamCaptureStatusNone;
-        }
-        if (cs != cudaStreamCaptureStatusNone)
+        if (capturing(stream))
             return symm_error_set(SYMM_ERR_UNSUPPORTED,
                                   "%s: this is the team's first collective on a stream, which "
                                   "makes its GPU state through a collective exchange on the "
