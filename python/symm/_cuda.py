@@ -45,6 +45,13 @@ _PROTOS = {
                                            _VP]),
     "symm_moe_combine_on_stream": (st_t, [pool_t, _VP, c_size_t, _VP, c_size_t, _VP, _VP,
                                           c_int, c_size_t, _VP, _VP, _VP, _VP, c_int, _VP]),
+    "symm_cuda_moe_topk_workspace_bytes": (c_size_t, [c_int, c_int, c_size_t, c_int]),
+    "symm_moe_topk_dispatch_on_stream": (st_t, [pool_t, _VP, c_size_t, _VP, c_size_t, c_size_t,
+                                                _VP, c_int, c_int, c_size_t, _VP, c_int, _VP,
+                                                _VP, _VP, _VP, _VP, _VP, c_int, _VP]),
+    "symm_moe_topk_combine_on_stream": (st_t, [pool_t, _VP, c_size_t, _VP, c_size_t, c_size_t,
+                                               c_int, _VP, _VP, _VP, c_int, c_int, _VP, c_int,
+                                               _VP]),
 }
 
 

@@ -74,6 +74,17 @@ class Tile(Structure):
     _fields_ = [("base", c_void_p), ("rows", c_size_t), ("cols", c_size_t), ("ld", c_size_t)]
 
 
+class MoeSide(Structure):
+    """symm_moe_side_t: a side payload of the top-k dispatch."""
+    _fields_ = [("in_", c_void_p), ("out", c_void_p), ("row_bytes", c_size_t)]
+
+
+# symm_moe_src_t is 16 bytes (int32 pe, int32 slot, int64 token): the package keeps it as
+# two int64 words per row.
+MOE_SIDE_MAX = 8
+MOE_TOPK_MAX = 32
+
+
 class Info(Structure):
     _fields_ = [("heap_size", c_size_t), ("heap_used", c_size_t), ("team_heap_size", c_size_t),
                 ("team_heap_used", c_size_t), ("transport", c_char_p)]
@@ -162,6 +173,21 @@ _PROTOS = {
                                           c_int, c_size_t, c_size_t, SIZE_P, SIZE_P, SIZE_P]),
     "symm_moe_combine_parallel": (st_t, [pool_t, c_int, c_void_p, c_size_t, c_void_p, SIZE_P,
                                          SIZE_P, c_int, c_size_t, SIZE_P, SIZE_P, SIZE_P]),
+    # (team, out, out_capacity, in, tokens, row_bytes, topk_idx, k, ne, major_align, side,
+    #  nside, out_counts, out_offsets, out_src, out_rows, topk_rows)
+    "symm_moe_topk_dispatch": (st_t, [team_t, c_void_p, c_size_t, c_void_p, c_size_t, c_size_t,
+                                      c_void_p, c_int, c_int, c_size_t, c_void_p, c_int, SIZE_P,
+                                      SIZE_P, c_void_p, SIZE_P, c_void_p]),
+    "symm_moe_topk_dispatch_parallel": (st_t, [pool_t, c_int, c_void_p, c_size_t, c_void_p,
+                                               c_size_t, c_size_t, c_void_p, c_int, c_int,
+                                               c_size_t, c_void_p, c_int, SIZE_P, SIZE_P,
+                                               c_void_p, SIZE_P, c_void_p]),
+    # (team, out, tokens, in, in_rows, hidden, type, topk_idx, topk_rows, topk_weights, k, ne)
+    "symm_moe_topk_combine": (st_t, [team_t, c_void_p, c_size_t, c_void_p, c_size_t, c_size_t,
+                                     c_int, c_void_p, c_void_p, c_void_p, c_int, c_int]),
+    "symm_moe_topk_combine_parallel": (st_t, [pool_t, c_int, c_void_p, c_size_t, c_void_p,
+                                              c_size_t, c_size_t, c_int, c_void_p, c_void_p,
+                                              c_void_p, c_int, c_int]),
 }
 
 for _name, (_res, _args) in _PROTOS.items():

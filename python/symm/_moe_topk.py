@@ -1,0 +1,227 @@
+"""_moe_topk.py — top-k MoE dispatch and weighted combine (symm_moe_topk_dispatch /
+symm_moe_topk_combine of symm.h, and their stream forms of symm_cuda.h) on arrays: every
+token goes to the experts its router chose and comes back as the weighted sum of their
+outputs. On CPU arrays the host calls run; on CUDA tensors the stream calls, enqueued on
+the current torch stream, with every index and output on the device."""
+
+import ctypes
+from collections import namedtuple
+
+import numpy as np
+
+from . import _arrays, _cuda
+from ._lib import MOE_SIDE_MAX, TYPES, MoeSide, check, lib
+from ._ops import _moe_args, _run, _same_type
+from ._team import handle_of
+
+# What a dispatch returns. counts[e], offsets[e] (ne each): rows received for local expert
+# e and where its segment starts; rows: rows of the layout, padding included (an int on the
+# CPU; a 1-element int64 tensor on the device); topk_rows (tokens, k): where each slot of
+# this PE's tokens landed on its expert's PE, the handle the combine takes; src: the
+# out_src argument (None when not given).
+TopkDispatch = namedtuple("TopkDispatch", "counts offsets rows topk_rows src")
+
+_COMBINE_TYPES = (TYPES["float32"], TYPES["float16"], TYPES["bfloat16"])
+
+
+def _torch():
+    return _arrays.torch_module()
+
+
+def _is_cuda(i):
+    return i.device[0] == "cuda"
+
+
+def _host_array(x, dtype, shape, what):
+    """x (list, NumPy array or CPU tensor) as a contiguous NumPy array of dtype and shape
+    (the caller keeps it alive while the call runs)."""
+    torch = _torch()
+    if torch is not None and isinstance(x, torch.Tensor):
+        if x.is_cuda:
+            raise ValueError("symm: %s is a CUDA tensor but the rows are on the CPU" % what)
+        x = x.detach().numpy()
+    a = np.ascontiguousarray(x, dtype=dtype)
+    if a.shape != shape:
+        raise ValueError("symm: %s has shape %s, not %s" % (what, a.shape, shape))
+    return a
+
+
+def _dev_array(x, dtype, shape, ref, what):
+    """x as a contiguous tensor of dtype and shape on ref's device (copied there if not)."""
+    torch = _torch()
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    t = t.to(device=ref.device, dtype=dtype).contiguous()
+    if tuple(t.shape) != shape:
+        raise ValueError("symm: %s has shape %s, not %s" % (what, tuple(t.shape), shape))
+    return t
+
+
+def _out(given, ref, shape, what, cuda):
+    """An int64 output of shape: given (contiguous int64 on the right device, written in
+    place) or new (a tensor if ref is one, else NumPy)."""
+    torch = _torch()
+    if given is None:
+        if cuda:
+            return torch.empty(shape, dtype=torch.int64, device=ref.device)
+        if torch is not None and isinstance(ref, torch.Tensor):
+            return torch.empty(shape, dtype=torch.int64)
+        return np.empty(shape, dtype=np.int64)
+    i = _arrays.info(given, what)
+    if i.shape != shape or i.dtype != "int64" or not i.contiguous or _is_cuda(i) != cuda:
+        raise ValueError("symm: %s must be a contiguous int64 %s array of shape %s (got %s %s "
+                         "on %s)" % (what, "CUDA" if cuda else "CPU", shape, i.dtype, i.shape,
+                                     i.device[0]))
+    return given
+
+
+def _ptr(a):
+    return _arrays.info(a).ptr if a is not None else None
+
+
+def _routes(topk_idx, ref, cuda):
+    """topk_idx as a contiguous int64 (tokens, k) array where the call reads it."""
+    shape = tuple(topk_idx.shape) if hasattr(topk_idx, "shape") else np.shape(topk_idx)
+    if len(shape) != 2:
+        raise ValueError("symm: topk_idx must be 2-D (tokens, k), not of shape %s" % (shape,))
+    if cuda:
+        return _dev_array(topk_idx, _torch().int64, shape, ref, "topk_idx")
+    return _host_array(topk_idx, np.int64, shape, "topk_idx")
+
+
+def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_counts=None,
+                      out_offsets=None, out_src=None, topk_rows=None, team=None, pool=None,
+                      workers=0, workspace=None):
+    """Top-k MoE dispatch: token t (row t of input, symmetric) goes to every PE holding one
+    of its experts topk_idx[t] (tokens x k global expert ids, PE j's local expert e being
+    j*ne + e; -1: none), and lands there once per slot in that expert's segment of out
+    (expert-major; within a segment by source PE, token, slot; segments start at multiples
+    of major_align, 0: packed). sides: (side_in, side_out) pairs of per-token rows carried
+    along (fp8 scales, ...): side_in symmetric with a row per token, side_out with out's
+    rows. out_src: an int64 (out rows, 2) array that gets each row's source (viewed as
+    int32, columns 0 and 1 are the PE and the slot; column 1 of the int64 view the
+    token; -1 for padding). Returns TopkDispatch(counts, offsets, rows, topk_rows, src).
+    CUDA tensors need workspace=symm.cuda_topk_workspace(...)."""
+    n, i, o = _moe_args(input, out, team, pool)
+    cuda = _is_cuda(i)
+    idx = _routes(topk_idx, input, cuda)
+    tokens, k = (int(s) for s in idx.shape)
+    ne = int(ne)
+    if tokens > i.shape[0]:
+        raise ValueError("symm: topk_idx routes %d tokens but input has %d rows"
+                         % (tokens, i.shape[0]))
+    sides = list(sides)
+    if len(sides) > MOE_SIDE_MAX:
+        raise ValueError("symm: %d side payloads (at most %d)" % (len(sides), MOE_SIDE_MAX))
+    side = (MoeSide * max(len(sides), 1))()
+    for p, (s_in, s_out) in enumerate(sides):
+        si, so = _arrays.dense(s_in, "sides[%d] in" % p), _arrays.dense(s_out, "sides[%d] out" % p)
+        if not si.shape or not so.shape or si.row_bytes() != so.row_bytes():
+            raise ValueError("symm: sides[%d]: in and out must have rows of the same size "
+                             "(%s, %s)" % (p, si.shape, so.shape))
+        if si.shape[0] < tokens or so.shape[0] < o.shape[0]:
+            raise ValueError("symm: sides[%d]: in needs a row per token (%d) and out a row per "
+                             "row of out (%d), not %s and %s"
+                             % (p, tokens, o.shape[0], si.shape, so.shape))
+        if _is_cuda(si) != cuda or _is_cuda(so) != cuda:
+            raise ValueError("symm: sides[%d] must be on the same device as input" % p)
+        side[p] = MoeSide(si.ptr if si.nbytes else None, so.ptr if so.nbytes else None,
+                          si.row_bytes())
+    counts = _out(out_counts, input, (ne,), "out_counts", cuda)
+    offsets = _out(out_offsets, input, (ne,), "out_offsets", cuda)
+    rows_of = _out(topk_rows, input, (tokens, k), "topk_rows", cuda)
+    src = None if out_src is None else _out(out_src, input, (o.shape[0], 2), "out_src", cuda)
+    in_ptr = i.ptr if i.nbytes else None
+    if cuda:
+        nrows = _torch().empty((1,), dtype=_torch().int64, device=input.device)
+        ws = _topk_ws(workspace, n, ne, tokens, k)
+        p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
+        check(_cuda.lib().symm_moe_topk_dispatch_on_stream(
+            p, o.ptr, o.shape[0], in_ptr, tokens, i.row_bytes(), idx.data_ptr(), k, ne,
+            int(major_align), side, len(sides), counts.data_ptr(), offsets.data_ptr(),
+            _ptr(src), nrows.data_ptr(), rows_of.data_ptr(), ws, int(workers), _cuda.stream()))
+        return TopkDispatch(counts, offsets, nrows, rows_of, src)
+    nrows = ctypes.c_size_t(0)
+    _run(team, pool, workers, lib.symm_moe_topk_dispatch, lib.symm_moe_topk_dispatch_parallel,
+         o.ptr, o.shape[0], in_ptr, tokens, i.row_bytes(), idx.ctypes.data if idx.size else None,
+         k, ne, int(major_align), side, len(sides), _ptr(counts), _ptr(offsets), _ptr(src),
+         ctypes.addressof(nrows), _ptr(rows_of))
+    return TopkDispatch(counts, offsets, nrows.value, rows_of, src)
+
+
+def moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights=None, in_rows=None,
+                     team=None, pool=None, workers=0, workspace=None):
+    """Weighted combine, the way back: input (symmetric, laid out as the dispatch's out:
+    row r the expert's result for the token that landed at row r; float32, float16 or
+    bfloat16) is read by the tokens' home PEs; out[t] = sum over the slots i with
+    topk_idx[t, i] >= 0, in slot order, of topk_weights[t, i] x that row, accumulated in
+    float and rounded once (weights None: a plain sum; a token with no expert: zeros).
+    topk_idx and topk_rows are the dispatch's; in_rows (default: input's rows) bounds
+    the rows other PEs may read. CUDA tensors need workspace=."""
+    n, i, o = _moe_args(input, out, team, pool)
+    _same_type(i, o, "moe_topk_combine")
+    if i.type not in _COMBINE_TYPES:
+        raise TypeError("symm: moe_topk_combine: rows of %s (float32, float16 or bfloat16)"
+                        % i.dtype)
+    cuda = _is_cuda(i)
+    idx = _routes(topk_idx, input, cuda)
+    tokens, k = (int(s) for s in idx.shape)
+    ne = int(ne)
+    if o.shape[0] < tokens:
+        raise ValueError("symm: out has %d rows for %d tokens" % (o.shape[0], tokens))
+    hidden = i.row_bytes() // i.itemsize
+    in_rows = i.shape[0] if in_rows is None else int(in_rows)
+    if in_rows > i.shape[0]:
+        raise ValueError("symm: in_rows %d but input has %d rows" % (in_rows, i.shape[0]))
+    in_ptr = i.ptr if i.nbytes and in_rows else None
+    if cuda:
+        torch = _torch()
+        rows_of = _dev_array(topk_rows, torch.int64, (tokens, k), input, "topk_rows")
+        w = None if topk_weights is None else _dev_array(topk_weights, torch.float32,
+                                                         (tokens, k), input, "topk_weights")
+        ws = _topk_ws(workspace, n, ne, tokens, k)
+        p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
+        check(_cuda.lib().symm_moe_topk_combine_on_stream(
+            p, o.ptr, tokens, in_ptr, in_rows, hidden, i.type, idx.data_ptr(),
+            rows_of.data_ptr(), None if w is None else w.data_ptr(), k, ne, ws, int(workers),
+            _cuda.stream()))
+        return out
+    rows_of = _host_array(topk_rows, np.int64, (tokens, k), "topk_rows")
+    w = None if topk_weights is None else _host_array(topk_weights, np.float32, (tokens, k),
+                                                      "topk_weights")
+    slots = tokens * k
+    _run(team, pool, workers, lib.symm_moe_topk_combine, lib.symm_moe_topk_combine_parallel,
+         o.ptr if o.nbytes else None, tokens, in_ptr, in_rows, hidden, i.type,
+         idx.ctypes.data if slots else None, rows_of.ctypes.data if slots else None,
+         None if w is None or not slots else w.ctypes.data, k, ne)
+    return out
+
+
+def _topk_ws(workspace, n, ne, tokens, k):
+    if workspace is None:
+        raise ValueError("symm: the top-k calls on CUDA tensors take workspace="
+                         "symm.cuda_topk_workspace(%d, %d, tokens, %d) (tokens: the most any "
+                         "PE routes)" % (n, ne, k))
+    w = _arrays.dense(workspace, "workspace")
+    need = _cuda.lib().symm_cuda_moe_topk_workspace_bytes(n, ne, tokens, k)
+    if w.nbytes < need:
+        raise ValueError("symm: workspace has %d bytes; %d PEs x %d experts with %d tokens x "
+                         "top-%d need %d" % (w.nbytes, n, ne, tokens, k, need))
+    return w.ptr
+
+
+def cuda_topk_workspace(n, ne, tokens, k):
+    """The workspace of the top-k calls on CUDA tensors (workspace=) for a team of n PEs,
+    ne experts per PE, up to `tokens` tokens per PE and top-k routing: a zeroed uint8
+    tensor on the GPU heap. Collective over the world, like symm.empty. One call at a time
+    uses it (calls on one stream may share it; dispatch and combine included)."""
+    from ._heap import zeros
+    size = _cuda.lib().symm_cuda_moe_topk_workspace_bytes(int(n), int(ne), int(tokens), int(k))
+    if size == 0:
+        raise ValueError("symm: no top-k workspace for %d PEs x %d experts, %d tokens, k = %d "
+                         "(k must be 1..32, ne >= 1)" % (n, ne, tokens, k))
+    ws = zeros((size,), "uint8", device="cuda")
+    # Peers write into this PE's workspace from their first call on: zeroed everywhere
+    # before any PE goes on.
+    _torch().cuda.current_stream().synchronize()
+    check(lib.symm_barrier(0))
+    return ws
