@@ -89,8 +89,8 @@ def _routes(topk_idx, ref, cuda):
 
 
 def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_counts=None,
-                      out_offsets=None, out_src=None, topk_rows=None, team=None, pool=None,
-                      workers=0, workspace=None):
+                      out_offsets=None, out_src=None, topk_rows=None, out_rows=None, team=None,
+                      pool=None, workers=0, workspace=None):
     """Top-k MoE dispatch: token t (row t of input, symmetric) goes to every PE holding one
     of its experts topk_idx[t] (tokens x k global expert ids, PE j's local expert e being
     j*ne + e; -1: none), and lands there once per slot in that expert's segment of out
@@ -99,8 +99,10 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
     along (fp8 scales, ...): side_in symmetric with a row per token, side_out with out's
     rows. out_src: an int64 (out rows, 2) array that gets each row's source (viewed as
     int32, columns 0 and 1 are the PE and the slot; column 1 of the int64 view the
-    token; -1 for padding). Returns TopkDispatch(counts, offsets, rows, topk_rows, src).
-    CUDA tensors need workspace=symm.cuda_topk_workspace(...)."""
+    token; -1 for padding). Outputs given (out_counts, out_offsets, topk_rows, out_rows:
+    contiguous int64 on input's device) are written in place, else made. Returns
+    TopkDispatch(counts, offsets, rows, topk_rows, src). CUDA tensors need
+    workspace=symm.cuda_topk_workspace(...)."""
     n, i, o = _moe_args(input, out, team, pool)
     cuda = _is_cuda(i)
     idx = _routes(topk_idx, input, cuda)
@@ -131,8 +133,9 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
     rows_of = _out(topk_rows, input, (tokens, k), "topk_rows", cuda)
     src = None if out_src is None else _out(out_src, input, (o.shape[0], 2), "out_src", cuda)
     in_ptr = i.ptr if i.nbytes else None
+    nrows_out = None if out_rows is None else _out(out_rows, input, (1,), "out_rows", cuda)
     if cuda:
-        nrows = _torch().empty((1,), dtype=_torch().int64, device=input.device)
+        nrows = nrows_out if nrows_out is not None else _out(None, input, (1,), "", True)
         ws = _topk_ws(workspace, n, ne, tokens, k)
         p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
         check(_cuda.lib().symm_moe_topk_dispatch_on_stream(
@@ -145,6 +148,8 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
          o.ptr, o.shape[0], in_ptr, tokens, i.row_bytes(), idx.ctypes.data if idx.size else None,
          k, ne, int(major_align), side, len(sides), _ptr(counts), _ptr(offsets), _ptr(src),
          ctypes.addressof(nrows), _ptr(rows_of))
+    if nrows_out is not None:
+        nrows_out[0] = nrows.value
     return TopkDispatch(counts, offsets, nrows.value, rows_of, src)
 
 

@@ -5,6 +5,8 @@ as their handle (Team.handle, an int; 0 is the world), pools likewise.
 
     torch.ops.symm.all_reduce_(t, "sum", 0)
     torch.ops.symm.all_to_all_vdev_2d(inp, out, in_splits, out_splits_offsets, team, 1)
+    torch.ops.symm.moe_topk_dispatch(inp, out, topk_idx, ne, 0, [], [], counts, offsets,
+                                     rows, topk_rows, team)
 
 Every op mutates its output arguments in place and returns nothing, as the
 torch.distributed and torch.ops.symm_mem ops they mirror."""
@@ -13,7 +15,7 @@ from typing import List, Optional
 
 import torch
 
-from . import _ops
+from . import _moe_topk, _ops
 from ._team import Pool
 
 _NS = "symm"
@@ -110,3 +112,30 @@ def all_to_all_vdev_2d_offset(input: torch.Tensor, out: torch.Tensor,
     t, p = _team(team, pool)
     _ops.all_to_all_vdev_2d_offset(input, out, in_splits_offsets, out_splits_offsets, team=t,
                                    pool=p, workers=workers)
+
+
+@torch.library.custom_op(_NS + "::moe_topk_dispatch",
+                         mutates_args=("out", "side_outs", "out_counts", "out_offsets",
+                                       "out_rows", "topk_rows"))
+def moe_topk_dispatch(input: torch.Tensor, out: torch.Tensor, topk_idx: torch.Tensor, ne: int,
+                      major_align: int, side_ins: List[torch.Tensor],
+                      side_outs: List[torch.Tensor], out_counts: torch.Tensor,
+                      out_offsets: torch.Tensor, out_rows: torch.Tensor,
+                      topk_rows: torch.Tensor, team: int, pool: int = -1, workers: int = 0,
+                      workspace: Optional[torch.Tensor] = None) -> None:
+    t, p = _team(team, pool)
+    _moe_topk.moe_topk_dispatch(input, out, topk_idx, ne, major_align,
+                                list(zip(side_ins, side_outs)), out_counts, out_offsets,
+                                None, topk_rows, out_rows, team=t, pool=p, workers=workers,
+                                workspace=workspace)
+
+
+@torch.library.custom_op(_NS + "::moe_topk_combine", mutates_args=("out",))
+def moe_topk_combine(input: torch.Tensor, out: torch.Tensor, topk_idx: torch.Tensor,
+                     topk_rows: torch.Tensor, topk_weights: Optional[torch.Tensor], ne: int,
+                     in_rows: int, team: int, pool: int = -1, workers: int = 0,
+                     workspace: Optional[torch.Tensor] = None) -> None:
+    t, p = _team(team, pool)
+    _moe_topk.moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights,
+                               None if in_rows < 0 else in_rows, team=t, pool=p,
+                               workers=workers, workspace=workspace)

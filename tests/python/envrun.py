@@ -2,7 +2,9 @@
 workers on one host: each alone, with RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE,
 GROUP_RANK, MASTER_ADDR and MASTER_PORT (a free port on 127.0.0.1). When one fails, the
 others are stopped (as torchrun's agent does). Exits with the first failure's status, or
-0."""
+0. --mps-share gives each process an equal share of the GPU they share under CUDA MPS
+(CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 / N), as NVSHMEM needs to run several PEs on one
+GPU."""
 import argparse
 import os
 import signal
@@ -23,6 +25,8 @@ def main():
     ap.add_argument("-n", type=int, required=True)
     ap.add_argument("--grace", type=float, default=10.0,
                     help="seconds the others get after one fails")
+    ap.add_argument("--mps-share", action="store_true",
+                    help="CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 / N in every process")
     ap.add_argument("command", nargs=argparse.REMAINDER)
     a = ap.parse_args()
     cmd = a.command[1:] if a.command[:1] == ["--"] else a.command
@@ -32,6 +36,8 @@ def main():
         env = dict(os.environ, RANK=str(r), LOCAL_RANK=str(r), WORLD_SIZE=str(a.n),
                    LOCAL_WORLD_SIZE=str(a.n), GROUP_RANK="0", MASTER_ADDR="127.0.0.1",
                    MASTER_PORT=str(port))
+        if a.mps_share:
+            env["CUDA_MPS_ACTIVE_THREAD_PERCENTAGE"] = str(max(100 // a.n, 1))
         procs.append(subprocess.Popen(cmd, env=env))
     status, deadline = 0, None
     while any(p.poll() is None for p in procs):

@@ -125,6 +125,48 @@ def test_moe_on_the_gpu_equals_the_cpu(ne, align):
     symm.barrier()
 
 
+@pytest.mark.parametrize("k,ne,align", [(1, 1, 0), (4, 3, 1), (8, 2, 16)])
+def test_moe_topk_on_the_gpu_equals_the_cpu(k, ne, align):
+    """Top-k dispatch (tokens and a side payload) and weighted combine (float32, bfloat16)
+    on CUDA tensors, bytewise as the CPU path on the same data."""
+    T, H = 37, 64
+    cap = n() * T * k + ne * max(align, 1)
+    r = np.random.default_rng([90, k, ne, me()])
+    idx = torch.from_numpy(r.integers(-1, n() * ne, size=(T, k)))
+    w = torch.from_numpy(r.uniform(0, 1, size=(T, k)).astype(np.float32))
+    tok = torch.from_numpy(data((T, H), "float32", 91, k, me()))
+    side = torch.from_numpy(data((T, 4), "float32", 92, k, me()))
+    res = {}
+    ws = symm.cuda_topk_workspace(n(), ne, T, k)
+    for dev in ("cpu", "cuda"):
+        inp = symm.empty((T, H), "float32", device=dev, backend="torch")
+        sin = symm.empty((T, 4), "float32", device=dev, backend="torch")
+        inp.copy_(tok)
+        sin.copy_(side)
+        out = torch.zeros((cap, H), device=dev)
+        sout = torch.zeros((cap, 4), device=dev)
+        src = torch.full((cap, 2), -5, dtype=torch.int64, device=dev)
+        d = symm.moe_topk_dispatch(inp, out, idx.to(dev), ne, major_align=align,
+                                   sides=[(sin, sout)], out_src=src,
+                                   workspace=ws if dev == "cuda" else None)
+        backs = []
+        for dt in (torch.float32, torch.bfloat16):
+            eo = symm.empty((cap, H), dt, device=dev, backend="torch")
+            eo.copy_((out * 3 + 1).to(dt))
+            back = torch.zeros((T, H), dtype=dt, device=dev)
+            symm.moe_topk_combine(eo, back, idx.to(dev), d.topk_rows, ne, topk_weights=w.to(dev),
+                                  workspace=ws if dev == "cuda" else None)
+            backs.append(back)
+        rows = int(d.rows) if dev == "cpu" else int(d.rows.item())
+        res[dev] = [x.cpu() for x in (out[:rows], sout[:rows], src[:rows], d.counts,
+                                      d.offsets, d.topk_rows, *backs)]
+        symm.barrier()
+    symm.cuda_check()
+    for a, b in zip(res["cpu"], res["cuda"]):
+        assert torch.equal(a, b)
+    symm.barrier()
+
+
 def test_all_reduce_in_a_cuda_graph():
     x = symm.empty((4096,), "float32", device="cuda")
     x.fill_(1)

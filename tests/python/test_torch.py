@@ -93,3 +93,36 @@ def test_fp8_tiles_fold_in_float_and_round_once(dt):
     with pytest.raises(symm.SymmError):
         symm.all_reduce(flat)
     symm.barrier()
+
+
+def test_moe_topk_custom_ops():
+    """torch.ops.symm.moe_topk_dispatch / _combine on CPU tensors: bf16 tokens with an fp32
+    side payload, the dispatch bytewise as the plain call's, and a bf16 weighted combine of
+    expert outputs 2 x token, exact in float and rounded once."""
+    ne, k, T, H = 2, 3, 6, 8
+    g = torch.Generator().manual_seed(11 + me())
+    idx = torch.randint(-1, n() * ne, (T, k), generator=g)
+    w = torch.randint(1, 257, (T, k), generator=g).float() / 256
+    inp = symm.empty((T, H), torch.bfloat16, backend="torch")
+    inp.copy_((torch.randint(-128, 128, (T, H), generator=g).float() / 16).to(torch.bfloat16))
+    sin = symm.empty((T, 2), torch.float32, backend="torch")
+    sin.copy_(torch.rand((T, 2), generator=g))
+    cap = n() * T * k  # the most rows any PE can receive (major_align 0)
+    out, sout = torch.zeros((cap, H), dtype=torch.bfloat16), torch.zeros((cap, 2))
+    counts, offs = torch.empty(ne, dtype=torch.int64), torch.empty(ne, dtype=torch.int64)
+    rows, trows = torch.empty(1, dtype=torch.int64), torch.empty((T, k), dtype=torch.int64)
+    torch.ops.symm.moe_topk_dispatch(inp, out, idx, ne, 0, [sin], [sout], counts, offs, rows,
+                                     trows, 0)
+    out2, sout2 = torch.zeros_like(out), torch.zeros_like(sout)
+    ref = symm.moe_topk_dispatch(inp, out2, idx, ne, sides=[(sin, sout2)])
+    assert torch.equal(out, out2) and torch.equal(sout, sout2)
+    assert torch.equal(counts, ref.counts) and torch.equal(offs, ref.offsets)
+    assert int(rows[0]) == ref.rows and torch.equal(trows, ref.topk_rows)
+    eo = symm.empty((cap, H), torch.bfloat16, backend="torch")
+    eo.copy_(out * 2)
+    back = torch.full((T, H), 7.0, dtype=torch.bfloat16)
+    symm.barrier()
+    torch.ops.symm.moe_topk_combine(eo, back, idx, trows, w, ne, -1, 0)
+    want = 2 * inp.float() * (w * (idx >= 0)).sum(1, keepdim=True)
+    assert torch.equal(back, want.to(torch.bfloat16))
+    symm.barrier()

@@ -1,0 +1,580 @@
+"""torch_symm_mem.py — symm beside PyTorch SymmMem (torch.ops.symm_mem over NVSHMEM) in the
+same processes, on the same GPU, with the same MPS share, measured in the same run:
+
+ (a) MoE dispatch and combine, 4096 tokens of 7168 bytes (hidden 3584, bf16) per PE, 8
+     experts per PE, splits as even as possible, major_align 16:
+     torch.ops.symm_mem.all_to_all_vdev_2d / all_to_all_vdev_2d_offset against
+     symm.moe_dispatch / symm.moe_combine on the current stream, and a device copy
+     (copy_) of the bytes each moves on this PE; both outputs checked equal first.
+ (b) the top-k expert-parallel layer at DeepEP's shapes: hidden 7168, top-8 of 256 experts
+     in all, fp8 e4m3 tokens with 56 float32 scales (one per 128 channels), bf16 combine
+     with float32 router weights; 4096 tokens per PE (normal) and 128 (decode). PyTorch's
+     composite: replicate each token per slot sorted by expert (scales packed into the
+     row), all_to_all_vdev_2d, and back all_to_all_vdev_2d_offset, the k results gathered
+     and weight-summed (bmm); against symm.moe_topk_dispatch (scales as a side payload) and
+     symm.moe_topk_combine. torch's kernel takes at most 16 experts per rank, so the
+     composite routes to 16 groups of consecutive experts per PE (rows sorted by expert
+     inside each group's block); symm routes to every expert.
+ and symm's device barrier (symm.barrier(device="cuda")), the floor of any call whose PEs
+ meet on the device.
+
+Timing: every PE times its own stream with CUDA events, after a host barrier, its calls
+queued behind a kernel that holds the stream (torch.cuda._sleep), so time is the GPU's per
+call, not the Python host's issue rate (host_us says that one); per batch of --iters
+calls, median over --reps batches, the slowest PE's median reported with its spread
+(max - min over the batches, in % of the median). Markdown on rank 0.
+
+Usage (several PEs on one GPU: start CUDA MPS first):
+  python3 bench/python/torch_symm_mem.py --np N [--quick] [--iters I] [--reps R]
+      starts N ranks through tests/python/envrun.py --mps-share (RANK, WORLD_SIZE,
+      LOCAL_RANK, MASTER_ADDR, MASTER_PORT; CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 / N);
+      or start every rank yourself, torchrun-style, without --np.
+  --cpu-check: no GPU needed: the top-k composite at a small shape on CPU tensors, with
+      symm's CPU all_to_all_vdev_2d / _offset standing in for torch.ops.symm_mem, checked
+      against a serial reference (run under symmrun or envrun)."""
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ENVRUN = os.path.join(HERE, "..", "..", "tests", "python", "envrun.py")
+# Set where the launcher did not: multicast stays off; NVSHMEM's heap holds the top-k
+# composite's buffers at 4096 tokens (about 1.6 GB per PE), symm's its own.
+ENV_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1",
+                "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_SYMMETRIC_SIZE": str(4 << 30),
+                "SYMM_GPU_HEAP_SIZE": "2G"}
+
+HIDDEN_A, EXPERTS_A, ALIGN_A = 3584, 8, 16            # (a): 7168-byte bf16 rows
+HIDDEN, TOPK, EXPERTS, SCALES = 7168, 8, 256, 56        # (b): DeepEP's shapes
+TORCH_MAX_EXPERTS = 16  # experts per rank torch's all_to_all_vdev_2d takes (its NUM_TILES)
+
+torch = dist = symm = None
+
+
+def launch(n, argv):
+    env = dict(os.environ)
+    for k, v in ENV_DEFAULTS.items():
+        env.setdefault(k, v)
+    cmd = [sys.executable, ENVRUN, "-n", str(n), "--mps-share", "--", sys.executable,
+           os.path.abspath(__file__)] + argv
+    return subprocess.call(cmd, env=env)
+
+
+# ---------------------------------------------------------------- the two a2a backends
+class TorchSymmMem:
+    """torch.ops.symm_mem on symmetric tensors of torch's NVSHMEM heap."""
+
+    def __init__(self, group_name):
+        import torch.distributed._symmetric_memory as symm_mem
+        self.sm, self.group = symm_mem, group_name
+
+    def empty(self, shape, dtype):
+        t = self.sm.empty(*shape, dtype=dtype, device="cuda")
+        self.sm.rendezvous(t, self.group)
+        return t
+
+    def a2a_2d(self, inp, out, splits, so, align):
+        torch.ops.symm_mem.all_to_all_vdev_2d(inp, out, splits, so, self.group,
+                                              major_align=align)
+
+    def a2a_2d_offset(self, inp, out, so_in, so_out):
+        torch.ops.symm_mem.all_to_all_vdev_2d_offset(inp, out, so_in, so_out, self.group)
+
+
+class SymmCpu:
+    """symm's CPU calls, which follow PyTorch's layout, standing in for torch.ops.symm_mem
+    (--cpu-check)."""
+
+    def empty(self, shape, dtype):
+        return symm.empty(shape, dtype, backend="torch")
+
+    def a2a_2d(self, inp, out, splits, so, align):
+        symm.all_to_all_vdev_2d(inp, out, splits, so, major_align=align)
+
+    def a2a_2d_offset(self, inp, out, so_in, so_out):
+        symm.all_to_all_vdev_2d_offset(inp, out, so_in, so_out)
+
+
+# ---------------------------------------------------------------- the top-k composite
+class TopkComposite:
+    """PyTorch's top-k layer out of all_to_all_vdev_2d / _offset: dispatch replicates each
+    token once per slot, sorted by expert (so grouped by PE and expert group), scales
+    packed after the fp8 bytes; combine brings the slots back in that order, un-sorts them
+    and takes the weighted sum of each token's k results (bmm, bf16). Every slot must be
+    routed (no -1), as in DeepEP's routing."""
+
+    def __init__(self, ops, n, tokens, k, ne, row_bytes, hidden, cap, align,
+                 max_groups=TORCH_MAX_EXPERTS, device="cuda"):
+        self.ops, self.T, self.k, self.align, self.hidden = ops, tokens, k, align, hidden
+        groups = max(g for g in range(1, min(ne, max_groups) + 1) if ne % g == 0)
+        self.per_group = ne // groups  # consecutive experts in one group
+        self.groups = groups
+        slots = tokens * k
+        self.inp = ops.empty((slots, row_bytes), torch.uint8)
+        self.out = ops.empty((cap, row_bytes), torch.uint8)
+        self.splits = ops.empty((n * groups,), torch.int64)
+        self.so = ops.empty((2, n * groups), torch.int64)
+        self.eo = ops.empty((cap, hidden), torch.bfloat16)  # the experts' outputs
+        self.back = ops.empty((slots, hidden), torch.bfloat16)
+        self.so_back = ops.empty((2, n * groups), torch.int64)
+        self.ones = torch.ones(slots, dtype=torch.int64, device=device)
+        self.arange = torch.arange(slots, dtype=torch.int64, device=device)
+        self.inv = torch.empty(slots, dtype=torch.int64, device=device)
+        self.result = torch.empty((tokens, 1, hidden), dtype=torch.bfloat16, device=device)
+
+    def dispatch(self, x_bytes, scale_bytes, idx):
+        flat = idx.reshape(-1)
+        order = torch.argsort(flat, stable=True)
+        self.inv.index_copy_(0, order, self.arange)
+        packed = torch.cat((x_bytes, scale_bytes), dim=1)
+        torch.index_select(packed, 0, torch.div(order, self.k, rounding_mode="floor"),
+                           out=self.inp)
+        self.splits.zero_()
+        self.splits.scatter_add_(0, torch.div(flat, self.per_group, rounding_mode="floor"),
+                                 self.ones)
+        self.ops.a2a_2d(self.inp, self.out, self.splits, self.so, self.align)
+
+    def combine(self, weights):
+        self.ops.a2a_2d_offset(self.eo, self.back, self.so, self.so_back)
+        y = self.back.index_select(0, self.inv).view(self.T, self.k, self.hidden)
+        torch.bmm(weights.to(torch.bfloat16).view(self.T, 1, self.k), y, out=self.result)
+        return self.result.view(self.T, self.hidden)
+
+
+def even_splits(total, parts):
+    base, extra = divmod(total, parts)
+    return [base + (1 if i < extra else 0) for i in range(parts)]
+
+
+# ---------------------------------------------------------------- timing
+class Timer:
+    def __init__(self, iters, reps):
+        self.iters, self.reps = iters, reps
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.cuda.synchronize()
+        a.record()
+        torch.cuda._sleep(1000000)
+        b.record()
+        b.synchronize()
+        self.cycles_per_us = 1000000 / max(a.elapsed_time(b) * 1000, 1.0)
+        self.host_us = 0.0
+
+    def worst(self, values):
+        t = torch.tensor(values, dtype=torch.float64)
+        dist.all_reduce(t, op=dist.ReduceOp.MAX)
+        return t.tolist()
+
+    def __call__(self, fn):
+        """(median us per call, spread %) of fn on the GPU, the slowest PE's; sets
+        host_us (the slowest PE's host time to issue one call)."""
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        fn()
+        host = time.perf_counter() - t0
+        torch.cuda.synchronize()
+        hold_us = max(500.0, 3 * host * 1e6 * self.iters)
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        per, issue = [], []
+        while len(per) < self.reps:
+            dist.barrier()
+            torch.cuda._sleep(int(hold_us * self.cycles_per_us))
+            a.record()
+            h0 = time.perf_counter()
+            for _ in range(self.iters):
+                fn()
+            issued = time.perf_counter() - h0
+            b.record()
+            b.synchronize()
+            # Every PE's calls must have been queued before its hold ran out: otherwise
+            # the GPU waited for the host; hold longer and measure again.
+            if self.worst([issued * 1e6 > 0.8 * hold_us])[0] and hold_us < 2e6:
+                hold_us *= 2
+                continue
+            per.append(a.elapsed_time(b) * 1000 / self.iters)
+            issue.append(issued * 1e6 / self.iters)
+        med = statistics.median(per)
+        med, spread, self.host_us = self.worst([med, 100 * (max(per) - min(per)) / med,
+                                                statistics.median(issue)])
+        return med, spread
+
+
+def cell(t):
+    return "%.1f ±%.0f%%" % t if t else "-"
+
+
+def ratio(a, b):
+    return "%.2f" % (a[0] / b[0]) if a and b else "-"
+
+
+# ---------------------------------------------------------------- (a) dispatch / combine
+def bench_moe(ops, timer, n, me, tokens, out_lines):
+    ne, H, A = EXPERTS_A, HIDDEN_A, ALIGN_A
+    rb = H * 2
+    splits = even_splits(tokens, n * ne)
+    recv = sum(splits[me * ne:(me + 1) * ne]) * n  # every PE sends the same splits
+    cap = max(sum(splits[j * ne:(j + 1) * ne]) for j in range(n)) * n + ne * A
+    g = torch.Generator(device="cuda").manual_seed(100 + me)
+    x = torch.randn((tokens, H), generator=g, device="cuda").to(torch.bfloat16)
+    sp = torch.tensor(splits, dtype=torch.int64, device="cuda")
+    t_in, t_out, t_back = (ops.empty(s, torch.bfloat16) for s in
+                           ((tokens, H), (cap, H), (tokens, H)))
+    t_sp = ops.empty((n * ne,), torch.int64)
+    t_so, t_so2 = ops.empty((2, n * ne), torch.int64), ops.empty((2, n * ne), torch.int64)
+    s_in, s_out, s_back = (symm.empty(s, torch.bfloat16, device="cuda") for s in
+                           ((tokens, H), (cap, H), (tokens, H)))
+    s_so = torch.empty((2, n * ne), dtype=torch.int64, device="cuda")
+    s_so2 = torch.empty_like(s_so)
+    t_in.copy_(x)
+    s_in.copy_(x)
+    t_sp.copy_(sp)
+    torch.cuda.synchronize()
+    dist.barrier()
+
+    def t_dispatch():
+        ops.a2a_2d(t_in, t_out, t_sp, t_so, A)
+
+    def s_dispatch():
+        symm.moe_dispatch(s_in, s_out, sp, s_so, major_align=A)
+
+    def t_combine():
+        ops.a2a_2d_offset(t_out, t_back, t_so, t_so2)
+
+    def s_combine():
+        symm.moe_combine(s_out, s_back, s_so, s_so2)
+
+    # The same bytes first: splits, offsets, every received block and the round trip.
+    t_dispatch()
+    s_dispatch()
+    t_combine()
+    s_combine()
+    torch.cuda.synchronize()
+    symm.cuda_check()
+    ok = torch.equal(t_so, s_so) and torch.equal(t_back, x) and torch.equal(s_back, x)
+    for c, o in zip(s_so[0].tolist(), s_so[1].tolist()):
+        ok = ok and torch.equal(t_out[o:o + c], s_out[o:o + c])
+    ok = timer.worst([not ok])[0] == 0
+
+    src, dst = torch.empty((cap, H), dtype=torch.bfloat16, device="cuda"), \
+        torch.empty((cap, H), dtype=torch.bfloat16, device="cuda")
+    rows = {}
+    rows["barrier"] = timer(lambda: symm.barrier(device="cuda"))
+    rows["barrier_host"] = timer.host_us
+    res = []
+    for name, tf, sf, nrows in (("dispatch (all_to_all_vdev_2d)", t_dispatch, s_dispatch, recv),
+                                ("combine (all_to_all_vdev_2d_offset)", t_combine, s_combine,
+                                 tokens)):
+        tt = timer(tf)
+        th = timer.host_us
+        st = timer(sf)
+        sh = timer.host_us
+        ct = timer(lambda: dst[:nrows].copy_(src[:nrows]))
+        res.append((name, nrows * rb, tt, st, ct, th, sh))
+    if me:
+        return ok
+    out_lines += [
+        "", "### MoE dispatch/combine: %d tokens x %d B per PE, %d experts per PE, "
+        "major_align %d (%d PEs, MPS share %s%%)" % (tokens, rb, ne, A, n, mps_share()), "",
+        "| operation | bytes/PE | torch_us | symm_us | torch/symm | copy_us | symm %copy | "
+        "host_us torch/symm |",
+        "|---|---|---|---|---|---|---|---|"]
+    for name, nb, tt, st, ct, th, sh in res:
+        out_lines.append("| %s | %d | %s | %s | %s | %s | %.0f%% | %.0f / %.0f |" % (
+            name, nb, cell(tt), cell(st), ratio(tt, st), cell(ct), 100 * ct[0] / st[0], th, sh))
+    out_lines.append("| device barrier (symm) | 0 | - | %s | - | - | - | - / %.0f |"
+                     % (cell(rows["barrier"]), rows["barrier_host"]))
+    out_lines.append("")
+    out_lines.append("check: torch and symm outputs %s (splits, offsets, every block, the "
+                     "round trip)" % ("equal" if ok else "DIFFER"))
+    return ok
+
+
+# ---------------------------------------------------------------- (b) top-k layer
+def routing(n, me, tokens, device, gen_seed):
+    g = torch.Generator(device=device).manual_seed(gen_seed + me)
+    scores = torch.rand((tokens, EXPERTS), generator=g, device=device)
+    idx = scores.topk(TOPK, dim=1).indices.to(torch.int64)  # distinct experts, uniform
+    w = torch.softmax(scores.gather(1, idx), dim=1).float()
+    return idx, w, g
+
+
+def received(idx, n, ne, reduce_sum):
+    """Slots every PE receives (the team's sum of each PE's counts)."""
+    cnt = torch.zeros(n * ne, dtype=torch.int64, device=idx.device)
+    cnt.scatter_add_(0, idx.reshape(-1), torch.ones(idx.numel(), dtype=torch.int64,
+                                                     device=idx.device))
+    per_pe = cnt.view(n, ne).sum(1).cpu()
+    return reduce_sum(per_pe)
+
+
+def bench_topk(ops, timer, n, me, tokens, align, out_lines):
+    ne, k, H = EXPERTS // n, TOPK, HIDDEN
+    rb, srb = H, SCALES * 4
+    idx, w, g = routing(n, me, tokens, "cuda", 300)
+
+    def allsum(t):
+        t = t.clone()
+        dist.all_reduce(t)
+        return t
+
+    recv = received(idx, n, ne, allsum)
+    A = max(align, 1)
+    cap = int(recv.max()) + ne * A
+    x = torch.randn((tokens, H), generator=g, device="cuda").to(torch.float8_e4m3fn)
+    scale = torch.rand((tokens, SCALES), generator=g, device="cuda")
+    comp = TopkComposite(ops, n, tokens, k, ne, rb + srb, H, cap, align)
+    comp.eo.normal_(generator=g)
+    s_x = symm.empty((tokens, H), torch.float8_e4m3fn, device="cuda")
+    s_sc = symm.empty((tokens, SCALES), torch.float32, device="cuda")
+    s_eo = symm.empty((cap, H), torch.bfloat16, device="cuda")
+    s_x.copy_(x)
+    s_sc.copy_(scale)
+    s_eo.normal_(generator=g)
+    s_out = torch.empty((cap, H), dtype=torch.float8_e4m3fn, device="cuda")
+    s_sout = torch.empty((cap, SCALES), dtype=torch.float32, device="cuda")
+    s_back = torch.empty((tokens, H), dtype=torch.bfloat16, device="cuda")
+    cnt, off = (torch.empty(ne, dtype=torch.int64, device="cuda") for _ in range(2))
+    trows = torch.empty((tokens, k), dtype=torch.int64, device="cuda")
+    nrows = torch.empty(1, dtype=torch.int64, device="cuda")
+    ws = symm.cuda_topk_workspace(n, ne, tokens, k)
+    xb, sb = x.view(torch.uint8), scale.view(torch.uint8)
+    torch.cuda.synchronize()
+    dist.barrier()
+
+    def s_dispatch():
+        symm.moe_topk_dispatch(s_x, s_out, idx, ne, major_align=align, sides=[(s_sc, s_sout)],
+                               out_counts=cnt, out_offsets=off, topk_rows=trows,
+                               out_rows=nrows, workspace=ws)
+
+    def s_combine():
+        symm.moe_topk_combine(s_eo, s_back, idx, trows, ne, topk_weights=w, workspace=ws)
+
+    comp.dispatch(xb, sb, idx)
+    s_dispatch()
+    comp.combine(w)
+    s_combine()
+    torch.cuda.synchronize()
+    symm.cuda_check()
+    got_t, got_s = int(comp.so[0].sum()), int(cnt.sum())
+    ok = timer.worst([got_t != int(recv[me]) or got_s != int(recv[me])])[0] == 0
+
+    slots = tokens * k
+    db, cb = int(recv[me]) * (rb + srb), slots * H * 2
+    cpy = torch.empty(2 * max(db, cb) + 64, dtype=torch.uint8, device="cuda")
+    half = max(db, cb) + 32
+    res = {}
+    res["dispatch"] = (timer(lambda: comp.dispatch(xb, sb, idx)), timer.host_us)
+    res["dispatch_a2a"] = (timer(lambda: ops.a2a_2d(comp.inp, comp.out, comp.splits, comp.so,
+                                                    align)), timer.host_us)
+    res["s_dispatch"] = (timer(s_dispatch), timer.host_us)
+    res["combine"] = (timer(lambda: comp.combine(w)), timer.host_us)
+    res["combine_a2a"] = (timer(lambda: ops.a2a_2d_offset(comp.eo, comp.back, comp.so,
+                                                          comp.so_back)), timer.host_us)
+    res["s_combine"] = (timer(s_combine), timer.host_us)
+    res["copy_d"] = timer(lambda: cpy[half:half + db].copy_(cpy[:db]))
+    res["copy_c"] = timer(lambda: cpy[half:half + cb].copy_(cpy[:cb]))
+    res["barrier"] = timer(lambda: symm.barrier(device="cuda"))
+    if me:
+        return ok
+    kind = "decode" if tokens <= 128 else "normal"
+    out_lines += [
+        "", "### MoE top-k layer, %s shape: %d tokens per PE, hidden %d, top-%d of %d experts "
+        "(%d per PE), fp8 e4m3 + %d fp32 scales, bf16 combine, major_align %d (%d PEs, MPS "
+        "share %s%%)" % (kind, tokens, H, k, EXPERTS, ne, SCALES, align, n, mps_share()), "",
+        "| step | bytes/PE | torch_us | symm_us | torch/symm | copy_us | host_us torch/symm |",
+        "|---|---|---|---|---|---|---|"]
+
+    def line(name, nb, t, s, c):
+        out_lines.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+            name, nb, cell(t[0]), cell(s[0] if s else None), ratio(t[0], s[0] if s else None),
+            cell(c), "%.0f / %s" % (t[1], "%.0f" % s[1] if s else "-")))
+
+    line("dispatch: composite / moe_topk_dispatch", db, res["dispatch"], res["s_dispatch"],
+         res["copy_d"])
+    line("  of which all_to_all_vdev_2d", db, res["dispatch_a2a"], None, None)
+    line("combine: composite / moe_topk_combine", cb, res["combine"], res["s_combine"],
+         res["copy_c"])
+    line("  of which all_to_all_vdev_2d_offset", cb, res["combine_a2a"], None, None)
+    lt = (res["dispatch"][0][0] + res["combine"][0][0], 0)
+    ls = (res["s_dispatch"][0][0] + res["s_combine"][0][0], 0)
+    out_lines.append("| layer (dispatch + combine) | - | %.1f | %.1f | %s | - | - |"
+                     % (lt[0], ls[0], ratio(lt, ls)))
+    out_lines.append("| device barrier (symm) | 0 | - | %s | - | - | - |" % cell(res["barrier"]))
+    out_lines += ["", "torch's all_to_all_vdev_2d takes at most %d experts per rank: the "
+                  "composite routes to %d groups of %d experts per PE. bytes/PE: dispatch, "
+                  "rows received x (%d + %d); combine, slots x %d x 2 (what each moves)."
+                  % (TORCH_MAX_EXPERTS, comp.groups, comp.per_group, rb, srb, H),
+                  "check: slots received on PE 0: torch %d, symm %d, expected %d: %s"
+                  % (got_t, got_s, int(recv[0]), "ok" if ok else "DIFFER")]
+    return ok
+
+
+def mps_share():
+    return os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100")
+
+
+# ---------------------------------------------------------------- --cpu-check
+def cpu_check(me, n):
+    """The composite on CPU tensors, symm's CPU calls standing in for torch's, against a
+    serial reference and against symm.moe_topk_dispatch / _combine: tokens of int8 values
+    v (|v| < 16) with float32 scales, experts that return v/16 x c(g), c(g) = (g % 4 + 1)/4,
+    weights in 256ths, so that every sum is exact. A second payload of (expert, source,
+    token) per slot, sent through the same splits, says where every received row came
+    from. Returns the number of failed checks on this PE."""
+    ops = SymmCpu()
+    T, k, ne, H, S = 37, 4, 6, 32, 2
+
+    def tokens(s):
+        gs = torch.Generator().manual_seed(700 + s)
+        return (torch.randint(-15, 16, (T, H), generator=gs).to(torch.int8),
+                torch.rand((T, S), generator=gs))
+
+    g = torch.Generator().manual_seed(500 + me)
+    idx = torch.rand((T, n * ne), generator=g).topk(k, dim=1).indices.to(torch.int64)
+    w = torch.randint(1, 257, (T, k), generator=g).float() / 256
+    x, scale = tokens(me)
+    cnt = torch.zeros(n * ne, dtype=torch.int64)
+    cnt.scatter_add_(0, idx.reshape(-1), torch.ones(T * k, dtype=torch.int64))
+    allcnt = symm.empty((n * ne,), torch.int64, backend="torch")
+    allcnt.copy_(cnt)
+    symm.all_reduce(allcnt)
+    cap = int(allcnt.view(n, ne).sum(1).max()) + ne * 4
+    # At most 3 groups: 2 experts per group, as torch's 16 groups of 8 or 4 at 256 experts.
+    comp = TopkComposite(ops, n, T, k, ne, H + 4 * S, H, cap, 4, max_groups=3, device="cpu")
+    comp.dispatch(x.view(torch.uint8), scale.view(torch.uint8), idx)
+    flat = idx.reshape(-1)
+    order = torch.argsort(flat, stable=True)
+    tag_in = ops.empty((T * k, 3), torch.int64)
+    tag_in.copy_(torch.stack((flat[order], torch.full_like(order, me), order // k), dim=1))
+    tag_out = ops.empty((cap, 3), torch.int64)
+    ops.a2a_2d(tag_in, tag_out, comp.splits, ops.empty((2, comp.splits.numel()), torch.int64),
+               4)
+    bad = 0
+    c = lambda e: (e % 4 + 1) / 4.0  # noqa: E731
+    for cnt_, off in zip(comp.so[0].tolist(), comp.so[1].tolist()):
+        for r in range(off, off + cnt_):
+            e, s, t = tag_out[r].tolist()
+            xs, ss = tokens(s)
+            row = comp.out[r]
+            bad += not torch.equal(row[:H].view(torch.int8), xs[t])
+            bad += not torch.equal(row[H:].view(torch.float32), ss[t])
+            bad += not (me * ne <= e < (me + 1) * ne)
+            comp.eo[r] = (xs[t].float() / 16 * c(e)).to(torch.bfloat16)
+    symm.barrier()
+    got = comp.combine(w).float()
+    want = sum(w[:, i:i + 1] * torch.tensor([c(int(e)) for e in idx[:, i]]).view(T, 1)
+               for i in range(k)) * x.float() / 16
+    bad += not torch.allclose(got, want.to(torch.bfloat16).float(), rtol=1 / 64, atol=1 / 64)
+    # symm's top-k on the same tokens: its experts compute the same values.
+    s_x = symm.empty((T, H), torch.int8, backend="torch")
+    s_sc = symm.empty((T, S), torch.float32, backend="torch")
+    s_x.copy_(x)
+    s_sc.copy_(scale)
+    s_out = torch.zeros((cap, H), dtype=torch.int8)
+    s_sout = torch.zeros((cap, S))
+    src = torch.empty((cap, 2), dtype=torch.int64)
+    d = symm.moe_topk_dispatch(s_x, s_out, idx, ne, major_align=4, sides=[(s_sc, s_sout)],
+                               out_src=src)
+    s_eo = symm.empty((cap, H), torch.bfloat16, backend="torch")
+    for e in range(ne):
+        o, m = int(d.offsets[e]), int(d.counts[e])
+        s_eo[o:o + m] = (s_out[o:o + m].float() / 16 * c(me * ne + e)).to(torch.bfloat16)
+    s_back = torch.empty((T, H), dtype=torch.bfloat16)
+    symm.barrier()
+    symm.moe_topk_combine(s_eo, s_back, idx, d.topk_rows, ne, topk_weights=w)
+    bad += not torch.allclose(s_back.float(), want.to(torch.bfloat16).float(), rtol=1 / 64,
+                              atol=1 / 64)
+    bad += int(d.counts.sum()) != int(comp.so[0].sum())
+    symm.barrier()
+    return bad
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--np", type=int, default=0, help="start this many ranks (envrun.py)")
+    ap.add_argument("--iters", type=int, default=10, help="calls per timed batch")
+    ap.add_argument("--reps", type=int, default=15, help="timed batches")
+    ap.add_argument("--tokens", type=int, default=4096, help="(a): tokens per PE")
+    ap.add_argument("--topk-align", type=int, default=1,
+                    help="(b): major_align of both sides (torch's must be >= 1)")
+    ap.add_argument("--quick", action="store_true", help="few batches; (b) decode shape only")
+    ap.add_argument("--cpu-check", action="store_true",
+                    help="check the top-k composite on CPU tensors (no GPU)")
+    argv = sys.argv[1:]
+    a = ap.parse_args(argv)
+    if a.np:
+        rest = []
+        skip = False
+        for j, v in enumerate(argv):
+            if skip:
+                skip = False
+            elif v == "--np":
+                skip = True
+            elif not v.startswith("--np="):
+                rest.append(v)
+        return launch(a.np, rest)
+    for k, v in ENV_DEFAULTS.items():
+        os.environ.setdefault(k, v)
+    global torch, dist, symm
+    import torch
+    import torch.distributed as dist
+
+    import symm
+    if a.cpu_check:
+        symm.init()
+        bad = cpu_check(symm.my_pe(), symm.n_pes())
+        flag = symm.zeros((1,), "int64", backend="torch")
+        flag[0] = bad
+        symm.all_reduce(flag)
+        if symm.my_pe() == 0:
+            print("torch_symm_mem --cpu-check: %s (%d PEs)"
+                  % ("OK" if flag[0] == 0 else "%d checks FAILED" % int(flag[0]), symm.n_pes()))
+        failed = int(flag[0])
+        symm.finalize()
+        return 1 if failed else 0
+    if not torch.cuda.is_available():
+        print("torch_symm_mem: SKIP: no CUDA device")
+        return 0
+    import torch.distributed._symmetric_memory as symm_mem
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    torch.cuda.set_device(local % torch.cuda.device_count())
+    dist.init_process_group("gloo")
+    me, n = dist.get_rank(), dist.get_world_size()
+    if hasattr(symm_mem, "is_nvshmem_available") and not symm_mem.is_nvshmem_available():
+        if me == 0:
+            print("torch_symm_mem: SKIP: this torch has no NVSHMEM")
+        return 0
+    symm_mem.set_backend("NVSHMEM")
+    group = dist.group.WORLD.group_name
+    if hasattr(symm_mem, "enable_symm_mem_for_group"):
+        symm_mem.enable_symm_mem_for_group(group)
+    symm.init(cuda=True)
+    if a.quick:
+        a.reps = min(a.reps, 5)
+    timer = Timer(a.iters, a.reps)
+    ops = TorchSymmMem(group)
+    lines = ["# symm beside PyTorch SymmMem: torch %s, %d PEs on %s, MPS share %s%%; "
+             "median of %d batches of %d calls, the slowest PE's"
+             % (torch.__version__, n, torch.cuda.get_device_name(), mps_share(), a.reps,
+                a.iters)]
+    ok = bench_moe(ops, timer, n, me, a.tokens, lines)
+    if EXPERTS % n:
+        lines.append("\ntop-k: SKIP (%d PEs do not divide %d experts)" % (n, EXPERTS))
+    else:
+        for tokens in ((128,) if a.quick else (4096, 128)):
+            ok = bench_topk(ops, timer, n, me, tokens, a.topk_align, lines) and ok
+    if me == 0:
+        print("\n".join(lines), flush=True)
+    torch.cuda.synchronize()
+    dist.barrier()
+    symm.finalize()
+    dist.destroy_process_group()
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
