@@ -50,6 +50,7 @@ ENV_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1",
 HIDDEN_A, EXPERTS_A, ALIGN_A = 3584, 8, 16            # (a): 7168-byte bf16 rows
 HIDDEN, TOPK, EXPERTS, SCALES = 7168, 8, 256, 56        # (b): DeepEP's shapes
 TORCH_MAX_EXPERTS = 16  # experts per rank torch's all_to_all_vdev_2d takes (its NUM_TILES)
+DEV = "cuda"  # where the buffers live
 
 torch = dist = symm = None
 
@@ -72,7 +73,7 @@ class TorchSymmMem:
         self.sm, self.group = symm_mem, group_name
 
     def empty(self, shape, dtype):
-        t = self.sm.empty(*shape, dtype=dtype, device="cuda")
+        t = self.sm.empty(*shape, dtype=dtype, device=DEV)
         self.sm.rendezvous(t, self.group)
         return t
 
@@ -107,8 +108,9 @@ class TopkComposite:
     routed (no -1), as in DeepEP's routing."""
 
     def __init__(self, ops, n, tokens, k, ne, row_bytes, hidden, cap, align,
-                 max_groups=TORCH_MAX_EXPERTS, device="cuda"):
+                 max_groups=TORCH_MAX_EXPERTS, device=None):
         self.ops, self.T, self.k, self.align, self.hidden = ops, tokens, k, align, hidden
+        device = device or DEV
         groups = max(g for g in range(1, min(ne, max_groups) + 1) if ne % g == 0)
         self.per_group = ne // groups  # consecutive experts in one group
         self.groups = groups
@@ -218,16 +220,16 @@ def bench_moe(ops, timer, n, me, tokens, out_lines):
     splits = even_splits(tokens, n * ne)
     recv = sum(splits[me * ne:(me + 1) * ne]) * n  # every PE sends the same splits
     cap = max(sum(splits[j * ne:(j + 1) * ne]) for j in range(n)) * n + ne * A
-    g = torch.Generator(device="cuda").manual_seed(100 + me)
-    x = torch.randn((tokens, H), generator=g, device="cuda").to(torch.bfloat16)
-    sp = torch.tensor(splits, dtype=torch.int64, device="cuda")
+    g = torch.Generator(device=DEV).manual_seed(100 + me)
+    x = torch.randn((tokens, H), generator=g, device=DEV).to(torch.bfloat16)
+    sp = torch.tensor(splits, dtype=torch.int64, device=DEV)
     t_in, t_out, t_back = (ops.empty(s, torch.bfloat16) for s in
                            ((tokens, H), (cap, H), (tokens, H)))
     t_sp = ops.empty((n * ne,), torch.int64)
     t_so, t_so2 = ops.empty((2, n * ne), torch.int64), ops.empty((2, n * ne), torch.int64)
-    s_in, s_out, s_back = (symm.empty(s, torch.bfloat16, device="cuda") for s in
+    s_in, s_out, s_back = (symm.empty(s, torch.bfloat16, device=DEV) for s in
                            ((tokens, H), (cap, H), (tokens, H)))
-    s_so = torch.empty((2, n * ne), dtype=torch.int64, device="cuda")
+    s_so = torch.empty((2, n * ne), dtype=torch.int64, device=DEV)
     s_so2 = torch.empty_like(s_so)
     t_in.copy_(x)
     s_in.copy_(x)
@@ -259,10 +261,10 @@ def bench_moe(ops, timer, n, me, tokens, out_lines):
         ok = ok and torch.equal(t_out[o:o + c], s_out[o:o + c])
     ok = timer.worst([not ok])[0] == 0
 
-    src, dst = torch.empty((cap, H), dtype=torch.bfloat16, device="cuda"), \
-        torch.empty((cap, H), dtype=torch.bfloat16, device="cuda")
+    src, dst = torch.empty((cap, H), dtype=torch.bfloat16, device=DEV), \
+        torch.empty((cap, H), dtype=torch.bfloat16, device=DEV)
     rows = {}
-    rows["barrier"] = timer(lambda: symm.barrier(device="cuda"))
+    rows["barrier"] = timer(lambda: symm.barrier(device=DEV))
     rows["barrier_host"] = timer.host_us
     res = []
     for name, tf, sf, nrows in (("dispatch (all_to_all_vdev_2d)", t_dispatch, s_dispatch, recv),
@@ -314,7 +316,7 @@ def received(idx, n, ne, reduce_sum):
 def bench_topk(ops, timer, n, me, tokens, align, out_lines):
     ne, k, H = EXPERTS // n, TOPK, HIDDEN
     rb, srb = H, SCALES * 4
-    idx, w, g = routing(n, me, tokens, "cuda", 300)
+    idx, w, g = routing(n, me, tokens, DEV, 300)
 
     def allsum(t):
         t = t.clone()
@@ -324,22 +326,22 @@ def bench_topk(ops, timer, n, me, tokens, align, out_lines):
     recv = received(idx, n, ne, allsum)
     A = max(align, 1)
     cap = int(recv.max()) + ne * A
-    x = torch.randn((tokens, H), generator=g, device="cuda").to(torch.float8_e4m3fn)
-    scale = torch.rand((tokens, SCALES), generator=g, device="cuda")
+    x = torch.randn((tokens, H), generator=g, device=DEV).to(torch.float8_e4m3fn)
+    scale = torch.rand((tokens, SCALES), generator=g, device=DEV)
     comp = TopkComposite(ops, n, tokens, k, ne, rb + srb, H, cap, align)
     comp.eo.normal_(generator=g)
-    s_x = symm.empty((tokens, H), torch.float8_e4m3fn, device="cuda")
-    s_sc = symm.empty((tokens, SCALES), torch.float32, device="cuda")
-    s_eo = symm.empty((cap, H), torch.bfloat16, device="cuda")
+    s_x = symm.empty((tokens, H), torch.float8_e4m3fn, device=DEV)
+    s_sc = symm.empty((tokens, SCALES), torch.float32, device=DEV)
+    s_eo = symm.empty((cap, H), torch.bfloat16, device=DEV)
     s_x.copy_(x)
     s_sc.copy_(scale)
     s_eo.normal_(generator=g)
-    s_out = torch.empty((cap, H), dtype=torch.float8_e4m3fn, device="cuda")
-    s_sout = torch.empty((cap, SCALES), dtype=torch.float32, device="cuda")
-    s_back = torch.empty((tokens, H), dtype=torch.bfloat16, device="cuda")
-    cnt, off = (torch.empty(ne, dtype=torch.int64, device="cuda") for _ in range(2))
-    trows = torch.empty((tokens, k), dtype=torch.int64, device="cuda")
-    nrows = torch.empty(1, dtype=torch.int64, device="cuda")
+    s_out = torch.empty((cap, H), dtype=torch.float8_e4m3fn, device=DEV)
+    s_sout = torch.empty((cap, SCALES), dtype=torch.float32, device=DEV)
+    s_back = torch.empty((tokens, H), dtype=torch.bfloat16, device=DEV)
+    cnt, off = (torch.empty(ne, dtype=torch.int64, device=DEV) for _ in range(2))
+    trows = torch.empty((tokens, k), dtype=torch.int64, device=DEV)
+    nrows = torch.empty(1, dtype=torch.int64, device=DEV)
     ws = symm.cuda_topk_workspace(n, ne, tokens, k)
     xb, sb = x.view(torch.uint8), scale.view(torch.uint8)
     torch.cuda.synchronize()
@@ -364,7 +366,7 @@ def bench_topk(ops, timer, n, me, tokens, align, out_lines):
 
     slots = tokens * k
     db, cb = int(recv[me]) * (rb + srb), slots * H * 2
-    cpy = torch.empty(2 * max(db, cb) + 64, dtype=torch.uint8, device="cuda")
+    cpy = torch.empty(2 * max(db, cb) + 64, dtype=torch.uint8, device=DEV)
     half = max(db, cb) + 32
     res = {}
     res["dispatch"] = (timer(lambda: comp.dispatch(xb, sb, idx)), timer.host_us)
@@ -377,7 +379,7 @@ def bench_topk(ops, timer, n, me, tokens, align, out_lines):
     res["s_combine"] = (timer(s_combine), timer.host_us)
     res["copy_d"] = timer(lambda: cpy[half:half + db].copy_(cpy[:db]))
     res["copy_c"] = timer(lambda: cpy[half:half + cb].copy_(cpy[:cb]))
-    res["barrier"] = timer(lambda: symm.barrier(device="cuda"))
+    res["barrier"] = timer(lambda: symm.barrier(device=DEV))
     if me:
         return ok
     kind = "decode" if tokens <= 128 else "normal"
