@@ -509,15 +509,11 @@ def main():
     argv = sys.argv[1:]
     a = ap.parse_args(argv)
     if a.np:
-        rest = []
-        skip = False
-        for j, v in enumerate(argv):
-            if skip:
-                skip = False
-            elif v == "--np":
-                skip = True
-            elif not v.startswith("--np="):
+        rest, skip = [], False
+        for v in argv:  # the ranks get every option but --np
+            if not skip and v != "--np" and not v.startswith("--np="):
                 rest.append(v)
+            skip = v == "--np"
         return launch(a.np, rest)
     for k, v in ENV_DEFAULTS.items():
         os.environ.setdefault(k, v)
