@@ -179,7 +179,9 @@ class Timer:
         fn()
         host = time.perf_counter() - t0
         torch.cuda.synchronize()
-        hold_us = max(500.0, 3 * host * 1e6 * self.iters)
+        # One hold for every PE (the slowest issuer's), so that all take the same decisions
+        # below and their collective calls stay matched.
+        hold_us = self.worst([max(500.0, 3 * host * 1e6 * self.iters)])[0]
         a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         per, issue = [], []
         while len(per) < self.reps:
@@ -559,14 +561,22 @@ def main():
              "median of %d batches of %d calls, the slowest PE's"
              % (torch.__version__, n, torch.cuda.get_device_name(), mps_share(), a.reps,
                 a.iters)]
+
+    def flush():  # each table as soon as it is measured
+        if me == 0 and lines:
+            print("\n".join(lines), flush=True)
+        del lines[:]
+
+    flush()
     ok = bench_moe(ops, timer, n, me, a.tokens, lines)
+    flush()
     if EXPERTS % n:
         lines.append("\ntop-k: SKIP (%d PEs do not divide %d experts)" % (n, EXPERTS))
     else:
         for tokens in ((128,) if a.quick else (4096, 128)):
             ok = bench_topk(ops, timer, n, me, tokens, a.topk_align, lines) and ok
-    if me == 0:
-        print("\n".join(lines), flush=True)
+            flush()
+    flush()
     torch.cuda.synchronize()
     dist.barrier()
     symm.finalize()
