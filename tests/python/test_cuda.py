@@ -1,7 +1,7 @@
 """CUDA tensors on symm's GPU heap (skipped without torch, a GPU, or symm's CUDA part):
 peers' copies, every operation on the current stream against the same operation on CPU
-arrays or a serial reference, MoE dispatch/combine element by element against the CPU
-path, capture in a CUDA graph and replay on changing data."""
+arrays or a serial reference, MoE dispatch/combine and top-k dispatch/combine element by
+element against the CPU path, capture in a CUDA graph and replay on changing data."""
 import numpy as np
 import pytest
 
