@@ -73,7 +73,11 @@ class TorchSymmMem:
         self.sm, self.group = symm_mem, group_name
 
     def empty(self, shape, dtype):
-        t = self.sm.empty(*shape, dtype=dtype, device=DEV)
+        import torch
+        # an indexed device: NVSHMEM's team manager keeps the first device it is given and
+        # refuses "cuda" against "cuda:0" afterwards
+        t = self.sm.empty(*shape, dtype=dtype,
+                          device=torch.device("cuda", torch.cuda.current_device()))
         self.sm.rendezvous(t, self.group)
         return t
 

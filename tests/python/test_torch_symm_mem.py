@@ -49,7 +49,9 @@ def check_case(torch, sm, group, me, n, case):
     cap = 8 * n * ne * n + ne * align
 
     def tsym(shape, d):
-        t = sm.empty(*shape, dtype=d, device=DEV)
+        # an indexed device: NVSHMEM's team manager keeps the first device it is given and
+        # refuses "cuda" against "cuda:0" afterwards
+        t = sm.empty(*shape, dtype=d, device=torch.device("cuda", torch.cuda.current_device()))
         sm.rendezvous(t, group)
         return t
 
