@@ -124,13 +124,9 @@ int resident_cap(const void *kernel, const void *k2 = nullptr, int threads = kTh
     return cap;
 }
 
-/* At most two blocks per SM of this PE's share; one per two SMs where an MPS active-thread
- * percentage holds the PE (measured on an H200, 4 PEs at 25%: the MoE dispatch of 29 MB
- * reached 80% of the copy with 16 blocks against 70% with 32; 2 PEs at 50%: the tile
- * allreduce 73% with 32 blocks against 70% with 64). */
 int auto_blocks(int cap, const symm_dev_pool_t &dp, int kind, size_t bytes)
 {
-    long lim = symm_cuda_share_set() ? symm_cuda_sm_share() / 2 : 2L * symm_cuda_sm_share();
+    long lim = 2L * symm_cuda_sm_share();
     if (lim < 1) lim = 1;
     if (cap > 0 && lim > cap) lim = cap;
     if (lim > (long)dp.size) lim = (long)dp.size;

@@ -17,10 +17,6 @@ symm_status_t symm_cuda_error(const char *fn, cudaError_t e);
  * write anything that earlier work on the stream may touch. */
 symm_status_t symm_cuda_launch_pdl(const void *kernel, dim3 grid, dim3 block, void **args,
                                    size_t shared_mem, cudaStream_t stream);
-/* 1 when CUDA_MPS_ACTIVE_THREAD_PERCENTAGE (below 100) holds this process to a part of
- * the GPU: symm_cuda_sm_share is then that part. */
-int symm_cuda_share_set(void);
-
 #ifdef __cplusplus
 }
 #endif

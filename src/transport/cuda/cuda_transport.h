@@ -22,7 +22,6 @@ typedef struct symm_cuda_state {
     int sharers;   /* PEs of the node on my GPU */
     int sm_count;  /* SMs the device reports to this process */
     int sm_share;  /* of them, the ones this PE counts on (symm_cuda_sm_share) */
-    int share_set; /* CUDA_MPS_ACTIVE_THREAD_PERCENTAGE < 100 holds this process */
     uint8_t *base; /* my allocation: [0, heap_size) heap, then the team region */
     size_t heap_size, team_size;
     uint8_t **peer_base; /* [npes] every PE's allocation as mapped here (mine = base) */

@@ -100,26 +100,14 @@ static void release_all(void)
 }
 
 /* The SMs this PE counts on (symm_cuda_sm_share): seen, the SMs the device reports here.
- * Under MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE=P in this process's environment that
- * is P% of the GPU, whose whole is then seen * 100 / P; without it, the whole is what is
- * seen. The share is the smaller of what is seen and an equal part of the whole among
- * the PEs on the GPU: every PE's grid fits beside the others'. A percentage the MPS
- * server sets by default, unknown here, leaves the equal part of what is seen. */
-static int sm_share(int seen, int sharers, int *set)
+ * Without CUDA_MPS_ACTIVE_THREAD_PERCENTAGE every PE on the GPU may use every SM: the share
+ * is an equal part of them. With a percentage P below 100 each process sees P% of the SMs,
+ * and every such process is given the same ones (measured on an H200 under MPS: four PEs
+ * at 25% each saw 32 SMs, and all four PEs' blocks ran on those 32): the share is an equal
+ * part of what is seen, so that the grids of all the PEs fit on those SMs at once. */
+static int sm_share(int seen, int sharers)
 {
-    int whole = seen;
-    const char *env = getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE");
-    *set = 0;
-    if (env && *env) {
-        char *end = NULL;
-        double p = strtod(env, &end);
-        if (end != env && p > 0 && p < 100) {
-            whole = (int)((double)seen * 100.0 / p + 0.5);
-            *set = 1;
-        }
-    }
-    int part = whole / (sharers > 0 ? sharers : 1);
-    int share = seen < part ? seen : part;
+    int share = seen / (sharers > 0 ? sharers : 1);
     return share > 0 ? share : 1;
 }
 
@@ -234,7 +222,7 @@ symm_status_t symm_cuda_transport_init(const char *fn)
     cudaMemset(symm_cuda.err, 0, sizeof(symm_dev_err_buf_t));
     cudaDeviceSynchronize();
     symm_cuda.timeout_ns = (uint64_t)(symm_config.timeout * 1e9);
-    symm_cuda.sm_share = sm_share(symm_cuda.sm_count, symm_cuda.sharers, &symm_cuda.share_set);
+    symm_cuda.sm_share = sm_share(symm_cuda.sm_count, symm_cuda.sharers);
     if ((st = symm_transport_register(&cuda_transport)) != SYMM_SUCCESS) {
         release_all();
         return st;
@@ -395,10 +383,6 @@ int symm_cuda_sm_share(void)
     return symm_cuda.initialized ? symm_cuda.sm_share : 0;
 }
 
-int symm_cuda_share_set(void)
-{
-    return symm_cuda.initialized && symm_cuda.share_set;
-}
 
 symm_status_t symm_cuda_launch_admit(const char *fn, const void *kernel,
                                      unsigned long long blocks, int threads, int per_sm)
