@@ -4,6 +4,7 @@
  * until everyone has copied. Blocks of up to 8 bytes ride in the exchange's per-pair
  * words instead (one episode). */
 #include "coll/coll.h"
+#include "coll/two_level.h"
 
 symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_t nbytes)
 {
@@ -35,10 +36,14 @@ symm_status_t symm_alltoall(symm_team_t team, void *dest, const void *src, size_
     } else {
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
         int nt = total >= SYMM_COLL_NT_MIN;
-        for (int t = 1; t <= n; t++) {
-            int j = (me + t) % n;
-            symm_coll_get(&c, (uint8_t *)dest + (size_t)j * nbytes,
-                          (const uint8_t *)src + (size_t)me * nbytes, nbytes, j, nt);
+        if (symm_coll_two_level(&c)) {
+            symm_coll_tl_alltoall(&c, dest, src, nbytes, nt);
+        } else {
+            for (int t = 1; t <= n; t++) {
+                int j = (me + t) % n;
+                symm_coll_get(&c, (uint8_t *)dest + (size_t)j * nbytes,
+                              (const uint8_t *)src + (size_t)me * nbytes, nbytes, j, nt);
+            }
         }
         st = symm_coll_sync(&c);
     }

@@ -3,6 +3,7 @@
  * the root's src between two syncs: the first says the root's src is ready, the second
  * keeps it alive until every member has copied. */
 #include "coll/coll.h"
+#include "coll/two_level.h"
 
 symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size_t nbytes,
                              int root)
@@ -33,7 +34,11 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
         memcpy(dest, &recv[root], nbytes);
     } else {
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
-        symm_coll_get(&c, dest, src, nbytes, root, nbytes >= SYMM_COLL_NT_MIN);
+        int nt = nbytes >= SYMM_COLL_NT_MIN;
+        if (symm_coll_two_level(&c))
+            symm_coll_tl_broadcast(&c, dest, src, nbytes, root, nt);
+        else
+            symm_coll_get(&c, dest, src, nbytes, root, nt);
         st = symm_coll_sync(&c);
     }
 out_leave:

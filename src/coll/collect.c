@@ -4,6 +4,7 @@
  * sources alive until everyone has copied. fcollect blocks of up to 8 bytes ride in the
  * exchange's data word instead (one episode, nothing left to protect). */
 #include "coll/coll.h"
+#include "coll/two_level.h"
 
 /* Copies member j's src (len[j] bytes) to dest + off[j] for every j, starting with the
  * next member so that the members do not all read member 0 first. */
@@ -59,7 +60,10 @@ symm_status_t symm_fcollect(symm_team_t team, void *dest, const void *src, size_
             memcpy((uint8_t *)dest + (size_t)j * nbytes, &recv[j], nbytes);
     } else {
         CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
-        if (inplace) {
+        if (symm_coll_two_level(&c)) {
+            symm_coll_tl_pull(&c, dest, src, fixed_where, &nbytes, inplace,
+                              total >= SYMM_COLL_NT_MIN);
+        } else if (inplace) {
             for (int t = 1; t < n; t++) {
                 uint8_t *at = (uint8_t *)dest + (size_t)((me + t) % n) * nbytes;
                 symm_coll_get(&c, at, at, nbytes, (me + t) % n, total >= SYMM_COLL_NT_MIN);
@@ -130,7 +134,10 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
     }
     if (!local) {
         var_ctx_t v = {len, off};
-        coll_pull(&c, dest, src, var_where, &v, total >= SYMM_COLL_NT_MIN);
+        if (symm_coll_two_level(&c))
+            symm_coll_tl_pull(&c, dest, src, var_where, &v, 0, total >= SYMM_COLL_NT_MIN);
+        else
+            coll_pull(&c, dest, src, var_where, &v, total >= SYMM_COLL_NT_MIN);
     }
     if (!c.local) c.local = local; /* a failed transfer may have set it */
     st = symm_coll_sync(&c);

@@ -11,9 +11,12 @@
  *                    stores the chunk into every member's (or the root's) dest, sync: each
  *                    member reads and writes the payload once, as a copy would.
  * Members are always folded in team order, ((s0 op s1) op s2) ..., so every member and
- * every algorithm gives bitwise-identical results, floating point included. */
+ * every algorithm gives bitwise-identical results, floating point included. Across groups
+ * that share no memory (coll/two_level.c) the larger reductions fold whole sources the
+ * same way, in root's group only (reduce) or in each of two groups (allreduce). */
 #include "coll/coll.h"
 #include "coll/reduce_ops.h"
+#include "coll/two_level.h"
 
 typedef struct {
     symm_reduce_fn_t k;
@@ -98,10 +101,44 @@ out:
     return st;
 }
 
+typedef struct {
+    const red_args_t *a;
+    const void *src;
+    uint8_t *stage;
+} red_fold_ctx_t;
+
+static void red_fold_cb(symm_coll_t *c, void *ctx, void *dst, size_t off, size_t len)
+{
+    const red_fold_ctx_t *f = ctx;
+    red_fold_peers(c, f->a, dst, f->src, off, len, f->stage);
+}
+
+/* The larger reduction across groups: the members of each group that wants the result
+ * share it among themselves, each folding every member's source for its share. */
+static symm_status_t red_two_level(symm_coll_t *c, const red_args_t *a, void *dest,
+                                   const void *src)
+{
+    size_t chunk = red_chunk(c);
+    red_fold_ctx_t f = {a, src, malloc(2 * chunk)};
+    if (!f.stage)
+        return symm_coll_fail(c, symm_error_set(SYMM_ERR_NO_MEMORY,
+                                                "%s: no memory for %zu bytes of scratch",
+                                                c->what, 2 * chunk));
+    symm_status_t st = symm_coll_sync(c);
+    if (!st)
+        st = symm_coll_tl_reduce(c, dest, a->count, a->es, chunk / a->es, a->root,
+                                 a->root < 0 && dest == src, red_fold_cb, &f);
+    /* Nobody may leave (and reuse a source or read dest) before every share is stored. */
+    if (!st) st = symm_coll_sync(c);
+    free(f.stage);
+    return st;
+}
+
 /* Member r reduces slice r and stores it where it is wanted. In place is safe: slice r
  * of any member's source is read by member r only, before r overwrites it. */
 static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
 {
+    if (symm_coll_tl_reduces(c, a->root)) return red_two_level(c, a, dest, src);
     _Alignas(64) uint8_t buf[SYMM_COLL_CHUNK];
     int n = c->n, me = c->me;
     size_t chunk = red_chunk(c), lo, hi, step = chunk / a->es;

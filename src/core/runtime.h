@@ -49,6 +49,8 @@ typedef struct symm_runtime {
     uint8_t **seg;  /* [npes] where each PE's segment is mapped here (the transport fills it);
                        NULL for a PE of another group (another host), which shares none */
     int remote_pes; /* PEs whose segment is not mapped here: reached by the MPI transport */
+    int *group;     /* [npes] the lowest world rank of each PE's group (the PEs that map each
+                       other's segments: a host, or a SYMM_HOSTS block); all 0 on one host */
     size_t seg_size;
     size_t info_off; /* symm_pe_info_t in every PE's header */
     size_t team_off, team_size;

@@ -226,8 +226,30 @@ void symm_pool_obj_free(symm_pool_obj_t *p)
     free(p->world);
     free(p->index_of);
     free(p->reach);
+    free(p->group);
     free(p->name);
     free(p);
+}
+
+/* Numbers the members' groups by first appearance in team order (the same on every
+ * member: symm_g.group is the job's), so that every member picks the same algorithms. */
+static void pool_groups(symm_pool_obj_t *p)
+{
+    int largest = 0;
+    p->ngroups = 0;
+    for (int i = 0; i < p->n; i++) {
+        int j = 0;
+        while (j < i && symm_g.group[p->world[j]] != symm_g.group[p->world[i]])
+            j++;
+        p->group[i] = j < i ? p->group[j] : p->ngroups++;
+    }
+    for (int g = 0; g < p->ngroups; g++) {
+        int k = 0;
+        for (int i = 0; i < p->n; i++)
+            k += p->group[i] == g;
+        largest = k > largest ? k : largest;
+    }
+    p->two_level = p->ngroups > 1 && largest > 1;
 }
 
 /* A pool object for the given members (world ranks, in team order), without state. */
@@ -242,7 +264,8 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n,
     p->world = malloc((size_t)n * sizeof(int));
     p->index_of = malloc((size_t)symm_g.npes * sizeof(int));
     p->reach = malloc((size_t)n);
-    if (!p->world || !p->index_of || !p->reach) {
+    p->group = malloc((size_t)n * sizeof(int));
+    if (!p->world || !p->index_of || !p->reach || !p->group) {
         symm_pool_obj_free(p);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "team of %d members", n);
     }
@@ -258,6 +281,7 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n,
     }
     p->members_hash = h;
     p->me = p->index_of[symm_g.me];
+    pool_groups(p);
     p->block_size = ((size_t)n * sizeof(symm_sync_slot_t) + 63) & ~(size_t)63;
     *out = p;
     return SYMM_SUCCESS;

@@ -97,6 +97,12 @@ typedef struct symm_pool_obj {
      * go node-local by load/store where the bit is set and by put/signal elsewhere. */
     uint8_t *reach;
     int remote;
+    /* [n] each member's group (PEs that share memory: a host) numbered in the order of
+     * their first member; two_level is set where the team spans several groups and one
+     * of them holds several members: the collectives of coll/two_level.c serve it. */
+    int *group;
+    int ngroups;
+    int two_level;
     uint64_t members_hash;
     size_t block_size;
     symm_dup_t *ctl; /* control duplicate (growth, destroy) */

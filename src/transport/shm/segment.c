@@ -53,6 +53,8 @@ static void unmap_segments(void)
         symm_shm_segment_unmap(p);
     free(symm_g.seg);
     symm_g.seg = NULL;
+    free(symm_g.group);
+    symm_g.group = NULL;
 }
 
 /* The CPUs the node's PEs may run on, from every PE's published information, so that
@@ -118,6 +120,21 @@ static symm_status_t pe_info_gather(symm_pe_info_t **out)
     return SYMM_SUCCESS;
 }
 
+/* symm_g.group: every PE names its group by the lowest PE whose segment it maps; where
+ * some segment is not mapped here, the launcher gathers the names. */
+static symm_status_t group_gather(void)
+{
+    int n = symm_g.npes, mine = -1, all_mapped = 1;
+    symm_g.group = calloc((size_t)n, sizeof(int));
+    if (!symm_g.group) return symm_error_set(SYMM_ERR_NO_MEMORY, "group table of %d PEs", n);
+    for (int p = 0; p < n; p++) {
+        all_mapped &= symm_g.seg[p] != NULL;
+        if (mine < 0 && symm_g.seg[p]) mine = p;
+    }
+    if (all_mapped) return SYMM_SUCCESS;
+    return symm_boot_allgather(&symm_g.boot, &mine, sizeof mine, symm_g.group);
+}
+
 symm_status_t symm_shm_init(void)
 {
     symm_status_t st;
@@ -126,6 +143,7 @@ symm_status_t symm_shm_init(void)
     for (int p = 0; p < symm_g.npes; p++)
         if (symm_g.boot.seg_fd[p] >= 0) CHECK_GOTO(symm_shm_segment_map(p), st, out_unmap);
     symm_core_boot_fds_close();
+    CHECK_GOTO(group_gather(), st, out_unmap);
     symm_pe_info_t *info = NULL;
     CHECK_GOTO(pe_info_gather(&info), st, out_unmap);
     symm_g.node_cpus = node_cpus_agree(info);
