@@ -11,9 +11,13 @@
 #   EXTRA="--reps 11 --max 16M" scripts/bench-cpu.sh coll
 #   scripts/bench-cpu.sh --hosts coll    # symm under mpirun, every PE its own host
 #   NP=4 HOSTS=2 scripts/bench-cpu.sh --hosts coll   # 2 hosts x 2 PEs
+#   scripts/bench-cpu.sh --layouts coll  # 4 PEs: 4 hosts x 1 against 2 hosts x 2, and MPI
 # --hosts runs symm-bench under mpirun instead of symmrun, its PEs in SYMM_HOSTS groups that
 # share no memory (HOSTS, default the PE count: every PE its own host), so that every byte
 # between them goes through the MPI transport; the MPI anchor is the same run as ever.
+# --layouts runs the suites at 4 PEs under mpirun ROUNDS times (3), each round the MPI
+# anchor, then symm with every PE its own host (SYMM_HOSTS=4), then 2 hosts x 2 PEs
+# (SYMM_HOSTS=2), and prints per operation and size the median time of each layout.
 # Environment: BUILD (build dir), OUT (results dir; bench-results-hosts with --hosts),
 # NP (PEs, 2), TEAMS_NP ("2 4"), HOSTS (the groups of --hosts),
 # EXTRA (options passed to both programs), PLOTS (directory for PNG plots; needs
@@ -35,13 +39,16 @@ PLOTS=${PLOTS:-$OUT/plots}
 suites=()
 quick=""
 hosts=0
+layouts=0
+ROUNDS=${ROUNDS:-3}
 for a in "$@"; do
     case "$a" in
     --quick) quick=--quick ;;
     --hosts) hosts=1 ;;
+    --layouts) hosts=1; layouts=1; NP=4 ;;
     teams | coll | tile | moe) suites+=("$a") ;;
     -h | --help) sed -n '2,22p' "$0"; exit 0 ;;
-    *) echo "bench-cpu.sh: unknown argument $a (teams coll tile moe --quick --hosts)" >&2; exit 2 ;;
+    *) echo "bench-cpu.sh: unknown argument $a (teams coll tile moe --quick --hosts --layouts)" >&2; exit 2 ;;
     esac
 done
 if [ $hosts = 1 ]; then OUT=${OUT_SET:-$BUILD/bench-results-hosts}; PLOTS=$OUT/plots; fi
@@ -86,12 +93,15 @@ SUMMARY=$OUT/summary.tsv
     printf "np\tsuite\top\tsize\tmedian_us\tmin_us\tmax_us\textra\tanchor_us\tratio\n"
 } >"$SUMMARY"
 
-run_suite() { # suite np
-    local suite=$1 np=$2 tag="$1-np$2"
+run_suite() { # suite np [reuse: keep the anchor already measured]
+    local suite=$1 np=$2 tag="$1-np$2" reuse=${3:-}
     local mtsv=$OUT/mpi-$tag.tsv stsv=$OUT/symm-$tag.tsv
-    rm -f "$mtsv" "$stsv"
+    [ -z "$reuse" ] && rm -f "$mtsv"
+    rm -f "$stsv"
     echo "================================================================ $suite, $np PEs (load $(cut -d' ' -f1 /proc/loadavg))"
-    if [ $have_mpi = 1 ]; then
+    if [ -n "$reuse" ]; then
+        echo "# anchor: $mtsv, measured earlier in this run"
+    elif [ $have_mpi = 1 ]; then
         echo "\$ $MPIRUN -np $np ${mpi_flags[*]} symm-bench-mpi $suite $quick $EXTRA"
         "$MPIRUN" -np "$np" "${mpi_flags[@]}" "$MBENCH" "$suite" $quick $EXTRA --tsv "$mtsv" |
             tee "$OUT/mpi-$tag.txt"
@@ -115,6 +125,47 @@ run_suite() { # suite np
     # memcpy and anything else only the MPI side measured stay in its own file
     return 0
 }
+
+# --layouts: the rounds, then the comparison of the layouts (median over the rounds).
+if [ $layouts = 1 ]; then
+    status=0
+    for s in "${suites[@]}"; do
+        for r in $(seq 1 "$ROUNDS"); do
+            reuse=""
+            for k in 4 2; do
+                HOSTS=$k run_suite "$s" "$NP" $reuse >>"$OUT/layouts-$s.log" || status=1
+                reuse=reuse
+                mv "$OUT/symm-$s-np$NP.tsv" "$OUT/symm-$s-h$k-r$r.tsv"
+            done
+            mv "$OUT/mpi-$s-np$NP.tsv" "$OUT/mpi-$s-r$r.tsv"
+        done
+        python3 - "$OUT" "$s" "$ROUNDS" <<'PY' | tee "$OUT/layouts-$s.txt"
+import statistics, sys
+out, suite, rounds = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def rows(path):
+    t = {}
+    for line in open(path):
+        f = line.rstrip("\n").split("\t")
+        if line.startswith("#") or len(f) < 4: continue
+        t[(f[1], int(f[2]))] = float(f[3])
+    return t
+runs = {k: [rows(f"{out}/{k}-r{r}.tsv") for r in range(1, rounds + 1)]
+        for k in (f"symm-{suite}-h4", f"symm-{suite}-h2", f"mpi-{suite}")}
+h4, h2, mpi = runs[f"symm-{suite}-h4"], runs[f"symm-{suite}-h2"], runs[f"mpi-{suite}"]
+print(f"# {suite}, 4 PEs, median time (us) over {rounds} rounds; speedup = 4 x 1 / 2 x 2")
+print("# op              size    4x1(us)    2x2(us)    MPI(us)  speedup  2x2/MPI")
+for key in sorted(h2[0], key=lambda k: (k[0] != "barrier", k[0], k[1])):
+    if key[0] == "memcpy" or not all(key in r for r in h4 + h2): continue
+    a = statistics.median(r[key] for r in h4)
+    b = statistics.median(r[key] for r in h2)
+    m = [r[key] for r in mpi if key in r]
+    m = statistics.median(m) if m else float("nan")
+    print(f"{key[0]:<14} {key[1]:>8} {a:>10.1f} {b:>10.1f} {m:>10.1f} {a / b:>8.2f} {b / m:>8.2f}")
+PY
+    done
+    echo "layouts: $OUT/layouts-*.txt"
+    exit $status
+fi
 
 status=0
 for s in "${suites[@]}"; do
