@@ -143,6 +143,7 @@ static inline symm_status_t coll_claim(symm_pool_obj_t *pool, symm_dup_t *dup, s
     c->what = what;
     c->team = team;
     c->gate = NULL;
+    c->last_two_level = 0;
     if (SYMM_UNLIKELY(dup->broken)) {
         symm_status_t st = broken_error(c, what, team);
         symm_coll_leave(c);
@@ -262,6 +263,12 @@ static void dup_break(const symm_coll_t *c, symm_status_t why, int origin)
 static const symm_sync_slot_t *signalled_slot(const symm_coll_t *c, int j)
 {
     int to = (j + 1) % c->n;
+    if (c->last_two_level) {
+        /* a member signals its leader; a leader first signals the next group's leader */
+        const symm_pool_obj_t *p = c->pool;
+        int g = p->group[j];
+        to = p->lead[g] != j ? p->lead[g] : p->lead[(g + 1) % p->ngroups];
+    }
     const symm_chunk_t *ch = c->dup->chunk;
     if (to == c->me || !ch->member_base[to]) return &c->dup->mine[j];
     return (const symm_sync_slot_t *)(ch->member_base[to] + c->dup->block) + j;
@@ -382,6 +389,31 @@ static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep, uint64_t *acc)
     return SYMM_SUCCESS;
 }
 
+/* wait_all over the members of group g but me (g >= 0), or over the leaders of the
+ * other groups (g < 0): the two waits of a two-level sync's leader. */
+static symm_status_t wait_set(const symm_coll_t *c, int g, uint64_t ep, uint64_t *acc)
+{
+    const symm_pool_obj_t *p = c->pool;
+    int next = 0, n = g >= 0 ? c->n : p->ngroups;
+    symm_wait_t w = SYMM_WAIT_INIT;
+    while (next < n) {
+        int j = g >= 0 ? next : p->lead[next];
+        if (j == c->me || (g >= 0 && p->group[j] != g)) {
+            next++;
+            continue;
+        }
+        int s = slot_take(c, j, ep, acc);
+        if (s > 0) {
+            next++;
+            continue;
+        }
+        if (SYMM_UNLIKELY(s < 0)) return met_broken(c, j, ep, *acc);
+        symm_status_t st = symm_wait_pause(&w);
+        if (SYMM_UNLIKELY(st)) return wait_failed(c, ep, st, &w);
+    }
+    return SYMM_SUCCESS;
+}
+
 /* ---------------------------------------------------------------- verdicts */
 /* Member j's own word of episode ep, as it stored it in the first signal it sends in
  * every pattern (to j + 1: flat rounds signal everyone, and dissemination's first round
@@ -402,6 +434,23 @@ static int mismatch_member(const symm_coll_t *c, uint64_t ep)
     return -1;
 }
 
+/* The same after a two-level sync, where a member hears only its leader: one more flat
+ * episode, run by every member alike (all hold the same verdict), carries each member's
+ * own word in its data word. -1 if that round fails. */
+static int mismatch_member_two_level(symm_coll_t *c)
+{
+    int n = c->n, me = c->me, first = -1;
+    uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word, w0;
+    c->last_two_level = 0;
+    for (int k = 1; k < n; k++)
+        symm_coll_notify(c, (me + k) % n, ep, word, word);
+    if (wait_all(c, ep, &acc)) return -1;
+    w0 = me == 0 ? word : c->dup->mine[0].ep[ep & 1].data;
+    for (int j = 1; j < n && first < 0; j++)
+        if ((j == me ? word : c->dup->mine[j].ep[ep & 1].data) != w0) first = j;
+    return first;
+}
+
 /* Turns the verdict of episode ep into this member's status and message. */
 static symm_status_t verdict_of(symm_coll_t *c, uint64_t ep, uint64_t v)
 {
@@ -412,7 +461,7 @@ static symm_status_t verdict_of(symm_coll_t *c, uint64_t ep, uint64_t v)
     char buf[96];
     const char *team = team_name(c->team, buf, sizeof buf);
     if (v & CHK_MISMATCH) {
-        int j = mismatch_member(c, ep);
+        int j = c->last_two_level ? mismatch_member_two_level(c) : mismatch_member(c, ep);
         if (j >= 0)
             return symm_error_set(SYMM_ERR_COLL_MISMATCH,
                                   "%s on %s: PE %d (world %d) entered a different collective "
@@ -477,6 +526,7 @@ symm_status_t symm_coll_gate_wait(symm_coll_gate_t *g)
 static symm_status_t sync_flat(symm_coll_t *c)
 {
     int n = c->n, me = c->me;
+    c->last_two_level = 0;
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
     for (int k = 1; k < n; k++)
         symm_coll_notify(c, (me + k) % n, ep, 0, word);
@@ -491,6 +541,7 @@ static symm_status_t sync_flat(symm_coll_t *c)
 static symm_status_t sync_dissem(symm_coll_t *c)
 {
     int n = c->n, me = c->me;
+    c->last_two_level = 0;
     uint64_t ep = symm_coll_episode(c), acc = my_word(c);
     for (int d = 1; d < n; d <<= 1) {
         symm_coll_notify(c, (me + d) % n, ep, 0, acc);
@@ -499,9 +550,37 @@ static symm_status_t sync_dissem(symm_coll_t *c)
     return verdict(c, ep, acc);
 }
 
+/* Two levels: members -> their leader (load/store), leader <-> leader (across groups),
+ * leader -> its members with the verdict, which is then the join of every word. Each
+ * slot still has one write per episode, and nobody finishes an episode before every
+ * member has signalled it, so the parity rule of team.h holds. A member's own word rides
+ * in the data word as well, for naming a mismatch (mismatch_member_two_level). */
+static symm_status_t sync_two_level(symm_coll_t *c)
+{
+    const symm_pool_obj_t *p = c->pool;
+    int me = c->me, g = p->group[me], lead = p->lead[g];
+    uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
+    c->last_two_level = 1;
+    if (me != lead) {
+        symm_coll_notify(c, lead, ep, word, word);
+        CHECK(wait_one(c, lead, ep, &acc));
+        return verdict(c, ep, acc);
+    }
+    CHECK(wait_set(c, g, ep, &acc));
+    for (int h = 1; h < p->ngroups; h++)
+        symm_coll_notify(c, p->lead[(g + h) % p->ngroups], ep, word, acc);
+    CHECK(wait_set(c, -1, ep, &acc));
+    for (int k = 1; k < c->n; k++) {
+        int j = (me + k) % c->n;
+        if (p->group[j] == g) symm_coll_notify(c, j, ep, word, acc);
+    }
+    return verdict(c, ep, acc);
+}
+
 symm_status_t symm_coll_sync(symm_coll_t *c)
 {
     if (c->n == 1) return c->local;
+    if (c->pool->two_level) return sync_two_level(c);
     /* One round: every member signals every other one; each waits on its own block,
      * so the cost is one cache-line transfer per pair, in parallel. */
     if (c->n <= symm_config.barrier_flat_max) return sync_flat(c);
@@ -515,8 +594,11 @@ symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t 
     if (recv) recv[me] = send ? send[me] : value;
     if (n == 1) return c->local;
     /* A member with bad arguments cannot know whether its peers' first episode is an
-     * exchange or a sync; in a large team the two differ, so the sync goes first. */
-    if (n > symm_config.barrier_flat_max && !c->agreed) CHECK(sync_dissem(c));
+     * exchange or a sync; in a large or two-level team the two differ, so the sync goes
+     * first. */
+    if ((n > symm_config.barrier_flat_max || c->pool->two_level) && !c->agreed)
+        CHECK(symm_coll_sync(c));
+    c->last_two_level = 0;
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
     for (int k = 1; k < n; k++) {
         int pe = (me + k) % n;

@@ -227,6 +227,7 @@ void symm_pool_obj_free(symm_pool_obj_t *p)
     free(p->index_of);
     free(p->reach);
     free(p->group);
+    free(p->lead);
     free(p->name);
     free(p);
 }
@@ -241,6 +242,7 @@ static void pool_groups(symm_pool_obj_t *p)
         int j = 0;
         while (j < i && symm_g.group[p->world[j]] != symm_g.group[p->world[i]])
             j++;
+        if (j == i) p->lead[p->ngroups] = i;
         p->group[i] = j < i ? p->group[j] : p->ngroups++;
     }
     for (int g = 0; g < p->ngroups; g++) {
@@ -265,7 +267,8 @@ symm_status_t symm_pool_obj_new(symm_kind_t kind, const int *world, int n,
     p->index_of = malloc((size_t)symm_g.npes * sizeof(int));
     p->reach = malloc((size_t)n);
     p->group = malloc((size_t)n * sizeof(int));
-    if (!p->world || !p->index_of || !p->reach || !p->group) {
+    p->lead = malloc((size_t)n * sizeof(int));
+    if (!p->world || !p->index_of || !p->reach || !p->group || !p->lead) {
         symm_pool_obj_free(p);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "team of %d members", n);
     }

@@ -101,6 +101,7 @@ typedef struct symm_pool_obj {
      * their first member; two_level is set where the team spans several groups and one
      * of them holds several members: the collectives of coll/two_level.c serve it. */
     int *group;
+    int *lead; /* [ngroups] each group's first member: its leader in two-level syncs */
     int ngroups;
     int two_level;
     uint64_t members_hash;
@@ -184,6 +185,7 @@ typedef struct symm_coll {
     const char *what;
     symm_team_t team;
     symm_coll_gate_t *gate; /* opened with the first verdict, if set (NULL at enter) */
+    int last_two_level;     /* the last episode ran the two-level sync (sync.c) */
 } symm_coll_t;
 
 /* Gives the call a gate to open with its first verdict (at once in a 1-PE team, where
@@ -261,7 +263,10 @@ static inline void symm_coll_notify(const symm_coll_t *c, int pe, uint64_t ep, u
 
 /* One full synchronisation episode (barrier without quiet). Carries c->local: returns
  * SYMM_SUCCESS only if every member succeeded so far and passed the same fingerprint,
- * else the status every member returns. */
+ * else the status every member returns. On a two-level team (pool->two_level) the
+ * members of a group signal its leader by load/store, the leaders signal each other
+ * across groups, and each tells its group the verdict: one transfer per pair of groups
+ * instead of one per pair of members. */
 symm_status_t symm_coll_sync(symm_coll_t *c);
 /* All-to-all of one word per pair: recv[j] = what j sent me (send[me] for me). send ==
  * NULL sends value to everyone (an all-gather); recv may be NULL (a member that
