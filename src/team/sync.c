@@ -436,7 +436,7 @@ static int mismatch_member(const symm_coll_t *c, uint64_t ep)
 
 /* The same after a two-level sync, where a member hears only its leader: one more flat
  * episode, run by every member alike (all hold the same verdict), carries each member's
- * own word in its data word. -1 if that round fails. */
+ * own word. -1 if that round fails. */
 static int mismatch_member_two_level(symm_coll_t *c)
 {
     int n = c->n, me = c->me, first = -1;
@@ -553,34 +553,84 @@ static symm_status_t sync_dissem(symm_coll_t *c)
 /* Two levels: members -> their leader (load/store), leader <-> leader (across groups),
  * leader -> its members with the verdict, which is then the join of every word. Each
  * slot still has one write per episode, and nobody finishes an episode before every
- * member has signalled it, so the parity rule of team.h holds. A member's own word rides
- * in the data word as well, for naming a mismatch (mismatch_member_two_level). */
-static symm_status_t sync_two_level(symm_coll_t *c)
+ * member has signalled it, so the parity rule of team.h holds. Every signal carries the
+ * sender's value in its data word (exchange_two_level). */
+static symm_status_t sync_two_level(symm_coll_t *c, uint64_t value)
 {
     const symm_pool_obj_t *p = c->pool;
     int me = c->me, g = p->group[me], lead = p->lead[g];
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
     c->last_two_level = 1;
     if (me != lead) {
-        symm_coll_notify(c, lead, ep, word, word);
+        symm_coll_notify(c, lead, ep, value, word);
         CHECK(wait_one(c, lead, ep, &acc));
         return verdict(c, ep, acc);
     }
     CHECK(wait_set(c, g, ep, &acc));
     for (int h = 1; h < p->ngroups; h++)
-        symm_coll_notify(c, p->lead[(g + h) % p->ngroups], ep, word, acc);
+        symm_coll_notify(c, p->lead[(g + h) % p->ngroups], ep, value, acc);
     CHECK(wait_set(c, -1, ep, &acc));
     for (int k = 1; k < c->n; k++) {
         int j = (me + k) % c->n;
-        if (p->group[j] == g) symm_coll_notify(c, j, ep, word, acc);
+        if (p->group[j] == g) symm_coll_notify(c, j, ep, value, acc);
     }
     return verdict(c, ep, acc);
+}
+
+/* Slots read from another group's leader per get (1 KiB on the stack). */
+#define EXCHANGE_WINDOW 16
+
+/* The all-gather form of the exchange on a two-level team: one two-level sync carrying
+ * each member's value, after which every value of episode ep sits in its group leader's
+ * block (the leaders' own in every leader's), where it stays until every member has
+ * signalled ep + 1. Values of my group and the leaders' are read here by load/store; the
+ * other groups' in one get of their leader's block each. */
+static symm_status_t exchange_two_level(symm_coll_t *c, uint64_t value, uint64_t *recv)
+{
+    CHECK(sync_two_level(c, value));
+    if (!recv) return SYMM_SUCCESS;
+    const symm_pool_obj_t *p = c->pool;
+    const symm_chunk_t *ch = c->dup->chunk;
+    int n = c->n, me = c->me, lead = p->lead[p->group[me]];
+    uint64_t ep = c->dup->episode;
+    /* the slots of my leader's block, as written by their members */
+    const symm_sync_slot_t *mine = c->dup->mine;
+    const symm_sync_slot_t *ldr =
+        me == lead ? mine : (const symm_sync_slot_t *)(ch->member_base[lead] + c->dup->block);
+    for (int h = 0; h < p->ngroups; h++) {
+        int L = p->lead[h], last = L;
+        if (h == p->group[me]) {
+            for (int j = 0; j < n; j++)
+                if (j != me && p->group[j] == h)
+                    recv[j] = (j == lead ? mine : ldr)[j].ep[ep & 1].data;
+            continue;
+        }
+        recv[L] = ldr[L].ep[ep & 1].data; /* L signalled my leader (or me) */
+        for (int j = L + 1; j < n; j++)
+            last = p->group[j] == h ? j : last;
+        /* slots L + 1 .. last of L's block, a window at a time */
+        uint8_t *block = symm_team_region_ptr(symm_g.me, ch->member_off[L]) + c->dup->block;
+        for (int lo = L + 1; lo <= last; lo += EXCHANGE_WINDOW) {
+            symm_sync_slot_t far[EXCHANGE_WINDOW];
+            int cnt = last - lo + 1 < EXCHANGE_WINDOW ? last - lo + 1 : EXCHANGE_WINDOW;
+            symm_status_t st = symm_transport_remote()->get(
+                far, block + (size_t)lo * sizeof *far, (size_t)cnt * sizeof *far, c->world[L]);
+            /* the transport failing fails the team, as a signal that cannot be sent does */
+            if (st) {
+                dup_break(c, st, me);
+                return st;
+            }
+            for (int j = lo; j < lo + cnt; j++)
+                if (p->group[j] == h) recv[j] = far[j - lo].ep[ep & 1].data;
+        }
+    }
+    return SYMM_SUCCESS;
 }
 
 symm_status_t symm_coll_sync(symm_coll_t *c)
 {
     if (c->n == 1) return c->local;
-    if (c->pool->two_level) return sync_two_level(c);
+    if (c->pool->two_level) return sync_two_level(c, 0);
     /* One round: every member signals every other one; each waits on its own block,
      * so the cost is one cache-line transfer per pair, in parallel. */
     if (c->n <= symm_config.barrier_flat_max) return sync_flat(c);
@@ -593,6 +643,7 @@ symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t 
     int n = c->n, me = c->me;
     if (recv) recv[me] = send ? send[me] : value;
     if (n == 1) return c->local;
+    if (c->pool->two_level && !send) return exchange_two_level(c, value, recv);
     /* A member with bad arguments cannot know whether its peers' first episode is an
      * exchange or a sync; in a large or two-level team the two differ, so the sync goes
      * first. */

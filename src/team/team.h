@@ -270,7 +270,9 @@ static inline void symm_coll_notify(const symm_coll_t *c, int pe, uint64_t ep, u
 symm_status_t symm_coll_sync(symm_coll_t *c);
 /* All-to-all of one word per pair: recv[j] = what j sent me (send[me] for me). send ==
  * NULL sends value to everyone (an all-gather); recv may be NULL (a member that
- * failed: it still takes part). One flat episode; as a call's first
+ * failed: it still takes part). On a two-level team the all-gather is one two-level sync
+ * carrying the values, read back from the group leaders' blocks; otherwise one flat
+ * episode (on a two-level team preceded by a sync as a call's first episode); as a call's first
  * episode in a team larger than SYMM_BARRIER_FANIN it is preceded by a sync, so that the
  * first episode's pattern never depends on arguments. Agrees like symm_coll_sync. */
 symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t value,
