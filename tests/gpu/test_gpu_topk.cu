@@ -814,7 +814,7 @@ int main(int argc, char **argv)
         ll_side[p] = (uint8_t *)symm_gpu_malloc((size_t)LL_ROWS * 256);
     ll_cnt = (size_t *)symm_gpu_malloc(sizeof(size_t) * 4 * 32);
     ll_src = (symm_moe_src_t *)symm_gpu_malloc(sizeof(symm_moe_src_t) * LL_ROWS);
-    ll_ws_bytes = symm_cuda_moe_topk_ll_workspace_bytes(npes, 32, 2 * MAXTOK, MAXK, MAXHID * 4);
+    ll_ws_bytes = symm_cuda_moe_topk_ll_workspace_bytes(npes, 32, 2 * MAXTOK, MAXK, MAXHID * 2);
     ll_ws = (uint8_t *)symm_gpu_malloc(ll_ws_bytes);
     GT_TRUE(ll_out && ll_side[0] && ll_side[1] && ll_side[2] && ll_cnt && ll_src && ll_ws,
             "low-latency allocations (workspace %zu bytes)", ll_ws_bytes);

@@ -245,13 +245,21 @@ SYMM_DEV int topk_route(const topk_call &c)
         }
     }
     __syncthreads();
-    /* pass 2: the prefix over chunks, and the totals */
+    /* pass 2: the prefix over chunks, and the totals; eight chunks' counts loaded before
+     * any is rewritten, so that the loads overlap */
     for (uint64_t g = c.tid; g < E; g += c.nthr) {
         uint64_t run = 0;
-        for (uint64_t q = 0; q < chunks; q++) {
-            const uint64_t v = hist[q * E + g];
-            hist[q * E + g] = run;
-            run += v;
+        for (uint64_t q0 = 0; q0 < chunks; q0 += 8) {
+            uint64_t v[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                v[i] = q0 + i < chunks ? hist[(q0 + i) * E + g] : 0;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                if (q0 + i < chunks) {
+                    hist[(q0 + i) * E + g] = run;
+                    run += v[i];
+                }
         }
         cnt[g] = run;
     }
@@ -677,17 +685,27 @@ SYMM_DEV int topk_combine_check(const topk_call &c)
         s_rows[j] = ldcg(c.wsp(j) + SYMM_PLAN_TK_ROWS);
     __syncthreads();
     int bad = slots && (!a.topk_idx || !a.rows_in || !a.out);
+    constexpr int U = 4; /* slots a thread loads before it checks them */
     if (!bad)
-        for (uint64_t q = c.tid; q < slots; q += c.nthr) {
-            const int64_t g = a.topk_idx[q], r = a.rows_in[q];
-            if (!symm_plan_topk_slot_ok(g, E)) {
-                bad = 1;
-                continue;
+        for (uint64_t q0 = c.tid; q0 < slots; q0 += U * (uint64_t)c.nthr) {
+            int64_t g[U], r[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const uint64_t q = q0 + u * (uint64_t)c.nthr;
+                g[u] = q < slots ? a.topk_idx[q] : -1;
+                r[u] = q < slots ? a.rows_in[q] : 0;
             }
-            if (g < 0) continue;
-            const int j = (int)(g / a.ne);
-            const uint64_t rows = cached ? s_rows[j] : ldcg(c.wsp(j) + SYMM_PLAN_TK_ROWS);
-            if (r < 0 || (uint64_t)r >= rows) bad = 1;
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (!symm_plan_topk_slot_ok(g[u], E)) {
+                    bad = 1;
+                    continue;
+                }
+                if (g[u] < 0) continue;
+                const int j = (int)(g[u] / a.ne);
+                const uint64_t rows = cached ? s_rows[j] : ldcg(c.wsp(j) + SYMM_PLAN_TK_ROWS);
+                if (r[u] < 0 || (uint64_t)r[u] >= rows) bad = 1;
+            }
         }
     return __syncthreads_or(bad) ? SYMM_ERR_INVALID_ARG : 0;
 }
