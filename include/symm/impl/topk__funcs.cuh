@@ -203,9 +203,12 @@ SYMM_DEV uint64_t topk_dispatch_fp(const topk_call &c)
 /* The lead block: the slots checked, ranked and published with the count table. Returns
  * this member's status (0, or SYMM_ERR_INVALID_ARG for a bad expert id or a NULL in that
  * routes tokens), the same in every thread. Chunk q of the slots (symm_plan_topk_chunk)
- * belongs to warp q % nwarps; a warp loads kTopkRankU batches of 32 ids before it counts
- * them, so that their loads overlap rather than waiting one by one behind the counts. */
-constexpr int kTopkRankU = 4;
+ * belongs to warp q % NW; a warp loads kTopkRankU batches of 32 ids before it counts
+ * them, so that their loads overlap rather than waiting one by one behind the counts.
+ * With at most kTopkRankE experts in the team, a warp counts its chunk in shared memory
+ * (the first kTopkRankWarps warps rank; a count there is a few cycles, one in global
+ * memory a round trip) and moves the chunk's histogram to the workspace in one go. */
+constexpr int kTopkRankU = 4, kTopkRankWarps = 16, kTopkRankE = 256;
 SYMM_DEV int64_t topk_slot_id(const topk_args &a, uint64_t q, uint64_t q1, uint64_t E, int *bad)
 {
     int64_t g = q < q1 ? a.topk_idx[q] : -1;
@@ -215,33 +218,83 @@ SYMM_DEV int64_t topk_slot_id(const topk_args &a, uint64_t q, uint64_t q1, uint6
     }
     return g;
 }
+/* Slots [q0, q1) counted into h by the warp. */
+template <typename C>
+SYMM_DEV void topk_rank_count(const topk_call &c, C *h, uint64_t q0, uint64_t q1, uint64_t E,
+                              int *bad, int *routed)
+{
+    for (uint64_t b = q0; b < q1; b += 32 * kTopkRankU) {
+        int64_t gv[kTopkRankU];
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++)
+            gv[u] = topk_slot_id(c.a, b + 32 * (uint64_t)u + c.lane, q1, E, bad);
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++) {
+            const int64_t g = gv[u];
+            *routed |= g >= 0;
+            const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
+            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] += (C)__popc(peers);
+            __syncwarp();
+        }
+    }
+}
+/* Slots [q0, q1) ranked by the warp from the chunk's prefix in h, their route words out. */
+template <typename C>
+SYMM_DEV void topk_rank_slots(const topk_call &c, C *h, uint64_t q0, uint64_t q1, uint64_t E,
+                              uint64_t *route)
+{
+    for (uint64_t b = q0; b < q1; b += 32 * kTopkRankU) {
+        int64_t gv[kTopkRankU];
+        int ignored = 0;
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++)
+            gv[u] = topk_slot_id(c.a, b + 32 * (uint64_t)u + c.lane, q1, E, &ignored);
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++) {
+            const uint64_t q = b + 32 * (uint64_t)u + c.lane;
+            const int64_t g = gv[u];
+            const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
+            const uint64_t base = g >= 0 ? (uint64_t)h[g] : 0;
+            __syncwarp();
+            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1))
+                h[g] = (C)(base + __popc(peers));
+            if (q < q1)
+                route[q] = g < 0
+                               ? symm_plan_topk_route(SYMM_PLAN_TOPK_NONE, 0)
+                               : symm_plan_topk_route(
+                                     (uint32_t)g,
+                                     (uint32_t)(base + __popc(peers & ((1u << c.lane) - 1u))));
+            __syncwarp();
+        }
+    }
+}
 SYMM_DEV int topk_route(const topk_call &c)
 {
     const topk_args &a = c.a;
     const uint64_t E = c.nexp(), slots = a.tokens * (uint64_t)a.k;
     const uint64_t CH = symm_plan_topk_chunk(slots), chunks = symm_plan_topk_chunks(slots);
     uint64_t *hist = c.ws + c.L.hist, *cnt = c.ws + SYMM_PLAN_TK_CNT, *route = c.ws + c.L.route;
+    __shared__ uint32_t s_hist[kTopkRankWarps][kTopkRankE];
+    const bool sm = E <= (uint64_t)kTopkRankE;
+    const uint32_t NW = sm && c.nwarps > (uint32_t)kTopkRankWarps ? kTopkRankWarps : c.nwarps;
     int bad = 0, routed = 0;
-    for (uint64_t i = c.tid; i < chunks * E; i += c.nthr)
+    for (uint64_t i = c.tid; !sm && i < chunks * E; i += c.nthr)
         hist[i] = 0;
     __syncthreads();
     /* pass 1: each chunk's histogram (its warp alone writes it) */
-    for (uint64_t ch = c.warp; ch < chunks; ch += c.nwarps) {
-        uint64_t *h = hist + ch * E;
+    for (uint64_t ch = c.warp; c.warp < NW && ch < chunks; ch += NW) {
         const uint64_t q0 = ch * CH, q1 = q0 + CH < slots ? q0 + CH : slots;
-        for (uint64_t b = q0; b < q1; b += 32 * kTopkRankU) {
-            int64_t gv[kTopkRankU];
-#pragma unroll
-            for (int u = 0; u < kTopkRankU; u++)
-                gv[u] = topk_slot_id(a, b + 32 * (uint64_t)u + c.lane, q1, E, &bad);
-#pragma unroll
-            for (int u = 0; u < kTopkRankU; u++) {
-                const int64_t g = gv[u];
-                routed |= g >= 0;
-                const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
-                if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] += __popc(peers);
-                __syncwarp();
-            }
+        if (sm) {
+            uint32_t *sh = s_hist[c.warp];
+            for (uint64_t e = c.lane; e < E; e += 32)
+                sh[e] = 0;
+            __syncwarp();
+            topk_rank_count(c, sh, q0, q1, E, &bad, &routed);
+            for (uint64_t e = c.lane; e < E; e += 32)
+                hist[ch * E + e] = sh[e];
+            __syncwarp();
+        } else {
+            topk_rank_count(c, hist + ch * E, q0, q1, E, &bad, &routed);
         }
     }
     __syncthreads();
@@ -265,32 +318,17 @@ SYMM_DEV int topk_route(const topk_call &c)
     }
     __syncthreads();
     /* pass 3: each slot's rank, in (token, slot) order */
-    for (uint64_t ch = c.warp; ch < chunks; ch += c.nwarps) {
-        uint64_t *h = hist + ch * E;
+    for (uint64_t ch = c.warp; c.warp < NW && ch < chunks; ch += NW) {
         const uint64_t q0 = ch * CH, q1 = q0 + CH < slots ? q0 + CH : slots;
-        for (uint64_t b = q0; b < q1; b += 32 * kTopkRankU) {
-            int64_t gv[kTopkRankU];
-            int ignored = 0;
-#pragma unroll
-            for (int u = 0; u < kTopkRankU; u++)
-                gv[u] = topk_slot_id(a, b + 32 * (uint64_t)u + c.lane, q1, E, &ignored);
-#pragma unroll
-            for (int u = 0; u < kTopkRankU; u++) {
-                const uint64_t q = b + 32 * (uint64_t)u + c.lane;
-                const int64_t g = gv[u];
-                const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
-                const uint64_t base = g >= 0 ? h[g] : 0;
-                __syncwarp();
-                if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1))
-                    h[g] = base + __popc(peers);
-                if (q < q1)
-                    route[q] =
-                        g < 0 ? symm_plan_topk_route(SYMM_PLAN_TOPK_NONE, 0)
-                              : symm_plan_topk_route(
-                                    (uint32_t)g,
-                                    (uint32_t)(base + __popc(peers & ((1u << c.lane) - 1u))));
-                __syncwarp();
-            }
+        if (sm) {
+            uint32_t *sh = s_hist[c.warp];
+            for (uint64_t e = c.lane; e < E; e += 32)
+                sh[e] = (uint32_t)hist[ch * E + e];
+            __syncwarp();
+            topk_rank_slots(c, sh, q0, q1, E, route);
+            __syncwarp();
+        } else {
+            topk_rank_slots(c, hist + ch * E, q0, q1, E, route);
         }
     }
     routed = __syncthreads_or(routed);
