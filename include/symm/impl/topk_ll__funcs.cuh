@@ -363,25 +363,56 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         if (!symm_plan_topk_slot_ok(a.topk_idx[q], E)) mine = SYMM_ERR_INVALID_ARG;
     if (slots && !a.out) mine = SYMM_ERR_INVALID_ARG;
     /* the rows I hold, (expert, source) regions of max_tokens rows, the first counts of
-     * each filled: their total sets how many warps share a row */
+     * each filled: their total sets how many warps share a row. With up to kTopkLLRegions
+     * regions, their prefix in shared memory maps the warps' units onto the filled rows
+     * alone (a binary search), not onto every row of every region. */
+    constexpr uint64_t kTopkLLRegions = 1024;
     __shared__ unsigned long long s_rows;
+    __shared__ uint64_t s_pre[kTopkLLRegions + 1];
     if (c.tid == 0) s_rows = 0;
     __syncthreads();
-    const uint64_t regions = (uint64_t)ne * (uint64_t)n;
+    const uint64_t regions = (uint64_t)ne * (uint64_t)n, mt = a.max_tokens;
     for (uint64_t x = c.tid; !a.fail && x < regions; x += c.nthr) {
         const uint64_t v = a.out_counts[x];
-        if (v > a.max_tokens) mine = SYMM_ERR_INVALID_ARG;
-        atomicAdd(&s_rows, (unsigned long long)(v > a.max_tokens ? 0 : v));
+        if (v > mt) mine = SYMM_ERR_INVALID_ARG;
+        atomicAdd(&s_rows, (unsigned long long)(v > mt ? 0 : v));
+    }
+    const bool packed = regions <= kTopkLLRegions;
+    if (packed && c.warp == 0) {
+        uint64_t run = 0;
+        for (uint64_t x0 = 0; x0 < regions; x0 += 32) {
+            const uint64_t x = x0 + c.lane;
+            uint64_t v = x < regions && !a.fail ? a.out_counts[x] : 0;
+            if (v > mt) v = 0;
+            const uint64_t incl = warp_incl_scan(v, c.lane);
+            if (x < regions) s_pre[x] = run + incl - v;
+            run += __shfl_sync(0xffffffffu, incl, 31);
+        }
+        if (c.lane == 0) s_pre[regions] = run;
     }
     __syncthreads();
     const int any_bad = __syncthreads_or(mine != 0);
     const uint64_t gw = (uint64_t)part * c.nwarps + c.warp, GW = (uint64_t)nparts * c.nwarps;
     const uint32_t P = topk_pieces(s_rows, GW);
-    const uint64_t mt = a.max_tokens;
-    for (uint64_t u = gw; !any_bad && !a.fail && u < regions * mt * P; u += GW) {
-        const uint64_t x = u / P, reg = x / mt, r = x % mt;
+    const uint64_t units = packed ? s_pre[regions] : regions * mt;
+    for (uint64_t u = gw; !any_bad && !a.fail && u < units * P; u += GW) {
+        const uint64_t xv = u / P;
         const uint32_t piece = (uint32_t)(u % P);
-        if (r >= a.out_counts[reg]) continue;
+        uint64_t x;
+        if (packed) { /* the region lo with s_pre[lo] <= xv < s_pre[lo + 1] */
+            uint64_t lo = 0, hi = regions;
+            while (hi - lo > 1) {
+                const uint64_t mid = (lo + hi) / 2;
+                if (s_pre[mid] <= xv)
+                    lo = mid;
+                else
+                    hi = mid;
+            }
+            x = lo * mt + (xv - s_pre[lo]);
+        } else {
+            x = xv;
+            if (x % mt >= a.out_counts[x / mt]) continue;
+        }
         const symm_moe_src_t sr = a.out_src[x];
         if (sr.pe < 0 || sr.pe >= n || sr.slot < 0 || sr.slot >= k || sr.token < 0 ||
             (uint64_t)sr.token >= mt)
