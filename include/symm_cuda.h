@@ -268,6 +268,57 @@ symm_status_t symm_moe_topk_combine_on_stream(symm_pool_t pool, void *out, size_
                                               const float *topk_weights, int k, int ne,
                                               void *workspace, int nblocks,
                                               cudaStream_t stream);
+/* Low-latency top-k MoE, for small token counts (decode): one kernel per call, one
+ * one-way hop between members, no host synchronisation, capturable in CUDA graphs. Every
+ * (local expert e, source member s) pair of a receiver has its own region of max_tokens
+ * rows, so a sender writes its rows straight into the receivers' outs without waiting for
+ * anyone's counts, then raises one flag per receiver; nobody reads a sender's memory, so
+ * no closing round is needed.
+ *  - Dispatch: slot i of token t (topk_idx as in symm_moe_topk_dispatch; tokens <=
+ *    max_tokens) routed to expert j*ne + e lands on member j at row
+ *    (e*n + me)*max_tokens + r of out, r its arrival order among this member's rows for
+ *    that expert (not a fixed order: out_src says which token and slot each row holds).
+ *    out (n*ne*max_tokens rows of row_bytes), the side outs (as many rows of their
+ *    row_bytes), out_counts (n*ne: out_counts[e*n + s] the rows from member s for expert
+ *    e) and out_src (as many rows as out; may be NULL if no combine follows) are each the
+ *    same symmetric object of the GPU heap on every member, written by the senders; in,
+ *    the side ins and topk_idx are this GPU's memory. A token names each expert at most
+ *    once (more than max_tokens rows from one member for one expert fail with
+ *    SYMM_ERR_OVERFLOW). No topk_rows, no alignment: rows are found through out_counts.
+ *  - Combine: in is this member's expert output laid out as the dispatch's out (n*ne*
+ *    max_tokens rows of hidden elements of type, this GPU's memory; only the rows the
+ *    dispatch filled are read), counts and src the dispatch's out_counts and out_src; each
+ *    row goes back into its token's owner's workspace, and every member reduces its own
+ *    tokens as symm_moe_topk_combine does (fmaf in slot order, rounded once: the same
+ *    bits), with topk_idx and topk_weights as passed to the dispatch.
+ *  - Calls alternate on a workspace: dispatch, combine, dispatch, ... on every member (the
+ *    next dispatch writes into the receivers' outs, and the next combine into the owners'
+ *    workspaces, without asking: the alternation is what tells them the last ones were
+ *    read). max_tokens, k, ne, row_bytes, the sides' row_bytes, hidden and type are the
+ *    same on every member; the block count is chosen as for the other stream forms and
+ *    each kernel's blocks must all be resident at once.
+ *  - workspace: a symmetric buffer of symm_cuda_moe_topk_ll_workspace_bytes(n, ne,
+ *    max_tokens, k, hidden x the type's size) bytes (0 as the last argument if no combine
+ *    is run), 16-byte aligned, zeroed once before its first use, the same one for a
+ *    dispatch and the combine that follows it.
+ *  - Failures (a bad expert id, more tokens than max_tokens, members passing different
+ *    common arguments) fail every member alike through symm_cuda_check(); rows of the
+ *    other members may already have landed, and out_counts are then unspecified. */
+size_t symm_cuda_moe_topk_ll_workspace_bytes(int n, int ne, size_t max_tokens, int k,
+                                             size_t combine_row_bytes);
+symm_status_t symm_moe_topk_dispatch_ll_on_stream(symm_pool_t pool, void *out, const void *in,
+                                                  size_t tokens, size_t max_tokens,
+                                                  size_t row_bytes, const int64_t *topk_idx,
+                                                  int k, int ne, const symm_moe_side_t *side,
+                                                  int nside, size_t *out_counts,
+                                                  symm_moe_src_t *out_src, void *workspace,
+                                                  int nblocks, cudaStream_t stream);
+symm_status_t
+symm_moe_topk_combine_ll_on_stream(symm_pool_t pool, void *out, size_t tokens, const void *in,
+                                   size_t max_tokens, size_t hidden, symm_type_t type,
+                                   const int64_t *topk_idx, const float *topk_weights, int k,
+                                   int ne, const size_t *counts, const symm_moe_src_t *src,
+                                   void *workspace, int nblocks, cudaStream_t stream);
 /* The block count nblocks = 0 would choose for a tile reduce of `bytes` bytes per member
  * (kind 0) or for the MoE calls (kind 1), for this PE and pool. */
 int symm_cuda_tile_moe_auto_blocks(symm_pool_t pool, int kind, size_t bytes);

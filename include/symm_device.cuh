@@ -3,7 +3,8 @@
  * one node, tile reduce and MoE all-to-all-v by the blocks of a kernel. Declarations only;
  * the bodies are in symm/impl/: dev__funcs.cuh (teams, synchronisation, collectives, RMA),
  * tile__funcs.cuh (tile reduce), a2a__funcs.cuh (all-to-all-v, MoE dispatch and combine),
- * topk__funcs.cuh (top-k MoE dispatch and weighted combine).
+ * topk__funcs.cuh (top-k MoE dispatch and weighted combine), topk_ll__funcs.cuh (their
+ * low-latency stream forms).
  *
  * Usage (one duplicate per block, so that blocks never share synchronisation state):
  *
@@ -233,6 +234,7 @@ SYMM_DEV int symm_dev_moe_topk_combine_block(const symm_dev_team_t &t, void *out
 #include "symm/impl/a2a__funcs.cuh"
 #include "symm/impl/tile__funcs.cuh"
 #include "symm/impl/topk__funcs.cuh"
+#include "symm/impl/topk_ll__funcs.cuh"
 
 #endif /* __CUDACC__ */
 #endif /* SYMM_DEVICE_CUH */

@@ -6,6 +6,8 @@
  * Timing and table as tile_moe_bench.cu (bench_time.h); the anchors in the same run: a
  * device-to-device copy of the bytes each call moves on this PE, and symm's device
  * barrier (symm_barrier_on_stream), the floor of a call that synchronises its members.
+ * At up to kLLMaxTokens tokens the low-latency forms (symm_moe_topk_dispatch_ll_on_stream,
+ * _combine_ll_on_stream) are timed too, on the same routes and bytes.
  *   dispatch bytes: rows this PE receives x (7168 + 224)
  *   combine bytes:  slots of this PE's tokens x 7168 x 2 (the bf16 rows it reads)
  * Usage: symm-gpu-topk-bench [--tokens N] [--quick] (needs SYMM_GPU_HEAP_SIZE >= 1G at
@@ -21,6 +23,7 @@
 #include "bench_time.h"
 
 static const int kHidden = 7168, kTopk = 8, kExperts = 256, kScales = 56;
+static const size_t kLLMaxTokens = 256;
 
 static uint64_t mix(uint64_t x)
 {
@@ -123,6 +126,54 @@ static void shape(size_t tokens, const char *title)
                                                g_s);
     });
     row("topk_combine bf16", cb, 0, tcm, tcc);
+    if (tokens <= kLLMaxTokens) {
+        /* the low-latency forms: (expert, source) regions of max_tokens rows, symmetric
+         * outs; every PE passes the most tokens any PE routes to one expert or has */
+        size_t mt = tokens ? tokens : 1;
+        for (int pe = 0; pe < g_n; pe++) {
+            std::vector<int64_t> r;
+            routes(pe, tokens, &r);
+            std::vector<size_t> per(kExperts, 0);
+            for (int64_t g : r)
+                if (++per[g] > mt) mt = per[g];
+        }
+        const size_t lrows = (size_t)g_n * ne * mt;
+        uint8_t *lout = (uint8_t *)symm_gpu_malloc(lrows * rb);
+        uint8_t *lsout = (uint8_t *)symm_gpu_malloc(lrows * srb);
+        size_t *lcnt = (size_t *)symm_gpu_malloc((size_t)g_n * ne * sizeof(size_t));
+        symm_moe_src_t *lsrc =
+            (symm_moe_src_t *)symm_gpu_malloc(lrows * sizeof(symm_moe_src_t));
+        const size_t lwsb = symm_cuda_moe_topk_ll_workspace_bytes(g_n, ne, mt, kTopk, ob);
+        void *lws = symm_gpu_malloc(lwsb);
+        uint8_t *lin; /* the expert output, laid out as the low-latency out */
+        if (!lout || !lsout || !lcnt || !lsrc || !lws) OK(symm_last_status());
+        CU(cudaMalloc(&lin, lrows * ob));
+        CU(cudaMemset(lin, 0x3c, lrows * ob));
+        CU(cudaMemset(lws, 0, lwsb));
+        CU(cudaDeviceSynchronize());
+        OK(symm_barrier_all());
+        symm_moe_side_t lside = {sin, lsout, srb};
+        const double tld = timed([&] {
+            return symm_moe_topk_dispatch_ll_on_stream(g_pool, lout, in, tokens, mt, rb, d_idx,
+                                                       kTopk, ne, &lside, 1, lcnt, lsrc, lws, 0,
+                                                       g_s);
+        });
+        row("topk_dispatch_ll", db, 0, tld, tcd);
+        const double tlc = timed([&] {
+            return symm_moe_topk_combine_ll_on_stream(g_pool, cout, tokens, lin, mt, kHidden,
+                                                      SYMM_BF16, d_idx, d_w, kTopk, ne, lcnt,
+                                                      lsrc, lws, 0, g_s);
+        });
+        row("topk_combine_ll bf16", cb, 0, tlc, tcc);
+        CU(cudaDeviceSynchronize());
+        OK(symm_barrier_all());
+        cudaFree(lin);
+        OK(symm_gpu_free(lws));
+        OK(symm_gpu_free(lsrc));
+        OK(symm_gpu_free(lcnt));
+        OK(symm_gpu_free(lsout));
+        OK(symm_gpu_free(lout));
+    }
     if (g_me == 0)
         printf("\n%zu tokens per PE, %d experts per PE, %zu rows received by PE 0; barrier "
                "%.1f us\n",

@@ -7,7 +7,10 @@
  * the stream forms with 1, 2, 3 and the automatic block count, the per-block device forms
  * from a kernel of our own; concurrent sub-teams (2-D split) and 1-PE teams; a bad expert
  * id, an output one row short and a member's bad in failing every PE with nothing written,
- * and the team working afterwards. --quick: fewer cases and no decode shape (for
+ * and the team working afterwards; the stream forms captured in CUDA graphs and replayed;
+ * the low-latency forms (symm_moe_topk_dispatch_ll_on_stream / _combine_ll_on_stream) on
+ * random routings and the decode shape, directly and from CUDA graphs, a member with too
+ * many tokens failing every PE. --quick: fewer cases and no decode shape (for
  * compute-sanitizer). */
 #include "gpu_test.h"
 #include "symm_device.cuh"
@@ -208,8 +211,31 @@ static void sides_of(const tcase_t *tc, int null_in, symm_moe_side_t *side)
     }
 }
 
-/* Dispatch and combine with the stream forms on pool, both checked. */
-static void round_trip(const tcase_t *tc, symm_pool_t pool, const char *what)
+/* Runs f (a stream call on `stream`) directly (replays 0), or captured into a CUDA graph
+ * that is then launched `replays` times. */
+template <typename F> static void on_stream(int replays, F f)
+{
+    if (!replays) {
+        GT_OK(f());
+        return;
+    }
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    GT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+    const symm_status_t st = f();
+    GT_CUDA(cudaStreamEndCapture(stream, &g));
+    GT_OK(st);
+    GT_CUDA(cudaGraphInstantiate(&ge, g, 0));
+    for (int i = 0; i < replays; i++)
+        GT_CUDA(cudaGraphLaunch(ge, stream));
+    GT_CUDA(cudaStreamSynchronize(stream));
+    GT_CUDA(cudaGraphExecDestroy(ge));
+    GT_CUDA(cudaGraphDestroy(g));
+}
+
+/* Dispatch and combine with the stream forms on pool, both checked; replays > 0: each
+ * call captured in a CUDA graph and replayed that many times. */
+static void round_trip(const tcase_t *tc, symm_pool_t pool, const char *what, int replays = 0)
 {
     topk_routes_t R;
     topk_ref_routes(&tc->c, &R);
@@ -222,19 +248,23 @@ static void round_trip(const tcase_t *tc, symm_pool_t pool, const char *what)
     char w[160];
     snprintf(w, sizeof w, "%s (n %d k %d ne %d align %zu rb %zu nside %d nblocks %d)", what,
              tc->c.n, tc->c.k, tc->c.ne, tc->c.align, tc->rb, tc->nside, tc->nblocks);
-    GT_OK(symm_moe_topk_dispatch_on_stream(
-        pool, dout, cap, nul ? NULL : din, T, tc->rb, didx, tc->c.k, tc->c.ne, tc->c.align,
-        tc->nside ? side : NULL, tc->nside, dcounts, doffsets, dsrc, drows, dtrows, ws[0],
-        tc->nblocks, stream));
+    on_stream(replays, [&] {
+        return symm_moe_topk_dispatch_on_stream(
+            pool, dout, cap, nul ? NULL : din, T, tc->rb, didx, tc->c.k, tc->c.ne, tc->c.align,
+            tc->nside ? side : NULL, tc->nside, dcounts, doffsets, dsrc, drows, dtrows, ws[0],
+            tc->nblocks, stream);
+    });
     GT_CUDA(cudaStreamSynchronize(stream));
     GT_OK(symm_cuda_check());
     host_t h;
     download(tc, T, &h, cap);
     check_dispatch(tc, &R, &h, cap, w);
     upload_expert_out(tc, &h);
-    GT_OK(symm_moe_topk_combine_on_stream(
-        pool, dcout, T, h.rows ? deo : NULL, h.rows, tc->hidden, tc->type, didx, dtrows,
-        tc->weighted ? dw : NULL, tc->c.k, tc->c.ne, ws[0], tc->nblocks, stream));
+    on_stream(replays, [&] {
+        return symm_moe_topk_combine_on_stream(
+            pool, dcout, T, h.rows ? deo : NULL, h.rows, tc->hidden, tc->type, didx, dtrows,
+            tc->weighted ? dw : NULL, tc->c.k, tc->c.ne, ws[0], tc->nblocks, stream);
+    });
     GT_CUDA(cudaStreamSynchronize(stream));
     GT_OK(symm_cuda_check());
     check_combine(tc, &R, T, w);
@@ -277,6 +307,219 @@ static void test_decode(symm_pool_t pool)
         tc.nblocks = v ? 0 : 3;
         round_trip(&tc, pool, "decode shape");
     }
+}
+
+static void expect_device_failure(symm_status_t want, const char *what);
+
+/* ---------------------------------------------------------------- CUDA graphs */
+static void test_graphs(symm_pool_t pool)
+{
+    for (int it = 0; it < (quick ? 1 : 3); it++) {
+        tcase_t tc;
+        random_case(&tc, SYMM_TEAM_WORLD, 600 + (uint64_t)it);
+        round_trip(&tc, pool, "CUDA graph", 2);
+    }
+}
+
+/* ---------------------------------------------------------------- low-latency forms */
+#define LL_ROWS  49152 /* n x ne x max_tokens, at most */
+#define LL_BYTES ((size_t)64 << 20)
+static uint8_t *ll_out, *ll_side[MAXSIDE], *ll_ws; /* GPU symmetric */
+static size_t *ll_cnt;
+static symm_moe_src_t *ll_src;
+static size_t ll_ws_bytes;
+static uint8_t *ll_in; /* device: the expert output */
+
+/* The region size the case needs on every member: the most tokens of any member, and the
+ * most slots any member routes to one expert. */
+static size_t ll_max_tokens(const tcase_t *tc, const topk_routes_t *R)
+{
+    size_t mt = 1;
+    const int E = tc->c.n * tc->c.ne;
+    std::vector<size_t> cnt(E);
+    for (int s = 0; s < tc->c.n; s++) {
+        const size_t T = R->tokens[s];
+        if (T > mt) mt = T;
+        std::fill(cnt.begin(), cnt.end(), 0);
+        for (size_t q = 0; q < T * (size_t)tc->c.k; q++)
+            if (R->idx[s][q] >= 0 && ++cnt[(size_t)R->idx[s][q]] > mt)
+                mt = cnt[(size_t)R->idx[s][q]];
+    }
+    return mt;
+}
+
+/* The low-latency dispatch's results on this member against the routes: every region's
+ * count, and each of its rows (source, bytes, side bytes) once per routed slot. Fills the
+ * expert output of the rows (ll_in) for the combine. */
+static void ll_check_dispatch(const tcase_t *tc, const topk_routes_t *R, size_t mt,
+                              const char *what)
+{
+    const int n = tc->c.n, ne = tc->c.ne, k = tc->c.k, me_t = tc->rank;
+    const size_t rows = (size_t)n * ne * mt, crb = tc->hidden * symm_type_size(tc->type);
+    std::vector<size_t> cnt((size_t)n * ne);
+    std::vector<symm_moe_src_t> src(rows);
+    std::vector<uint8_t> out(rows * tc->rb), want(BIGRB + 256), eo(rows * crb, 0xff);
+    GT_CUDA(gt_memcpy_sync(cnt.data(), ll_cnt, cnt.size() * sizeof(size_t),
+                           cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(src.data(), ll_src, rows * sizeof(symm_moe_src_t),
+                           cudaMemcpyDeviceToHost));
+    GT_CUDA(gt_memcpy_sync(out.data(), ll_out, out.size(), cudaMemcpyDeviceToHost));
+    std::vector<std::vector<uint8_t>> side(tc->nside);
+    for (int p = 0; p < tc->nside; p++) {
+        side[p].resize(rows * tc->srb[p]);
+        GT_CUDA(
+            gt_memcpy_sync(side[p].data(), ll_side[p], side[p].size(), cudaMemcpyDeviceToHost));
+    }
+    for (int s = 0; s < n; s++) {
+        const size_t T = R->tokens[s];
+        std::vector<char> seen(T * (size_t)k, 0);
+        for (int e = 0; e < ne; e++) {
+            const int64_t g = (int64_t)me_t * ne + e;
+            size_t ref = 0;
+            for (size_t q = 0; q < T * (size_t)k; q++)
+                ref += R->idx[s][q] == g;
+            const size_t got = cnt[(size_t)e * n + s];
+            CHECK_TRUE(got == ref,
+                       "%s: out_counts[%d * %d + %d] = %zu, %zu slots of member %d "
+                       "go to expert %lld",
+                       what, e, n, s, got, ref, s, (long long)g);
+            for (size_t j = 0; j < got && j < mt; j++) {
+                const size_t x = ((size_t)e * n + s) * mt + j;
+                const symm_moe_src_t sr = src[x];
+                const bool ok = sr.pe == s && sr.slot >= 0 && sr.slot < k && sr.token >= 0 &&
+                                (size_t)sr.token < T &&
+                                R->idx[s][(size_t)sr.token * k + sr.slot] == g &&
+                                !seen[(size_t)sr.token * k + sr.slot];
+                CHECK_TRUE(ok,
+                           "%s: row %zu's source (pe %d, slot %d, token %lld) is not an "
+                           "unseen slot of member %d routed to expert %lld",
+                           what, x, sr.pe, sr.slot, (long long)sr.token, s, (long long)g);
+                if (!ok) continue;
+                seen[(size_t)sr.token * k + sr.slot] = 1;
+                test_fill_pattern(want.data(), tc->rb,
+                                  topk_ref_row_tag(&tc->c, s, sr.token, 0));
+                CHECK_BYTES(&out[x * tc->rb], want.data(), tc->rb,
+                            "%s: row %zu (member %d, "
+                            "token %lld)",
+                            what, x, s, (long long)sr.token);
+                for (int p = 0; p < tc->nside; p++) {
+                    test_fill_pattern(want.data(), tc->srb[p],
+                                      topk_ref_row_tag(&tc->c, s, sr.token, 1 + p));
+                    CHECK_BYTES(&side[p][x * tc->srb[p]], want.data(), tc->srb[p],
+                                "%s: side %d of row %zu", what, p, x);
+                }
+                for (size_t h = 0; h < tc->hidden; h++)
+                    topk_ref_store(tc->type, &eo[x * crb], h,
+                                   topk_ref_expert_value(&tc->c, g, s, (size_t)sr.token, h));
+            }
+        }
+    }
+    GT_CUDA(gt_memcpy_sync(ll_in, eo.data(), eo.size(), cudaMemcpyHostToDevice));
+}
+
+/* Low-latency dispatch and combine on pool, both checked (replays > 0: through CUDA
+ * graphs, each replayed once). */
+static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what, int replays)
+{
+    topk_routes_t R;
+    topk_ref_routes(&tc->c, &R);
+    int nul;
+    const size_t T = upload(tc, &R, &nul);
+    const size_t mt = ll_max_tokens(tc, &R);
+    const size_t rows = (size_t)tc->c.n * tc->c.ne * mt;
+    const size_t crb = tc->hidden * symm_type_size(tc->type);
+    GT_TRUE(rows <= LL_ROWS && rows * tc->rb <= LL_BYTES && rows * crb <= LL_BYTES &&
+                symm_cuda_moe_topk_ll_workspace_bytes(tc->c.n, tc->c.ne, mt, tc->c.k, crb) <=
+                    ll_ws_bytes,
+            "low-latency case too big: %zu rows", rows);
+    symm_moe_side_t side[MAXSIDE];
+    for (int p = 0; p < tc->nside; p++) {
+        side[p].in = nul ? NULL : dside[p];
+        side[p].out = ll_side[p];
+        side[p].row_bytes = tc->srb[p];
+    }
+    char w[160];
+    snprintf(w, sizeof w, "%s (n %d k %d ne %d max_tokens %zu rb %zu nside %d nblocks %d)",
+             what, tc->c.n, tc->c.k, tc->c.ne, mt, tc->rb, tc->nside, tc->nblocks);
+    on_stream(replays, [&] {
+        return symm_moe_topk_dispatch_ll_on_stream(
+            pool, ll_out, nul ? NULL : din, T, mt, tc->rb, didx, tc->c.k, tc->c.ne,
+            tc->nside ? side : NULL, tc->nside, ll_cnt, ll_src, ll_ws, tc->nblocks, stream);
+    });
+    GT_CUDA(cudaStreamSynchronize(stream));
+    GT_OK(symm_cuda_check());
+    ll_check_dispatch(tc, &R, mt, w);
+    GT_OK(symm_barrier_all()); /* every member's expert output ready before any combine */
+    on_stream(replays, [&] {
+        return symm_moe_topk_combine_ll_on_stream(
+            pool, dcout, T, ll_in, mt, tc->hidden, tc->type, didx, tc->weighted ? dw : NULL,
+            tc->c.k, tc->c.ne, ll_cnt, ll_src, ll_ws, tc->nblocks, stream);
+    });
+    GT_CUDA(cudaStreamSynchronize(stream));
+    GT_OK(symm_cuda_check());
+    check_combine(tc, &R, T, w);
+    topk_ref_routes_free(&tc->c, &R);
+}
+
+static void test_low_latency(symm_pool_t pool)
+{
+    for (int it = 0; it < (quick ? 6 : 16); it++) {
+        tcase_t tc;
+        random_case(&tc, SYMM_TEAM_WORLD, 1300 + (uint64_t)it);
+        tc.c.align = 0;
+        ll_round_trip(&tc, pool, it % 4 == 3 ? "low-latency, CUDA graph" : "low-latency",
+                      it % 4 == 3);
+    }
+    for (int v = 0; v < (quick ? 0 : 2); v++) {
+        tcase_t tc;
+        random_case(&tc, SYMM_TEAM_WORLD, 1500 + (uint64_t)v);
+        tc.c.maxtok = MAXTOK;
+        tc.c.k = 8;
+        tc.c.ne = 8;
+        tc.c.empty = -1;
+        tc.c.none_every = 0;
+        tc.c.one_pe = 0;
+        tc.rb = BIGRB;
+        tc.nside = 1;
+        tc.srb[0] = 56 * 4;
+        tc.type = SYMM_BF16;
+        tc.hidden = MAXHID;
+        tc.weighted = 1;
+        tc.nblocks = 0;
+        ll_round_trip(&tc, pool, v ? "low-latency decode, CUDA graph" : "low-latency decode",
+                      v);
+    }
+    /* too many tokens on the last PE: every PE fails, and the next calls work */
+    tcase_t tc;
+    random_case(&tc, SYMM_TEAM_WORLD, 1600);
+    tc.c.maxtok = 16;
+    tc.c.k = 2;
+    tc.c.ne = 2;
+    tc.rb = 16;
+    tc.nside = 0;
+    topk_routes_t R;
+    topk_ref_routes(&tc.c, &R);
+    int nul;
+    size_t T = upload(&tc, &R, &nul);
+    const size_t mt = ll_max_tokens(&tc, &R);
+    const size_t pass = me == npes - 1 ? mt + 1 : T;
+    std::vector<int64_t> none(pass * 2 + 2, -1);
+    GT_CUDA(gt_memcpy_sync(didx, none.data(), none.size() * sizeof(int64_t),
+                           cudaMemcpyHostToDevice));
+    symm_status_t st = symm_moe_topk_dispatch_ll_on_stream(
+        pool, ll_out, din, pass, mt, 16, didx, 2, 2, NULL, 0, ll_cnt, ll_src, ll_ws, 2, stream);
+    if (me == npes - 1) {
+        GT_TRUE(st == SYMM_ERR_OVERFLOW, "too many tokens: %d (%s)", (int)st,
+                symm_last_error());
+        GT_CUDA(cudaStreamSynchronize(stream));
+        (void)symm_cuda_check();
+    } else {
+        GT_OK(st);
+        expect_device_failure(SYMM_ERR_OVERFLOW, "the last PE's tokens beyond max_tokens");
+    }
+    topk_ref_routes_free(&tc.c, &R);
+    random_case(&tc, SYMM_TEAM_WORLD, 1601);
+    ll_round_trip(&tc, pool, "low-latency after a failure", 0);
 }
 
 /* ---------------------------------------------------------------- device forms */
@@ -566,6 +809,17 @@ int main(int argc, char **argv)
     GT_CUDA(cudaMalloc(&dcounts, sizeof(size_t) * 32));
     GT_CUDA(cudaMalloc(&doffsets, sizeof(size_t) * 32));
     GT_CUDA(cudaMalloc(&drows, sizeof(size_t)));
+    ll_out = (uint8_t *)symm_gpu_malloc(LL_BYTES);
+    for (int p = 0; p < MAXSIDE; p++)
+        ll_side[p] = (uint8_t *)symm_gpu_malloc((size_t)LL_ROWS * 256);
+    ll_cnt = (size_t *)symm_gpu_malloc(sizeof(size_t) * 4 * 32);
+    ll_src = (symm_moe_src_t *)symm_gpu_malloc(sizeof(symm_moe_src_t) * LL_ROWS);
+    ll_ws_bytes = symm_cuda_moe_topk_ll_workspace_bytes(npes, 32, 2 * MAXTOK, MAXK, MAXHID * 2);
+    ll_ws = (uint8_t *)symm_gpu_malloc(ll_ws_bytes);
+    GT_TRUE(ll_out && ll_side[0] && ll_side[1] && ll_side[2] && ll_cnt && ll_src && ll_ws,
+            "low-latency allocations (workspace %zu bytes)", ll_ws_bytes);
+    GT_CUDA(gt_memset_sync(ll_ws, 0, ll_ws_bytes));
+    GT_CUDA(cudaMalloc(&ll_in, LL_BYTES));
     GT_OK(symm_barrier_all()); /* every PE's workspace zeroed before anyone uses it */
     symm_pool_t pool;
     GT_OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 8, &pool));
@@ -573,6 +827,10 @@ int main(int argc, char **argv)
     if (me == 0) printf("ok: random routings\n");
     test_decode(pool);
     if (me == 0) printf("ok: decode shape\n");
+    test_graphs(pool);
+    if (me == 0) printf("ok: CUDA graphs\n");
+    test_low_latency(pool);
+    if (me == 0) printf("ok: low-latency forms\n");
     test_device_forms(pool);
     if (me == 0) printf("ok: device forms\n");
     test_failures(pool);

@@ -142,7 +142,7 @@ SYMM_HD uint64_t symm_plan_topk_combine_fp(uint64_t k, uint64_t ne, uint64_t hid
  * member's own scratch for the layout: segment lengths and prefixes of every receiver,
  * where its slots land on each, the bases of its own segments per source, its segments'
  * starts and lengths, the sources' token prefix, and the per-chunk histograms that rank
- * the slots (SYMM_PLAN_TOPK_CHUNK slots a chunk). */
+ * the slots (symm_plan_topk_chunk). */
 enum {
     SYMM_PLAN_TK_STATUS = 0,
     SYMM_PLAN_TK_CAP = 1,
@@ -161,7 +161,22 @@ enum {
     SYMM_PLAN_TK_EP = 52,    /* the lead's episode */
     SYMM_PLAN_TK_CNT = 64,
 };
-#define SYMM_PLAN_TOPK_CHUNK 1024u
+
+/* The slots are ranked in at most SYMM_PLAN_TOPK_CHUNKS chunks of whole warps' worth of
+ * slots (a multiple of 32), one warp a chunk: few slots make many short chunks, so that
+ * every warp of the lead block ranks some (a decode step's 1024 slots: 32 chunks of 32,
+ * not one warp walking them all), and the prefix over chunks stays short. */
+#define SYMM_PLAN_TOPK_CHUNKS 64u
+SYMM_HD uint64_t symm_plan_topk_chunk(uint64_t slots)
+{
+    const uint64_t per = (slots + SYMM_PLAN_TOPK_CHUNKS - 1) / SYMM_PLAN_TOPK_CHUNKS;
+    return per <= 32 ? 32 : (per + 31) / 32 * 32;
+}
+SYMM_HD uint64_t symm_plan_topk_chunks(uint64_t slots)
+{
+    const uint64_t ch = symm_plan_topk_chunk(slots);
+    return (slots + ch - 1) / ch;
+}
 
 typedef struct {
     uint64_t route, len, pre, dstb, recvb, mystart, mylen, tokpre, hist, words;
@@ -172,7 +187,7 @@ typedef struct {
 SYMM_HD void symm_plan_topk_ws(int n, int ne, uint64_t tokens, int k, symm_plan_topk_ws_t *w)
 {
     const uint64_t E = (uint64_t)n * (uint64_t)ne, slots = tokens * (uint64_t)k;
-    const uint64_t chunks = (slots + SYMM_PLAN_TOPK_CHUNK - 1) / SYMM_PLAN_TOPK_CHUNK;
+    const uint64_t chunks = symm_plan_topk_chunks(slots);
     w->route = SYMM_PLAN_TK_CNT + E;
     w->len = w->route + slots;
     w->pre = w->len + E;
@@ -183,6 +198,86 @@ SYMM_HD void symm_plan_topk_ws(int n, int ne, uint64_t tokens, int k, symm_plan_
     w->tokpre = w->mylen + (uint64_t)ne;
     w->hist = w->tokpre + (uint64_t)n + 1;
     w->words = w->hist + chunks * E;
+}
+
+/* ---------------------------------------------------------------- low-latency forms */
+/* The low-latency forms (symm_moe_topk_dispatch_ll_on_stream, symm_cuda.h) give every
+ * (local expert e, source s) pair of a receiver its own region of max_tokens rows, so a
+ * sender places its rows without knowing anyone else's counts: slot (t, i) of source s
+ * that goes to expert j*ne + e lands on member j at row
+ * symm_plan_topk_ll_row(e, s, n, max_tokens, r), r its arrival order among s's rows for
+ * that expert (r < max_tokens: a token names each expert at most once). */
+SYMM_HD uint64_t symm_plan_topk_ll_row(uint64_t e, uint64_t s, uint64_t n, uint64_t max_tokens,
+                                       uint64_t r)
+{
+    return (e * n + s) * max_tokens + r;
+}
+
+/* The workspace of the low-latency forms, in 8-byte words: the calls made on it (a
+ * dispatch and a combine counter, the member's own), the member's grid-barrier words (at
+ * the offsets of the other forms'), the arrival counter and the worst status of the
+ * member's blocks in a call (their own 128-byte line each); then, written by the senders,
+ * for every source: the flag (the call it has finished), its status and its fingerprint,
+ * for the dispatch and for the combine; the member's own rank counters (two sets of n*ne:
+ * a call uses one and clears the other for the next); where each of its slots lands
+ * (max_tokens x k rows); and the combine's landing rows, max_tokens x k rows of
+ * combine_row_bytes (rounded up to 16), where holders put the expert outputs of this
+ * member's slots. */
+enum {
+    SYMM_PLAN_TKL_EP_D = 0,
+    SYMM_PLAN_TKL_EP_C = 1,
+    SYMM_PLAN_TKL_ARR_D = 48, /* and the status word after it */
+    SYMM_PLAN_TKL_ARR_C = 64,
+    SYMM_PLAN_TKL_SRC = 80,
+};
+typedef struct {
+    uint64_t dflag, dstat, dfp, cflag, cstat, cfp, rank, slot, stage, stage_rb, words;
+} symm_plan_topk_ll_ws_t;
+
+/* 0 where the sizes overflow or max_tokens is 0. */
+SYMM_HD int symm_plan_topk_ll_ws(int n, int ne, uint64_t max_tokens, int k,
+                                 uint64_t combine_row_bytes, symm_plan_topk_ll_ws_t *w)
+{
+    const uint64_t N = (uint64_t)n, E = N * (uint64_t)ne;
+    if (!max_tokens || max_tokens >= ((uint64_t)1 << 32) ||
+        combine_row_bytes >= ((uint64_t)1 << 40))
+        return 0;
+    const uint64_t rows = max_tokens * (uint64_t)k;
+    w->dflag = SYMM_PLAN_TKL_SRC;
+    w->dstat = w->dflag + N;
+    w->dfp = w->dstat + N;
+    w->cflag = w->dfp + N;
+    w->cstat = w->cflag + N;
+    w->cfp = w->cstat + N;
+    w->rank = w->cfp + N;
+    w->slot = w->rank + 2 * E;
+    w->stage = (w->slot + rows + 1) / 2 * 2;
+    w->stage_rb = (combine_row_bytes + 15) / 16 * 16;
+    if (w->stage_rb && rows > ((uint64_t)1 << 60) / w->stage_rb) return 0;
+    w->words = w->stage + rows * w->stage_rb / 8;
+    return 1;
+}
+
+SYMM_HD uint64_t symm_plan_topk_ll_dispatch_fp(uint64_t k, uint64_t ne, uint64_t row_bytes,
+                                               uint64_t max_tokens, uint64_t nside)
+{
+    uint64_t fp = symm_tm_mix(0x70b5, SYMM_PLAN_TOPK_DISPATCH);
+    fp = symm_tm_mix(fp, k);
+    fp = symm_tm_mix(fp, ne);
+    fp = symm_tm_mix(fp, row_bytes);
+    fp = symm_tm_mix(fp, max_tokens);
+    return symm_tm_mix(fp, nside);
+}
+
+SYMM_HD uint64_t symm_plan_topk_ll_combine_fp(uint64_t k, uint64_t ne, uint64_t hidden,
+                                              uint64_t type, uint64_t max_tokens)
+{
+    uint64_t fp = symm_tm_mix(0x70b5, SYMM_PLAN_TOPK_COMBINE);
+    fp = symm_tm_mix(fp, k);
+    fp = symm_tm_mix(fp, ne);
+    fp = symm_tm_mix(fp, hidden);
+    fp = symm_tm_mix(fp, type);
+    return symm_tm_mix(fp, max_tokens);
 }
 
 #endif

@@ -52,6 +52,7 @@ struct topk_args {
     void *ws;
     int fail; /* != 0: this member publishes this status (the host wrapper's local errors) */
     int pad;
+    size_t max_tokens; /* the low-latency forms (topk_ll__funcs.cuh) */
 };
 
 /* The arguments of a dispatch (of a combine: topk_combine_args), zeroed first: the host
@@ -151,6 +152,7 @@ struct topk_call {
     int n, me;
     uint64_t *ws; /* this member's workspace */
     symm_plan_topk_ws_t L;
+    uint64_t stage = 0, stage_rb = 0; /* the low-latency combine's landing rows (bytes) */
 
     SYMM_DEV topk_call(const symm_dev_team_t &t_, const topk_args &a_, uint32_t part_,
                        uint32_t nparts_)
@@ -200,63 +202,62 @@ SYMM_DEV uint64_t topk_dispatch_fp(const topk_call &c)
 /* ---------------------------------------------------------------- dispatch: the route */
 /* The lead block: the slots checked, ranked and published with the count table. Returns
  * this member's status (0, or SYMM_ERR_INVALID_ARG for a bad expert id or a NULL in that
- * routes tokens), the same in every thread. Chunk q of the slots belongs to warp
- * q % nwarps. */
-SYMM_DEV int topk_route(const topk_call &c)
+ * routes tokens), the same in every thread. Chunk q of the slots (symm_plan_topk_chunk)
+ * belongs to warp q % NW; a warp loads kTopkRankU batches of 32 ids before it counts
+ * them, so that their loads overlap rather than waiting one by one behind the counts.
+ * With at most kTopkRankE experts in the team, a warp counts its chunk in shared memory
+ * (the first kTopkRankWarps warps rank; a count there is a few cycles, one in global
+ * memory a round trip) and moves the chunk's histogram to the workspace in one go. */
+constexpr int kTopkRankU = 4, kTopkRankWarps = 16, kTopkRankE = 256;
+SYMM_DEV int64_t topk_slot_id(const topk_args &a, uint64_t q, uint64_t q1, uint64_t E, int *bad)
 {
-    const topk_args &a = c.a;
-    const uint64_t E = c.nexp(), slots = a.tokens * (uint64_t)a.k;
-    const uint64_t chunks = (slots + SYMM_PLAN_TOPK_CHUNK - 1) / SYMM_PLAN_TOPK_CHUNK;
-    uint64_t *hist = c.ws + c.L.hist, *cnt = c.ws + SYMM_PLAN_TK_CNT, *route = c.ws + c.L.route;
-    int bad = 0, routed = 0;
-    for (uint64_t i = c.tid; i < chunks * E; i += c.nthr)
-        hist[i] = 0;
-    __syncthreads();
-    /* pass 1: each chunk's histogram (its warp alone writes it) */
-    for (uint64_t q0 = (uint64_t)c.warp * SYMM_PLAN_TOPK_CHUNK; q0 < slots;
-         q0 += (uint64_t)c.nwarps * SYMM_PLAN_TOPK_CHUNK) {
-        uint64_t *h = hist + (q0 / SYMM_PLAN_TOPK_CHUNK) * E;
-        const uint64_t q1 =
-            q0 + SYMM_PLAN_TOPK_CHUNK < slots ? q0 + SYMM_PLAN_TOPK_CHUNK : slots;
-        for (uint64_t b = q0; b < q1; b += 32) {
-            const uint64_t q = b + c.lane;
-            int64_t g = q < q1 ? a.topk_idx[q] : -1;
-            if (!symm_plan_topk_slot_ok(g, E)) {
-                bad = 1;
-                g = -1;
-            }
-            routed |= g >= 0;
+    int64_t g = q < q1 ? a.topk_idx[q] : -1;
+    if (!symm_plan_topk_slot_ok(g, E)) {
+        *bad = 1;
+        g = -1;
+    }
+    return g;
+}
+/* Slots [q0, q1) counted into h by the warp. */
+template <typename C>
+SYMM_DEV void topk_rank_count(const topk_call &c, C *h, uint64_t q0, uint64_t q1, uint64_t E,
+                              int *bad, int *routed)
+{
+    for (uint64_t b = q0; b < q1; b += 32 * kTopkRankU) {
+        int64_t gv[kTopkRankU];
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++)
+            gv[u] = topk_slot_id(c.a, b + 32 * (uint64_t)u + c.lane, q1, E, bad);
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++) {
+            const int64_t g = gv[u];
+            *routed |= g >= 0;
             const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
-            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] += __popc(peers);
+            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] += (C)__popc(peers);
             __syncwarp();
         }
     }
-    __syncthreads();
-    /* pass 2: the prefix over chunks, and the totals */
-    for (uint64_t g = c.tid; g < E; g += c.nthr) {
-        uint64_t run = 0;
-        for (uint64_t q = 0; q < chunks; q++) {
-            const uint64_t v = hist[q * E + g];
-            hist[q * E + g] = run;
-            run += v;
-        }
-        cnt[g] = run;
-    }
-    __syncthreads();
-    /* pass 3: each slot's rank, in (token, slot) order */
-    for (uint64_t q0 = (uint64_t)c.warp * SYMM_PLAN_TOPK_CHUNK; q0 < slots;
-         q0 += (uint64_t)c.nwarps * SYMM_PLAN_TOPK_CHUNK) {
-        uint64_t *h = hist + (q0 / SYMM_PLAN_TOPK_CHUNK) * E;
-        const uint64_t q1 =
-            q0 + SYMM_PLAN_TOPK_CHUNK < slots ? q0 + SYMM_PLAN_TOPK_CHUNK : slots;
-        for (uint64_t b = q0; b < q1; b += 32) {
-            const uint64_t q = b + c.lane;
-            int64_t g = q < q1 ? a.topk_idx[q] : -1;
-            if (!symm_plan_topk_slot_ok(g, E)) g = -1;
+}
+/* Slots [q0, q1) ranked by the warp from the chunk's prefix in h, their route words out. */
+template <typename C>
+SYMM_DEV void topk_rank_slots(const topk_call &c, C *h, uint64_t q0, uint64_t q1, uint64_t E,
+                              uint64_t *route)
+{
+    for (uint64_t b = q0; b < q1; b += 32 * kTopkRankU) {
+        int64_t gv[kTopkRankU];
+        int ignored = 0;
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++)
+            gv[u] = topk_slot_id(c.a, b + 32 * (uint64_t)u + c.lane, q1, E, &ignored);
+#pragma unroll
+        for (int u = 0; u < kTopkRankU; u++) {
+            const uint64_t q = b + 32 * (uint64_t)u + c.lane;
+            const int64_t g = gv[u];
             const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
-            const uint64_t base = g >= 0 ? h[g] : 0;
+            const uint64_t base = g >= 0 ? (uint64_t)h[g] : 0;
             __syncwarp();
-            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] = base + __popc(peers);
+            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1))
+                h[g] = (C)(base + __popc(peers));
             if (q < q1)
                 route[q] = g < 0
                                ? symm_plan_topk_route(SYMM_PLAN_TOPK_NONE, 0)
@@ -264,6 +265,70 @@ SYMM_DEV int topk_route(const topk_call &c)
                                      (uint32_t)g,
                                      (uint32_t)(base + __popc(peers & ((1u << c.lane) - 1u))));
             __syncwarp();
+        }
+    }
+}
+SYMM_DEV int topk_route(const topk_call &c)
+{
+    const topk_args &a = c.a;
+    const uint64_t E = c.nexp(), slots = a.tokens * (uint64_t)a.k;
+    const uint64_t CH = symm_plan_topk_chunk(slots), chunks = symm_plan_topk_chunks(slots);
+    uint64_t *hist = c.ws + c.L.hist, *cnt = c.ws + SYMM_PLAN_TK_CNT, *route = c.ws + c.L.route;
+    __shared__ uint32_t s_hist[kTopkRankWarps][kTopkRankE];
+    const bool sm = E <= (uint64_t)kTopkRankE;
+    const uint32_t NW = sm && c.nwarps > (uint32_t)kTopkRankWarps ? kTopkRankWarps : c.nwarps;
+    int bad = 0, routed = 0;
+    for (uint64_t i = c.tid; !sm && i < chunks * E; i += c.nthr)
+        hist[i] = 0;
+    __syncthreads();
+    /* pass 1: each chunk's histogram (its warp alone writes it) */
+    for (uint64_t ch = c.warp; c.warp < NW && ch < chunks; ch += NW) {
+        const uint64_t q0 = ch * CH, q1 = q0 + CH < slots ? q0 + CH : slots;
+        if (sm) {
+            uint32_t *sh = s_hist[c.warp];
+            for (uint64_t e = c.lane; e < E; e += 32)
+                sh[e] = 0;
+            __syncwarp();
+            topk_rank_count(c, sh, q0, q1, E, &bad, &routed);
+            for (uint64_t e = c.lane; e < E; e += 32)
+                hist[ch * E + e] = sh[e];
+            __syncwarp();
+        } else {
+            topk_rank_count(c, hist + ch * E, q0, q1, E, &bad, &routed);
+        }
+    }
+    __syncthreads();
+    /* pass 2: the prefix over chunks, and the totals; eight chunks' counts loaded before
+     * any is rewritten, so that the loads overlap */
+    for (uint64_t g = c.tid; g < E; g += c.nthr) {
+        uint64_t run = 0;
+        for (uint64_t q0 = 0; q0 < chunks; q0 += 8) {
+            uint64_t v[8];
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                v[i] = q0 + i < chunks ? hist[(q0 + i) * E + g] : 0;
+#pragma unroll
+            for (int i = 0; i < 8; i++)
+                if (q0 + i < chunks) {
+                    hist[(q0 + i) * E + g] = run;
+                    run += v[i];
+                }
+        }
+        cnt[g] = run;
+    }
+    __syncthreads();
+    /* pass 3: each slot's rank, in (token, slot) order */
+    for (uint64_t ch = c.warp; c.warp < NW && ch < chunks; ch += NW) {
+        const uint64_t q0 = ch * CH, q1 = q0 + CH < slots ? q0 + CH : slots;
+        if (sm) {
+            uint32_t *sh = s_hist[c.warp];
+            for (uint64_t e = c.lane; e < E; e += 32)
+                sh[e] = (uint32_t)hist[ch * E + e];
+            __syncwarp();
+            topk_rank_slots(c, sh, q0, q1, E, route);
+            __syncwarp();
+        } else {
+            topk_rank_slots(c, hist + ch * E, q0, q1, E, route);
         }
     }
     routed = __syncthreads_or(routed);
@@ -328,20 +393,38 @@ SYMM_DEV void topk_layout(const topk_call &c, int mine, uint64_t fp)
         w[c.L.pre + g] = pre;
     }
     __syncthreads();
-    /* every receiver's segment starts: the capacity check, where my slots land */
-    for (int m = (int)c.tid; m < n; m += (int)c.nthr) {
+    /* every receiver's segment starts: the capacity check, where my slots land. A warp a
+     * receiver, its experts 32 at a time: a saturating scan of the aligned lengths (the
+     * sum reaches UINT64_MAX exactly where symm_plan_topk_seg_next overflows), so that a
+     * member with hundreds of experts is not walked by one thread. */
+    for (int m = (int)c.warp; m < n; m += (int)c.nwarps) {
         uint64_t pos = 0;
-        for (int e = 0; e < ne; e++) {
-            const uint64_t g = (uint64_t)m * ne + e, len = w[c.L.len + g];
-            if (pos != UINT64_MAX) w[c.L.dstb + g] = pos + w[c.L.pre + g];
-            if (m == me) {
-                w[c.L.mystart + e] = pos;
-                w[c.L.mylen + e] = len;
+        for (int e0 = 0; e0 < ne; e0 += 32) {
+            const int e = e0 + (int)c.lane;
+            const uint64_t g = (uint64_t)m * ne + e;
+            uint64_t len = 0, al = 0;
+            if (e < ne) {
+                len = w[c.L.len + g];
+                if (symm_tm_aligned_len(len, a.major_align, &al)) al = UINT64_MAX;
             }
-            pos = pos == UINT64_MAX ? pos : symm_plan_topk_seg_next(pos, len, a.major_align);
+            const uint64_t incl = warp_scan_sat(al, c.lane);
+            uint64_t excl = __shfl_up_sync(0xffffffffu, incl, 1);
+            if (c.lane == 0) excl = 0;
+            const uint64_t start = sat_add(pos, excl);
+            if (e < ne) {
+                if (start != UINT64_MAX) w[c.L.dstb + g] = start + w[c.L.pre + g];
+                if (m == me) {
+                    w[c.L.mystart + e] = start;
+                    w[c.L.mylen + e] = len;
+                }
+            }
+            pos = sat_add(pos, __shfl_sync(0xffffffffu, incl, 31));
         }
-        if (pos == UINT64_MAX || pos > ldcg(c.wsp(m) + SYMM_PLAN_TK_CAP)) atomicMin(&s_fail, m);
-        if (m == me) s_need = pos;
+        if (c.lane == 0) {
+            if (pos == UINT64_MAX || pos > ldcg(c.wsp(m) + SYMM_PLAN_TK_CAP))
+                atomicMin(&s_fail, m);
+            if (m == me) s_need = pos;
+        }
     }
     __syncthreads();
     /* my segments' bases per source, and the sources' token prefix */
@@ -374,49 +457,75 @@ SYMM_DEV void topk_layout(const topk_call &c, int mine, uint64_t fp)
 }
 
 /* ---------------------------------------------------------------- dispatch: the rows */
-/* Copies one payload row of rb bytes from src (a peer's) to the rows held by lanes
- * 0..m-1 of the warp (pos) in dst, reading it once. Every lane runs the same iterations:
- * the shuffles need the whole warp. */
+/* Piece `piece` of P of one payload row of rb bytes from src (a peer's), copied to the
+ * rows held by lanes 0..m-1 of the warp (pos) in dst, reading it once: the row's units
+ * (16-byte vectors where everything is aligned to them, else words or bytes), 32 a warp
+ * step, split into P ranges of whole steps. Every lane runs the same iterations: the
+ * shuffles need the whole warp. */
+SYMM_DEV void topk_piece(uint64_t nunits, uint32_t piece, uint32_t P, uint64_t *u0,
+                         uint64_t *u1)
+{
+    const uint64_t steps = (nunits + 31) / 32, per = (steps + P - 1) / P;
+    *u0 = (uint64_t)piece * per * 32;
+    *u1 = *u0 + per * 32 < nunits ? *u0 + per * 32 : nunits;
+}
 SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint64_t pos,
-                            uint32_t m, uint32_t lane)
+                            uint32_t m, uint32_t lane, uint32_t piece, uint32_t P)
 {
     const uintptr_t al = (uintptr_t)dst | (uintptr_t)src | (uintptr_t)rb;
+    uint64_t u0, u1;
     if ((al & 15) == 0) {
-        const uint64_t nv = rb / 16;
-        for (uint64_t v0 = 0; v0 < nv; v0 += 32) {
-            const uint64_t v = v0 + lane;
-            uint4 x = make_uint4(0, 0, 0, 0);
-            if (v < nv) x = ld_once((const uint4 *)src + v);
+        /* two vectors in flight per lane: a lone load per lane leaves the copy waiting on
+         * its latency */
+        topk_piece(rb / 16, piece, P, &u0, &u1);
+        for (uint64_t v0 = u0; v0 < u1; v0 += 64) {
+            const uint64_t v = v0 + lane, w = v + 32;
+            uint4 x = make_uint4(0, 0, 0, 0), y = make_uint4(0, 0, 0, 0);
+            if (v < u1) x = ld_once((const uint4 *)src + v);
+            if (w < u1) y = ld_once((const uint4 *)src + w);
             for (uint32_t j = 0; j < m; j++) {
                 const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
-                if (v < nv) st_once((uint4 *)(dst + p * rb) + v, x);
+                if (v < u1) st_once((uint4 *)(dst + p * rb) + v, x);
+                if (w < u1) st_once((uint4 *)(dst + p * rb) + w, y);
             }
         }
     } else if ((al & 3) == 0) {
-        const uint64_t nv = rb / 4;
-        for (uint64_t v0 = 0; v0 < nv; v0 += 32) {
+        topk_piece(rb / 4, piece, P, &u0, &u1);
+        for (uint64_t v0 = u0; v0 < u1; v0 += 32) {
             const uint64_t v = v0 + lane;
-            const unsigned x = v < nv ? __ldcg((const unsigned *)src + v) : 0u;
+            const unsigned x = v < u1 ? __ldcg((const unsigned *)src + v) : 0u;
             for (uint32_t j = 0; j < m; j++) {
                 const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
-                if (v < nv) ((unsigned *)(dst + p * rb))[v] = x;
+                if (v < u1) ((unsigned *)(dst + p * rb))[v] = x;
             }
         }
     } else {
-        for (uint64_t v0 = 0; v0 < rb; v0 += 32) {
+        topk_piece(rb, piece, P, &u0, &u1);
+        for (uint64_t v0 = u0; v0 < u1; v0 += 32) {
             const uint64_t v = v0 + lane;
-            const unsigned char x = v < rb ? __ldcg(src + v) : (unsigned char)0;
+            const unsigned char x = v < u1 ? __ldcg(src + v) : (unsigned char)0;
             for (uint32_t j = 0; j < m; j++) {
                 const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
-                if (v < rb) dst[p * rb + v] = x;
+                if (v < u1) dst[p * rb + v] = x;
             }
         }
     }
 }
 
-/* My share of the tokens this member receives (received token x by warp x % (nparts *
- * nwarps) of the member's blocks), each read once from its source and written into the
- * segment of every slot of it routed here, with the source of each row. */
+/* How many warps share one token's row, for `items` tokens (or rows) over GW warps: a
+ * decode step's 128 tokens would otherwise keep 128 warps of thousands busy, each walking
+ * a 7 KiB row alone. */
+constexpr uint32_t kTopkMaxPieces = 16;
+SYMM_DEV uint32_t topk_pieces(uint64_t items, uint64_t GW)
+{
+    const uint64_t p = items ? GW / items : 1;
+    return p < 1 ? 1 : p > kTopkMaxPieces ? kTopkMaxPieces : (uint32_t)p;
+}
+
+/* My share of the tokens this member receives (piece u % P of received token u / P by
+ * warp u % (nparts * nwarps) of the member's blocks), each read once from its source and
+ * written into the segment of every slot of it routed here, with the source of each row
+ * (piece 0 writes the sources and the side rows). */
 SYMM_DEV void topk_copy(const topk_call &c)
 {
     using symm_detail::ldcg;
@@ -427,8 +536,11 @@ SYMM_DEV void topk_copy(const topk_call &c)
     const uint64_t recv = ldcg(w + SYMM_PLAN_TK_RECV);
     const uint64_t gw = (uint64_t)c.part * c.nwarps + c.warp,
                    GW = (uint64_t)c.nparts * c.nwarps;
+    const uint32_t P = topk_pieces(recv, GW);
     int s = 0;
-    for (uint64_t x = gw; x < recv; x += GW) {
+    for (uint64_t u = gw; u < recv * P; u += GW) {
+        const uint64_t x = u / P;
+        const uint32_t piece = (uint32_t)(u % P);
         while (s + 1 < n && ldcg(w + c.L.tokpre + s + 1) <= x)
             s++;
         const uint64_t t = x - ldcg(w + c.L.tokpre + s);
@@ -443,7 +555,7 @@ SYMM_DEV void topk_copy(const topk_call &c)
         if (mine) {
             pos = symm_plan_topk_row(ldcg(w + c.L.recvb + (uint64_t)e * n + s),
                                      symm_plan_topk_route_rank(rw));
-            if (a.out_src) {
+            if (a.out_src && piece == 0) {
                 symm_moe_src_t sr;
                 sr.pe = s;
                 sr.slot = (int32_t)c.lane;
@@ -461,12 +573,12 @@ SYMM_DEV void topk_copy(const topk_call &c)
         const char *base = (const char *)a.ws + c.t.heap_delta[s];
         topk_copy_row((uint8_t *)a.out,
                       (const uint8_t *)base + ldcg(hs + SYMM_PLAN_TK_IN) + t * a.row_bytes,
-                      a.row_bytes, packed, m, c.lane);
-        for (int p = 0; p < a.nside; p++) {
+                      a.row_bytes, packed, m, c.lane, piece, P);
+        for (int p = 0; piece == 0 && p < a.nside; p++) {
             const uint64_t rb = a.side[p].row_bytes;
             topk_copy_row((uint8_t *)a.side[p].out,
                           (const uint8_t *)base + ldcg(hs + SYMM_PLAN_TK_SIDE + p) + t * rb, rb,
-                          packed, m, c.lane);
+                          packed, m, c.lane, 0, 1);
         }
     }
 }
@@ -596,24 +708,43 @@ SYMM_DEV uint64_t topk_combine_fp(const topk_call &c)
 }
 
 /* The lead: my slots' rows against every member's rows (0, or SYMM_ERR_INVALID_ARG in
- * every thread); with bad expert ids or missing arrays the same. */
+ * every thread); with bad expert ids or missing arrays the same. The members' in_rows are
+ * read once into shared memory (teams of up to kTopkRowsShared members), so that a slot
+ * costs its own two loads, which the loop overlaps, not a third one behind them. */
+constexpr int kTopkRowsShared = 256;
 SYMM_DEV int topk_combine_check(const topk_call &c)
 {
     using symm_detail::ldcg;
     const topk_args &a = c.a;
     const uint64_t slots = a.tokens * (uint64_t)a.k, E = c.nexp();
+    __shared__ uint64_t s_rows[kTopkRowsShared];
+    const bool cached = c.n <= kTopkRowsShared;
+    for (int j = (int)c.tid; cached && j < c.n; j += (int)c.nthr)
+        s_rows[j] = ldcg(c.wsp(j) + SYMM_PLAN_TK_ROWS);
+    __syncthreads();
     int bad = slots && (!a.topk_idx || !a.rows_in || !a.out);
-    for (uint64_t q = c.tid; !bad && q < slots; q += c.nthr) {
-        const int64_t g = a.topk_idx[q];
-        if (!symm_plan_topk_slot_ok(g, E)) {
-            bad = 1;
-            break;
+    constexpr int U = 4; /* slots a thread loads before it checks them */
+    if (!bad)
+        for (uint64_t q0 = c.tid; q0 < slots; q0 += U * (uint64_t)c.nthr) {
+            int64_t g[U], r[U];
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                const uint64_t q = q0 + u * (uint64_t)c.nthr;
+                g[u] = q < slots ? a.topk_idx[q] : -1;
+                r[u] = q < slots ? a.rows_in[q] : 0;
+            }
+#pragma unroll
+            for (int u = 0; u < U; u++) {
+                if (!symm_plan_topk_slot_ok(g[u], E)) {
+                    bad = 1;
+                    continue;
+                }
+                if (g[u] < 0) continue;
+                const int j = (int)(g[u] / a.ne);
+                const uint64_t rows = cached ? s_rows[j] : ldcg(c.wsp(j) + SYMM_PLAN_TK_ROWS);
+                if (r[u] < 0 || (uint64_t)r[u] >= rows) bad = 1;
+            }
         }
-        if (g < 0) continue;
-        const int64_t r = a.rows_in[q];
-        const int j = (int)(g / a.ne);
-        if (r < 0 || (uint64_t)r >= ldcg(c.wsp(j) + SYMM_PLAN_TK_ROWS)) bad = 1;
-    }
     return __syncthreads_or(bad) ? SYMM_ERR_INVALID_ARG : 0;
 }
 
@@ -648,68 +779,97 @@ template <> struct topk_elem<SYMM_FP16> {
     }
 };
 
-/* My share of this member's tokens (token x by warp x % (nparts * nwarps)): each element
- * the fmaf sum over the token's slots in order, rounded to the type once. */
-template <int TY> SYMM_DEV void topk_reduce(const topk_call &c)
+/* One 16-byte vector of type TY into acc, weighted: acc[e] = fmaf(w, x[e], acc[e]). */
+template <int TY> SYMM_DEV void topk_acc_vec(float *acc, float w, const uint4 &x)
 {
-    using symm_detail::ldcg;
+    if constexpr (TY == SYMM_FLOAT) {
+        float f[4];
+        memcpy(f, &x, 16);
+#pragma unroll
+        for (int e = 0; e < 4; e++)
+            acc[e] = symm_plan_topk_acc(acc[e], w, f[e]);
+    } else {
+        uint16_t hv[8];
+        memcpy(hv, &x, 16);
+#pragma unroll
+        for (int e = 0; e < 8; e++)
+            acc[e] = symm_plan_topk_acc(acc[e], w,
+                                        TY == SYMM_BF16 ? symm_half_bf16_to_float(hv[e])
+                                                        : symm_half_fp16_to_float(hv[e]));
+    }
+}
+
+/* My share of this member's tokens (piece u % P of token u / P by warp u % (nparts *
+ * nwarps), topk_pieces): each element the fmaf sum over the token's slots in order,
+ * rounded to the type once. The vector form loads the vectors of kTopkSlotU slots before
+ * it adds any of them (the sum still runs in slot order): one load in flight per lane
+ * would leave each warp waiting on k latencies per step. */
+constexpr int kTopkSlotU = 8;
+template <int TY, bool LL = false> SYMM_DEV void topk_reduce(const topk_call &c)
+{
     typedef topk_elem<TY> EL;
     const topk_args &a = c.a;
     const int k = a.k;
     const uint64_t hidden = a.hidden, rb = hidden * (TY == SYMM_FLOAT ? 4 : 2);
     const uint64_t gw = (uint64_t)c.part * c.nwarps + c.warp,
                    GW = (uint64_t)c.nparts * c.nwarps;
-    for (uint64_t t = gw; t < a.tokens; t += GW) {
+    const uint32_t P = topk_pieces(a.tokens, GW);
+    for (uint64_t u = gw; u < a.tokens * P; u += GW) {
+        const uint64_t t = u / P;
+        const uint32_t piece = (uint32_t)(u % P);
         const char *row = nullptr;
         float wt = 0.0f;
         if (c.lane < (uint32_t)k) {
             const uint64_t q = t * (uint64_t)k + c.lane;
             const int64_t g = a.topk_idx[q];
             if (g >= 0) {
-                const int j = (int)(g / a.ne);
-                const uint64_t *hj = c.wsp(j);
-                row = (const char *)a.ws + c.t.heap_delta[j] + ldcg(hj + SYMM_PLAN_TK_IN) +
-                      (uint64_t)a.rows_in[q] * rb;
+                if constexpr (LL) {
+                    /* the row its holder put here (the low-latency combine) */
+                    row = (const char *)a.ws + c.stage + q * c.stage_rb;
+                } else {
+                    const int j = (int)(g / a.ne);
+                    const uint64_t *hj = c.wsp(j);
+                    row = (const char *)a.ws + c.t.heap_delta[j] +
+                          symm_detail::ldcg(hj + SYMM_PLAN_TK_IN) + (uint64_t)a.rows_in[q] * rb;
+                }
                 wt = a.weights ? a.weights[q] : 1.0f;
             }
         }
         const uint32_t used = __ballot_sync(0xffffffffu, row != nullptr);
         char *o = (char *)a.out + t * rb;
+        uint64_t u0, u1;
         /* 16-byte vectors where every row and the output are aligned to them: a lane takes
          * V consecutive elements (the same order of operations per element) */
         const bool mis = row && ((uintptr_t)row & 15);
         if (!__any_sync(0xffffffffu, mis) && (((uintptr_t)o | rb) & 15) == 0) {
             constexpr int V = TY == SYMM_FLOAT ? 4 : 8;
-            const uint64_t nvec = rb / 16;
-            for (uint64_t v0 = 0; v0 < nvec; v0 += 32) {
+            topk_piece(rb / 16, piece, P, &u0, &u1);
+            for (uint64_t v0 = u0; v0 < u1; v0 += 32) {
                 const uint64_t v = v0 + c.lane;
                 float acc[V];
 #pragma unroll
                 for (int e = 0; e < V; e++)
                     acc[e] = 0.0f;
-                for (uint32_t j = 0; j < (uint32_t)k; j++) {
-                    const char *rj = (const char *)__shfl_sync(0xffffffffu, (uintptr_t)row, j);
-                    const float wj = __shfl_sync(0xffffffffu, wt, j);
-                    if (!(used >> j & 1u) || v >= nvec) continue;
-                    const uint4 x = __ldcg((const uint4 *)rj + v);
-                    if constexpr (TY == SYMM_FLOAT) {
-                        float f[4];
-                        memcpy(f, &x, 16);
+                for (int j0 = 0; j0 < k; j0 += kTopkSlotU) {
+                    uint4 x[kTopkSlotU];
+                    float wj[kTopkSlotU];
 #pragma unroll
-                        for (int e = 0; e < 4; e++)
-                            acc[e] = symm_plan_topk_acc(acc[e], wj, f[e]);
-                    } else {
-                        uint16_t hv[8];
-                        memcpy(hv, &x, 16);
+                    for (int jj = 0; jj < kTopkSlotU; jj++) {
+                        const int j = j0 + jj;
+                        const char *rj =
+                            (const char *)__shfl_sync(0xffffffffu, (uintptr_t)row, j & 31);
+                        wj[jj] = __shfl_sync(0xffffffffu, wt, j & 31);
+                        x[jj] = make_uint4(0, 0, 0, 0);
+                        if (j < k && (used >> j & 1u) && v < u1)
+                            x[jj] = __ldcg((const uint4 *)rj + v);
+                    }
 #pragma unroll
-                        for (int e = 0; e < 8; e++)
-                            acc[e] = symm_plan_topk_acc(acc[e], wj,
-                                                        TY == SYMM_BF16
-                                                            ? symm_half_bf16_to_float(hv[e])
-                                                            : symm_half_fp16_to_float(hv[e]));
+                    for (int jj = 0; jj < kTopkSlotU; jj++) {
+                        const int j = j0 + jj;
+                        if (j < k && (used >> j & 1u)) topk_acc_vec<TY>(acc, wj[jj], x[jj]);
                     }
                 }
-                if (v >= nvec) continue;
+                if (v >= u1) continue;
                 uint4 y;
                 if constexpr (TY == SYMM_FLOAT) {
                     memcpy(&y, acc, 16);
@@ -725,16 +885,17 @@ template <int TY> SYMM_DEV void topk_reduce(const topk_call &c)
             }
             continue;
         }
-        for (uint64_t h0 = 0; h0 < hidden; h0 += 32) {
+        topk_piece(hidden, piece, P, &u0, &u1);
+        for (uint64_t h0 = u0; h0 < u1; h0 += 32) {
             const uint64_t h = h0 + c.lane;
             float acc = 0.0f;
             for (uint32_t j = 0; j < (uint32_t)k; j++) {
                 const char *rj = (const char *)__shfl_sync(0xffffffffu, (uintptr_t)row, j);
                 const float wj = __shfl_sync(0xffffffffu, wt, j);
-                if ((used >> j & 1u) && h < hidden)
+                if ((used >> j & 1u) && h < u1)
                     acc = symm_plan_topk_acc(acc, wj, EL::ld(rj, h));
             }
-            if (h < hidden) EL::st(o, h, acc);
+            if (h < u1) EL::st(o, h, acc);
         }
     }
 }

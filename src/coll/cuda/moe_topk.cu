@@ -40,6 +40,20 @@ __global__ void __launch_bounds__(kThreads, 1)
     symm_tm::topk_combine_impl(t, p.a, blockIdx.x, gridDim.x);
 }
 
+__global__ void __launch_bounds__(kThreads, 1)
+    k_topk_dispatch_ll(const __grid_constant__ topk_params p)
+{
+    const symm_dev_team_t t = symm_dev_pool_team(p.pool, 0);
+    symm_tm::topk_ll_dispatch_impl(t, p.a, blockIdx.x, gridDim.x);
+}
+
+__global__ void __launch_bounds__(kThreads, 1)
+    k_topk_combine_ll(const __grid_constant__ topk_params p)
+{
+    const symm_dev_team_t t = symm_dev_pool_team(p.pool, 0);
+    symm_tm::topk_ll_combine_impl(t, p.a, blockIdx.x, gridDim.x);
+}
+
 /* [p, p + bytes) inside this PE's GPU heap (bytes > 0). */
 bool in_gpu_heap(const void *p, size_t bytes)
 {
@@ -285,4 +299,176 @@ extern "C" symm_status_t symm_moe_topk_combine_on_stream(
         symm_tm::topk_combine_args(out, tokens, in, in_rows, hidden, (int)type, topk_idx,
                                    topk_rows, topk_weights, k, ne, workspace);
     return launch(fn, (const void *)k_topk_combine, dp, a, nb, stream, combine_local(fn, a));
+}
+
+/* ---------------------------------------------------------------- low-latency forms */
+namespace
+{
+
+/* n x ne x max_tokens rows of rb bytes, a symmetric object of the GPU heap (NULL allowed
+ * where `optional`). */
+symm_status_t check_ll_sym(const char *fn, const char *what, const void *p, size_t rows,
+                           size_t rb, bool optional)
+{
+    if (!p && optional) return SYMM_SUCCESS;
+    size_t b;
+    if (__builtin_mul_overflow(rows, rb, &b))
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %zu rows of %zu bytes overflow", fn, rows,
+                              rb);
+    if (!in_gpu_heap(p, b))
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: %s %p (%zu rows of %zu bytes) is not in the GPU symmetric "
+                              "heap",
+                              fn, what, p, rows, rb);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t check_ll_ws(const char *fn, const void *ws, int n, int ne, size_t max_tokens,
+                          int k, size_t crb)
+{
+    const size_t b = symm_tm_topk_ll_ws_bytes(n, ne, max_tokens, k, crb);
+    if (!b || !in_gpu_heap(ws, b) || (uintptr_t)ws % 16)
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: workspace %p (+%zu bytes, "
+                              "symm_cuda_moe_topk_ll_workspace_bytes for %zu tokens) is not a "
+                              "16-byte aligned range of the GPU symmetric heap",
+                              fn, ws, b, max_tokens);
+    return SYMM_SUCCESS;
+}
+
+/* Launches a low-latency kernel; a failure only this member sees is published (the kernel
+ * still takes part, moving no rows), so that every member fails alike. */
+symm_status_t launch_ll(const char *fn, const void *kernel, const symm_dev_pool_t &dp,
+                        symm_tm::topk_args a, int nb, cudaStream_t stream, symm_status_t local)
+{
+    char why[512] = "";
+    if (local) {
+        snprintf(why, sizeof why, "%s", symm_last_error());
+        a.fail = local;
+        a.tokens = 0;
+    }
+    topk_params p;
+    memset(&p, 0, sizeof p);
+    p.pool = dp;
+    p.a = a;
+    void *args[] = {&p};
+    symm_status_t st = symm_cuda_launch(kernel, dim3(nb), dim3(kThreads), args, 0, stream);
+    if (!st) {
+        const cudaError_t e = cudaGetLastError();
+        if (e != cudaSuccess) st = symm_cuda_error(fn, e);
+    }
+    if (st) return st;
+    if (local) return symm_error_set(local, "%s", why);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t dispatch_ll_local(const char *fn, const symm_tm::topk_args &a, int n)
+{
+    if (a.row_bytes == 0) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: row_bytes is 0", fn);
+    if (a.tokens > a.max_tokens)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %zu tokens, more than max_tokens = %zu",
+                              fn, a.tokens, a.max_tokens);
+    if (a.tokens && !dev_accessible(a.topk_idx))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: topk_idx %p is not memory this GPU can read", fn,
+                              (const void *)a.topk_idx);
+    const size_t rows = (size_t)n * (size_t)a.ne * a.max_tokens;
+    CHECK(check_ll_sym(fn, "out", a.out, rows, a.row_bytes, false));
+    CHECK(check_ll_sym(fn, "out_counts", a.out_counts, (size_t)n * (size_t)a.ne, sizeof(size_t),
+                       false));
+    CHECK(check_ll_sym(fn, "out_src", a.out_src, rows, sizeof(symm_moe_src_t), true));
+    for (int p = 0; p < a.nside; p++) {
+        if (a.side[p].row_bytes == 0)
+            return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: side[%d].row_bytes is 0", fn, p);
+        CHECK(
+            check_ll_sym(fn, "a side's out", a.side[p].out, rows, a.side[p].row_bytes, false));
+    }
+    if (a.tokens && a.in && !dev_accessible(a.in))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: in %p is not memory this GPU can read",
+                              fn, a.in);
+    return SYMM_SUCCESS;
+}
+
+symm_status_t combine_ll_local(const char *fn, const symm_tm::topk_args &a, int n)
+{
+    if (!symm_plan_topk_type_ok(a.type))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: type %d is not a combine row type (float, fp16 or bf16)", fn,
+                              a.type);
+    if (a.hidden == 0) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: hidden is 0", fn);
+    if (a.tokens > a.max_tokens)
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: %zu tokens, more than max_tokens = %zu",
+                              fn, a.tokens, a.max_tokens);
+    if (!a.in || !dev_accessible(a.in) || !a.out_counts || !dev_accessible(a.out_counts) ||
+        !a.out_src || !dev_accessible(a.out_src))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: in, counts or src is not memory this GPU can read "
+                              "(%d members x %d experts x %zu rows)",
+                              fn, n, a.ne, a.max_tokens);
+    if (a.tokens && (!a.out || !dev_accessible(a.out) || !dev_accessible(a.topk_idx) ||
+                     (a.weights && !dev_accessible(a.weights))))
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "%s: out, topk_idx or topk_weights is not memory this GPU can "
+                              "use",
+                              fn);
+    return SYMM_SUCCESS;
+}
+
+} // namespace
+
+extern "C" size_t symm_cuda_moe_topk_ll_workspace_bytes(int n, int ne, size_t max_tokens, int k,
+                                                        size_t combine_row_bytes)
+{
+    return symm_tm_topk_ll_ws_bytes(n, ne, max_tokens, k, combine_row_bytes);
+}
+
+extern "C" symm_status_t symm_moe_topk_dispatch_ll_on_stream(
+    symm_pool_t pool, void *out, const void *in, size_t tokens, size_t max_tokens,
+    size_t row_bytes, const int64_t *topk_idx, int k, int ne, const symm_moe_side_t *side,
+    int nside, size_t *out_counts, symm_moe_src_t *out_src, void *workspace, int nblocks,
+    cudaStream_t stream)
+{
+    static const char *fn = "symm_moe_topk_dispatch_ll_on_stream";
+    symm_dev_pool_t dp;
+    int nb;
+    CHECK(prepare(fn, pool, (const void *)k_topk_dispatch_ll, ne, max_tokens, k, nblocks, &dp,
+                  &nb, stream));
+    if (nside < 0 || nside > SYMM_MOE_SIDE_MAX || (nside && !side))
+        return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: nside = %d with side %p (0..%d)", fn,
+                              nside, (const void *)side, SYMM_MOE_SIDE_MAX);
+    CHECK(check_ll_ws(fn, workspace, dp.n, ne, max_tokens, k, 0));
+    symm_tm::topk_args a = symm_tm::topk_dispatch_args(
+        out, 0, in, tokens, row_bytes, topk_idx, k, ne, 0, side, nside, out_counts, nullptr,
+        out_src, nullptr, nullptr, workspace);
+    a.max_tokens = max_tokens;
+    return launch_ll(fn, (const void *)k_topk_dispatch_ll, dp, a, nb, stream,
+                     dispatch_ll_local(fn, a, dp.n));
+}
+
+extern "C" symm_status_t
+symm_moe_topk_combine_ll_on_stream(symm_pool_t pool, void *out, size_t tokens, const void *in,
+                                   size_t max_tokens, size_t hidden, symm_type_t type,
+                                   const int64_t *topk_idx, const float *topk_weights, int k,
+                                   int ne, const size_t *counts, const symm_moe_src_t *src,
+                                   void *workspace, int nblocks, cudaStream_t stream)
+{
+    static const char *fn = "symm_moe_topk_combine_ll_on_stream";
+    symm_dev_pool_t dp;
+    int nb;
+    CHECK(prepare(fn, pool, (const void *)k_topk_combine_ll, ne, max_tokens, k, nblocks, &dp,
+                  &nb, stream));
+    const size_t es = type == SYMM_FLOAT ? 4 : 2;
+    size_t crb = 0;
+    if (__builtin_mul_overflow(hidden, es, &crb))
+        return symm_error_set(SYMM_ERR_OVERFLOW, "%s: rows of %zu elements overflow", fn,
+                              hidden);
+    CHECK(check_ll_ws(fn, workspace, dp.n, ne, max_tokens, k, crb));
+    symm_tm::topk_args a =
+        symm_tm::topk_combine_args(out, tokens, in, 0, hidden, (int)type, topk_idx, nullptr,
+                                   topk_weights, k, ne, workspace);
+    a.max_tokens = max_tokens;
+    a.out_counts = (size_t *)counts;
+    a.out_src = (symm_moe_src_t *)src;
+    return launch_ll(fn, (const void *)k_topk_combine_ll, dp, a, nb, stream,
+                     combine_ll_local(fn, a, dp.n));
 }
