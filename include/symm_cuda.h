@@ -299,8 +299,10 @@ symm_status_t symm_moe_topk_combine_on_stream(symm_pool_t pool, void *out, size_
  *    each kernel's blocks must all be resident at once.
  *  - workspace: a symmetric buffer of symm_cuda_moe_topk_ll_workspace_bytes(n, ne,
  *    max_tokens, k, hidden x the type's size) bytes (0 as the last argument if no combine
- *    is run), 16-byte aligned, zeroed once before its first use, the same one for a
- *    dispatch and the combine that follows it.
+ *    is run), 16-byte aligned, zeroed before its first use with a shape (n, ne,
+ *    max_tokens, k: its layout follows them; zeroed again, on every member before any
+ *    member's next call, to serve another shape), the same one for a dispatch and the
+ *    combine that follows it.
  *  - Failures (a bad expert id, more tokens than max_tokens, members passing different
  *    common arguments) fail every member alike through symm_cuda_check(); rows of the
  *    other members may already have landed, and out_counts are then unspecified. */

@@ -421,6 +421,10 @@ static void ll_check_dispatch(const tcase_t *tc, const topk_routes_t *R, size_t 
  * graphs, each replayed once). */
 static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what, int replays)
 {
+    /* the workspace's layout follows the shape (n, ne, max_tokens, k): zeroed for each
+     * case, on every member before any member's dispatch writes into it */
+    GT_CUDA(gt_memset_sync(ll_ws, 0, ll_ws_bytes));
+    GT_OK(symm_barrier_all());
     topk_routes_t R;
     topk_ref_routes(&tc->c, &R);
     int nul;
