@@ -383,7 +383,6 @@ int symm_cuda_sm_share(void)
     return symm_cuda.initialized ? symm_cuda.sm_share : 0;
 }
 
-
 symm_status_t symm_cuda_launch_admit(const char *fn, const void *kernel,
                                      unsigned long long blocks, int threads, int per_sm)
 {
