@@ -125,17 +125,23 @@ symm_status_t prepare(const char *fn, symm_pool_t pool, const void *kernel, int 
     return SYMM_SUCCESS;
 }
 
+/* ws: b bytes (sized by the call `sizer` for tokens; 0: too many), a 16-byte aligned range
+ * of the GPU heap. */
+symm_status_t check_ws_range(const char *fn, const void *ws, size_t b, const char *sizer,
+                             size_t tokens)
+{
+    if (!b || !in_gpu_heap(ws, b) || (uintptr_t)ws % 16)
+        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
+                              "%s: workspace %p (+%zu bytes, %s for %zu tokens) is not a "
+                              "16-byte aligned range of the GPU symmetric heap",
+                              fn, ws, b, sizer, tokens);
+    return SYMM_SUCCESS;
+}
+
 symm_status_t check_ws(const char *fn, const void *ws, int n, int ne, size_t tokens, int k)
 {
-    const size_t b = symm_tm_topk_ws_bytes(n, ne, tokens, k);
-    if (!b || !in_gpu_heap(ws, b) || (uintptr_t)ws % 16)
-        return symm_error_set(
-            SYMM_ERR_NOT_SYMMETRIC,
-            "%s: workspace %p (+%zu bytes, symm_cuda_moe_topk_workspace_bytes "
-            "for %zu tokens) is not a 16-byte aligned range of the GPU "
-            "symmetric heap",
-            fn, ws, b, tokens);
-    return SYMM_SUCCESS;
+    return check_ws_range(fn, ws, symm_tm_topk_ws_bytes(n, ne, tokens, k),
+                          "symm_cuda_moe_topk_workspace_bytes", tokens);
 }
 
 symm_status_t launch(const char *fn, const void *kernel, const symm_dev_pool_t &dp,
@@ -326,14 +332,8 @@ symm_status_t check_ll_sym(const char *fn, const char *what, const void *p, size
 symm_status_t check_ll_ws(const char *fn, const void *ws, int n, int ne, size_t max_tokens,
                           int k, size_t crb)
 {
-    const size_t b = symm_tm_topk_ll_ws_bytes(n, ne, max_tokens, k, crb);
-    if (!b || !in_gpu_heap(ws, b) || (uintptr_t)ws % 16)
-        return symm_error_set(SYMM_ERR_NOT_SYMMETRIC,
-                              "%s: workspace %p (+%zu bytes, "
-                              "symm_cuda_moe_topk_ll_workspace_bytes for %zu tokens) is not a "
-                              "16-byte aligned range of the GPU symmetric heap",
-                              fn, ws, b, max_tokens);
-    return SYMM_SUCCESS;
+    return check_ws_range(fn, ws, symm_tm_topk_ll_ws_bytes(n, ne, max_tokens, k, crb),
+                          "symm_cuda_moe_topk_ll_workspace_bytes", max_tokens);
 }
 
 /* Launches a low-latency kernel; a failure only this member sees is published (the kernel
