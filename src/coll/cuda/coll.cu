@@ -191,7 +191,7 @@ int engine_blocks(void)
     return env < 2 ? 0 : env > SYMM_CUDA_ENGINE_DUPS ? SYMM_CUDA_ENGINE_DUPS : env;
 }
 
-/* A one-row tile of count elements of es bytes at base. */
+/* A one-row tile of count elements at base. */
 symm_tile_t row_tile(const void *base, size_t count)
 {
     symm_tile_t r;

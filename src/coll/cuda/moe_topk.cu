@@ -144,19 +144,25 @@ symm_status_t check_ws(const char *fn, const void *ws, int n, int ne, size_t tok
                           "symm_cuda_moe_topk_workspace_bytes", tokens);
 }
 
+/* Launches kernel; a failure only this member sees (local) is published: the kernel still
+ * takes part, moving no rows, so that every member fails alike. keep_outs: the low-latency
+ * forms keep their outs (the other members' rows land there whatever this member does). */
 symm_status_t launch(const char *fn, const void *kernel, const symm_dev_pool_t &dp,
-                     symm_tm::topk_args a, int nb, cudaStream_t stream, symm_status_t local)
+                     symm_tm::topk_args a, int nb, cudaStream_t stream, symm_status_t local,
+                     bool keep_outs = false)
 {
     char why[512] = "";
     if (local) {
         snprintf(why, sizeof why, "%s", symm_last_error());
         a.fail = local;
+        a.tokens = 0;
+    }
+    if (local && !keep_outs) {
         a.out = nullptr;
         a.out_capacity = 0;
         a.out_counts = a.out_offsets = a.out_rows = nullptr;
         a.out_src = nullptr;
         a.rows_out = nullptr;
-        a.tokens = 0;
         for (int p = 0; p < SYMM_MOE_SIDE_MAX; p++)
             a.side[p].out = nullptr;
     }
@@ -336,32 +342,6 @@ symm_status_t check_ll_ws(const char *fn, const void *ws, int n, int ne, size_t 
                           "symm_cuda_moe_topk_ll_workspace_bytes", max_tokens);
 }
 
-/* Launches a low-latency kernel; a failure only this member sees is published (the kernel
- * still takes part, moving no rows), so that every member fails alike. */
-symm_status_t launch_ll(const char *fn, const void *kernel, const symm_dev_pool_t &dp,
-                        symm_tm::topk_args a, int nb, cudaStream_t stream, symm_status_t local)
-{
-    char why[512] = "";
-    if (local) {
-        snprintf(why, sizeof why, "%s", symm_last_error());
-        a.fail = local;
-        a.tokens = 0;
-    }
-    topk_params p;
-    memset(&p, 0, sizeof p);
-    p.pool = dp;
-    p.a = a;
-    void *args[] = {&p};
-    symm_status_t st = symm_cuda_launch(kernel, dim3(nb), dim3(kThreads), args, 0, stream);
-    if (!st) {
-        const cudaError_t e = cudaGetLastError();
-        if (e != cudaSuccess) st = symm_cuda_error(fn, e);
-    }
-    if (st) return st;
-    if (local) return symm_error_set(local, "%s", why);
-    return SYMM_SUCCESS;
-}
-
 symm_status_t dispatch_ll_local(const char *fn, const symm_tm::topk_args &a, int n)
 {
     if (a.row_bytes == 0) return symm_error_set(SYMM_ERR_INVALID_ARG, "%s: row_bytes is 0", fn);
@@ -441,8 +421,8 @@ extern "C" symm_status_t symm_moe_topk_dispatch_ll_on_stream(
         out, 0, in, tokens, row_bytes, topk_idx, k, ne, 0, side, nside, out_counts, nullptr,
         out_src, nullptr, nullptr, workspace);
     a.max_tokens = max_tokens;
-    return launch_ll(fn, (const void *)k_topk_dispatch_ll, dp, a, nb, stream,
-                     dispatch_ll_local(fn, a, dp.n));
+    return launch(fn, (const void *)k_topk_dispatch_ll, dp, a, nb, stream,
+                  dispatch_ll_local(fn, a, dp.n), true);
 }
 
 extern "C" symm_status_t
@@ -469,6 +449,6 @@ symm_moe_topk_combine_ll_on_stream(symm_pool_t pool, void *out, size_t tokens, c
     a.max_tokens = max_tokens;
     a.out_counts = (size_t *)counts;
     a.out_src = (symm_moe_src_t *)src;
-    return launch_ll(fn, (const void *)k_topk_combine_ll, dp, a, nb, stream,
-                     combine_ll_local(fn, a, dp.n));
+    return launch(fn, (const void *)k_topk_combine_ll, dp, a, nb, stream,
+                  combine_ll_local(fn, a, dp.n), true);
 }

@@ -28,7 +28,7 @@ symm_status_t symm_cuda_coll_prepare(const char *fn, symm_team_t team, symm_dev_
                               "GPU symmetric heap (symm_gpu_malloc)",
                               fn, src, src_bytes);
     CHECK(symm_cuda_pool_attach_on(p, fn, stream));
-    CHECK(symm_cuda_team_engine(fn, team, stream, engine));
+    CHECK(symm_cuda_team_engine(fn, p, team, stream, engine));
     symm_cuda_dev_team(p, (size_t)(team & SYMM_H_DUP_MASK), t);
     return SYMM_SUCCESS;
 }

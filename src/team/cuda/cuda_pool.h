@@ -38,6 +38,11 @@ symm_status_t symm_cuda_pool_attach(symm_pool_obj_t *p);
 /* The same for a call that enqueues on stream: SYMM_ERR_UNSUPPORTED, naming fn, when the
  * state must be made while stream is being captured into a CUDA graph. */
 symm_status_t symm_cuda_pool_attach_on(symm_pool_obj_t *p, const char *fn, cudaStream_t stream);
+/* The engine (cuda_pool_dev.h) of team, duplicate team & SYMM_H_DUP_MASK of p, whose GPU
+ * state is attached: made if needed (collective; SYMM_ERR_UNSUPPORTED, naming fn, while
+ * stream is captured), copied into *out. */
+symm_status_t symm_cuda_team_engine(const char *fn, symm_pool_obj_t *p, symm_team_t team,
+                                    cudaStream_t stream, symm_cuda_engine_t *out);
 /* The device value of duplicate i of p (state attached). */
 void symm_cuda_dev_team(const symm_pool_obj_t *p, size_t i, symm_dev_team_t *out);
 /* Quiesce and release of a pool's GPU state, for symm_team_pool_hooks_register. */

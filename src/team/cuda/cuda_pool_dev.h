@@ -43,9 +43,6 @@ typedef struct symm_cuda_engine {
     symm_cuda_fast_t bw_fast;
     symm_dev_team_t ll;
 } symm_cuda_engine_t;
-/* The engine of team (made if needed, see above) in *out, a copy. */
-symm_status_t symm_cuda_team_engine(const char *fn, symm_team_t team, cudaStream_t stream,
-                                    symm_cuda_engine_t *out);
 
 #ifdef __cplusplus
 }

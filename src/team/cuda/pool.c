@@ -307,10 +307,17 @@ static symm_status_t engine_put(symm_cuda_pool_t *g, size_t i, symm_cuda_engine_
     return st;
 }
 
-static void engine_free(symm_cuda_engine_t *e)
+/* Destroys the engine's pools (collective) and leaves it empty (ok == 0). */
+static void engine_drop(symm_cuda_engine_t *e)
 {
     if (e->bw_pool > 0) symm_pool_destroy(e->bw_pool);
     if (e->ll_pool > 0) symm_pool_destroy(e->ll_pool);
+    memset(e, 0, sizeof *e);
+}
+
+static void engine_free(symm_cuda_engine_t *e)
+{
+    engine_drop(e);
     free(e);
 }
 
@@ -350,8 +357,7 @@ static symm_cuda_engine_t *engine_make(const char *fn, symm_team_t team)
         SYMM_WARN("%s: no room for the multi-block engine of this team (%s); its stream "
                   "collectives run on one block",
                   fn, symm_last_error());
-        engine_free(e);
-        e = calloc(1, sizeof *e);
+        engine_drop(e);
         return e;
     }
     const symm_cuda_pool_t *g = bw->gpu;
@@ -362,13 +368,9 @@ static symm_cuda_engine_t *engine_make(const char *fn, symm_team_t team)
     return e;
 }
 
-symm_status_t symm_cuda_team_engine(const char *fn, symm_team_t team, cudaStream_t stream,
-                                    symm_cuda_engine_t *out)
+symm_status_t symm_cuda_team_engine(const char *fn, symm_pool_obj_t *p, symm_team_t team,
+                                    cudaStream_t stream, symm_cuda_engine_t *out)
 {
-    symm_pool_obj_t *p;
-    symm_dup_t *d;
-    CHECK(symm_team_lookup(fn, team, &p, &d));
-    CHECK(symm_cuda_pool_attach_on(p, fn, stream));
     symm_cuda_pool_t *g = p->gpu;
     const size_t i = (size_t)(team & SYMM_H_DUP_MASK);
     symm_cuda_engine_t *e = engine_get(g, i);
