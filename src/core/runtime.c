@@ -205,7 +205,16 @@ void symm_core_finalize(symm_core_end_t how)
     if (how == SYMM_CORE_END_CLEAN) {
         symm_boot_finalize(&symm_g.boot);
     } else if (how == SYMM_CORE_END_INIT_FAILED) {
-        boot_abandon();
+        /* Where every PE failed alike, all of them get here: they leave together, as
+         * after symm_finalize (under mpirun, a PE that exits with MPI up would have the
+         * job killed before the others report their error). */
+        if (symm_g.init_failed_alike) {
+            symm_core_boot_fds_close();
+            symm_boot_finalize(&symm_g.boot);
+        } else {
+            boot_abandon();
+        }
+        symm_g.init_failed_alike = 0;
     }
     symm_g.me = -1;
     symm_g.npes = 0;

@@ -71,6 +71,11 @@ typedef struct symm_runtime {
     /* CPUs the PEs of this node may run on, the same number on every PE (from all PEs'
      * symm_pe_info_t): the automatic worker count of the _parallel forms divides it. */
     int node_cpus;
+    /* Set by an init step whose failure every PE meets alike (it is computed from what
+     * every PE reads the same): that init ends cleanly everywhere (symm_core_finalize
+     * with SYMM_CORE_END_INIT_FAILED), the launcher sees no PE vanish, and every PE's
+     * program gets the error. */
+    int init_failed_alike;
 } symm_runtime_t;
 
 /* Every PE's heap is mapped at an address aligned to this, so that symm_align can give

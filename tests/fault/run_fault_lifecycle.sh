@@ -66,6 +66,7 @@ badenv)
     ;;
 fanin)
     run 3 fanin
+    [ "$rc" -eq 0 ] || fail "the job did not end cleanly after every PE refused alike (exit $rc)"
     [ "$(count "init refused: SYMM_BARRIER_FANIN is")" -eq 3 ] ||
         fail "not every PE's symm_init refused a SYMM_BARRIER_FANIN that differs"
     ;;

@@ -12,7 +12,8 @@
 #   exit0    PE 1 of 4 returns from main without symm_finalize: the job ends non-zero
 #            long before SYMM_TIMEOUT
 #   reinit   symm_init after symm_finalize, where symm_init started MPI, fails saying why
-#   fanin    one PE sets another SYMM_BARRIER_FANIN: every PE's symm_init refuses it
+#   fanin    one PE sets another SYMM_BARRIER_FANIN: every PE's symm_init refuses it, and
+#            the job ends cleanly (every PE failed alike, so none is killed mid-report)
 #   nompi    (a symm built without MPI) every PE's symm_init refuses the MPI launch,
 #            saying symm was built without MPI
 set -u
@@ -75,6 +76,7 @@ reinit)
     ;;
 fanin)
     run_job "run_mpi_launch: $CASE" "$@" -n 3 "$PROG" fanin
+    [ "$rc" -eq 0 ] || fail "the job did not end cleanly after every PE refused alike (exit $rc)"
     [ "$(count "init refused: SYMM_BARRIER_FANIN is")" -eq 3 ] ||
         fail "not every PE's symm_init refused a SYMM_BARRIER_FANIN that differs"
     ;;

@@ -84,12 +84,14 @@ static symm_status_t settings_agree(const symm_pe_info_t *info)
 {
     for (int p = 0; p < symm_g.npes; p++) {
         const symm_pe_info_t *i = &info[p];
-        if (i->barrier_fanin != (uint64_t)symm_config.barrier_flat_max)
+        if (i->barrier_fanin != (uint64_t)symm_config.barrier_flat_max) {
+            symm_g.init_failed_alike = 1;
             return symm_error_set(SYMM_ERR_INVALID_ARG,
                                   "SYMM_BARRIER_FANIN is %d on PE %d but %llu on PE %d: it "
                                   "must be the same on every PE of the job",
                                   symm_config.barrier_flat_max, symm_g.me,
                                   (unsigned long long)i->barrier_fanin, p);
+        }
     }
     return SYMM_SUCCESS;
 }
