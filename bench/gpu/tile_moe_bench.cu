@@ -13,7 +13,8 @@
  *   copy    cudaMemcpyAsync device-to-device of the same bytes on this PE's GPU
  * Usage: symm-gpu-tile-moe-bench [--quick] [--tokens N] (MoE tokens per PE, default 4096)
  *        [--prof] (the MoE dispatch alone: a short run, to profile with ncu)
- *        [--blocks N] (--prof: N blocks, default automatic) */
+ *        [--blocks N] (--prof: N blocks, default automatic)
+ *        [--scale-bytes B] (the block scaling's tile allreduce: B bytes, default 16 MiB) */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -29,7 +30,8 @@ int main(int argc, char **argv)
 {
     bool quick = false, prof = false;
     size_t ntok = 4096;
-    int pblocks = 0; /* --prof: the dispatch's block count (0: automatic) */
+    int pblocks = 0;        /* --prof: the dispatch's block count (0: automatic) */
+    size_t scale_bytes = 0; /* the block scaling's tile (0: 16 MiB, or 1 MiB with --quick) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             quick = true;
@@ -39,6 +41,8 @@ int main(int argc, char **argv)
             ntok = strtoull(argv[++i], nullptr, 10);
         else if (!strcmp(argv[i], "--blocks") && i + 1 < argc)
             pblocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--scale-bytes") && i + 1 < argc)
+            scale_bytes = strtoull(argv[++i], nullptr, 10);
     }
     if (!bench_gpu_init()) return 0;
     g_me = symm_my_pe();
@@ -50,7 +54,7 @@ int main(int argc, char **argv)
     const size_t cols = 4096;
     std::vector<size_t> sizes = {(size_t)1 << 20, (size_t)16 << 20, (size_t)64 << 20};
     if (quick) sizes = {(size_t)1 << 20};
-    size_t maxb = sizes.back();
+    size_t maxb = sizes.back() > scale_bytes ? sizes.back() : scale_bytes;
     float *A = (float *)symm_gpu_malloc(maxb), *B = (float *)symm_gpu_malloc(maxb);
     if (!A || !B) OK(symm_last_status());
     CU(cudaMemset(A, 0, maxb));
@@ -144,7 +148,7 @@ int main(int argc, char **argv)
 
     /* ---- block scaling: 16 MiB tile allreduce and the dispatch above */
     static const int nbs[] = {1, 2, 4, 8, 16, 32, 64, 132, 264};
-    size_t tb = quick ? sizes[0] : sizes[1];
+    size_t tb = scale_bytes ? scale_bytes : quick ? sizes[0] : sizes[1];
     symm_tile_t t = {A, tb / 4 / cols, cols, cols}, o = {B, t.rows, cols, cols};
     double tct = copy_time(B, A, tb);
     header("Block scaling (n/a: more blocks than can be resident on this PE's share)");
