@@ -1,8 +1,9 @@
 /* coll.cu — collectives on GPU buffers enqueued on a CUDA stream, on three paths:
- * - the latency path, for at most SYMM_CUDA_LL_BYTES staged per member: one block on the
- *   team engine's staging duplicate; each member copies what it contributes into its
- *   staging area (by episode parity), meets the others once, and reads their staged bytes
- *   (a reduction in team order, or copies) into its own dest. One round, one launch.
+ * - the latency path, for what fits in a staging area of SYMM_CUDA_LL_BYTES (about 4 KiB
+ *   contributed per member): one block on the team engine's staging duplicate; each
+ *   member writes what it contributes into its staging area (by episode parity) as words
+ *   that carry their episode, and reads the others' words as they come (a reduction in
+ *   team order, or copies) into its own dest. One launch, no round before the reads.
  * - the engine, above that: the multi-block kernels of the tile reduce and of the copies
  *   (tile_moe.cu), block b on duplicate b of the team engine's pool. An allreduce is a
  *   one-row tile allreduce, a reduce a one-row tile reduce (the members share the work
@@ -29,23 +30,78 @@ const int kThreads = 512;
 /* ---------------------------------------------------------------- latency path */
 enum { LL_REDUCE, LL_BROADCAST, LL_FCOLLECT, LL_ALLTOALL };
 
-/* Member pe's staging area of episode ep in the staging duplicate: after the block's
- * header and flags (gpu_block_size in team/cuda/pool.c), by parity. A member writes the
- * area of episode ep + 2 only after round ep + 1, which every member enters once it has
- * finished reading the areas of episode ep. */
-__device__ __forceinline__ uint8_t *ll_stage(const symm_dev_team_t &t, int pe, uint64_t ep)
+/* The latency path's words. A member's staging area of episode ep (in the staging
+ * duplicate: after the block's header and flags, gpu_block_size in team/cuda/pool.c, by
+ * parity) is a run of 8-byte words, each carrying 4 bytes of data in its low half and the
+ * low 32 bits of ep in its high half, written by one 64-bit store: a reader that sees the
+ * episode in a word sees its data, so the data needs no round before it is read and no
+ * fence after it is written. Word 0 carries no data; every member writes it and waits for
+ * every other member's, which makes the area of episode ep + 2 safe to write: a member
+ * writes its words of ep + 1 only once it has read everything of ep. The area only ever
+ * holds words of this form, so a stale word shows an older episode, never this one.
+ * Segments (a reduce_scatter's or an alltoall's blocks) start at a word. */
+constexpr size_t kLLWords = SYMM_CUDA_LL_BYTES / 8;
+
+__host__ __device__ constexpr size_t ll_seg_words(size_t bytes)
+{
+    return (bytes + 3) / 4;
+}
+/* Do nseg segments of seg_bytes fit in a staging area? */
+__host__ __device__ constexpr bool ll_fits(size_t seg_bytes, size_t nseg)
+{
+    return seg_bytes <= 4 * kLLWords && nseg <= kLLWords &&
+           1 + nseg * ll_seg_words(seg_bytes) <= kLLWords;
+}
+
+__device__ __forceinline__ uint64_t *ll_area(const symm_dev_team_t &t, int pe, uint64_t ep)
 {
     const size_t hdr = (SYMM_DEV_BLOCK_HDR + 8 * (size_t)t.n + SYMM_DEV_BLOCK_ALIGN - 1) &
                        ~(size_t)(SYMM_DEV_BLOCK_ALIGN - 1);
-    return t.member_base[pe] + t.off + hdr + (ep & 1) * (size_t)SYMM_CUDA_LL_BYTES;
+    return (uint64_t *)(t.member_base[pe] + t.off + hdr +
+                        (ep & 1) * (size_t)SYMM_CUDA_LL_BYTES);
 }
 
-/* Claims the duplicate (the claim's atomic gives the episode: no load of it before the
- * round), stages `bytes` of src (none: nothing staged), and runs round *ep. Returns 0 or
- * the error (the same in every thread); *held: the claim succeeded, and the caller ends
- * with ll_leave whatever happened after it. */
-__device__ int ll_enter(const symm_dev_team_t &t, uint32_t what, const void *src, size_t bytes,
-                        int *owned, uint64_t *ep, bool *held)
+/* Relaxed 64-bit accesses at the team's scope: each word is its own message. */
+__device__ __forceinline__ uint64_t ll_ld(const symm_dev_team_t &t, const uint64_t *p)
+{
+    uint64_t v;
+    if (t.flags & SYMM_DEV_ONE_GPU)
+        asm volatile("ld.relaxed.gpu.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    else
+        asm volatile("ld.relaxed.sys.global.u64 %0, [%1];" : "=l"(v) : "l"(p) : "memory");
+    return v;
+}
+__device__ __forceinline__ void ll_st(const symm_dev_team_t &t, uint64_t *p, uint64_t v)
+{
+    if (t.flags & SYMM_DEV_ONE_GPU)
+        asm volatile("st.relaxed.gpu.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+    else
+        asm volatile("st.relaxed.sys.global.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
+
+/* v, loaded from p, once it carries episode ep32 (polled again until it does, bounded
+ * by the team's timeout: SYMM_ERR_TIMEOUT naming member pe, recorded). */
+__device__ int ll_until(const symm_dev_team_t &t, const uint64_t *p, uint32_t ep32,
+                        uint32_t what, int pe, uint64_t *v)
+{
+    if ((uint32_t)(*v >> 32) == ep32) return 0;
+    const uint64_t start = symm_detail::globaltimer();
+    for (uint32_t i = 1;; i++) {
+        *v = ll_ld(t, p);
+        if ((uint32_t)(*v >> 32) == ep32) return 0;
+        if ((i & 1023u) == 0 && symm_detail::globaltimer() - start > t.timeout_ns) {
+            symm_detail::record(t, SYMM_ERR_TIMEOUT, what, (uint32_t)pe, 0);
+            return SYMM_ERR_TIMEOUT;
+        }
+    }
+}
+
+/* Claims the staging duplicate (the claim's atomic gives the episode: no load of it) and
+ * writes my words of episode *ep: nseg segments of seg_bytes of src, then word 0. Returns
+ * 0 or the claim's error (the same in every thread); *held: the claim succeeded, and the
+ * caller ends with ll_leave whatever happened after it. */
+__device__ int ll_enter(const symm_dev_team_t &t, uint32_t what, const void *src,
+                        size_t seg_bytes, size_t nseg, int *owned, uint64_t *ep, bool *held)
 {
     using namespace symm_detail;
     __shared__ int s_rc;
@@ -61,10 +117,39 @@ __device__ int ll_enter(const symm_dev_team_t &t, uint32_t what, const void *src
     *held = s_rc == 0;
     *ep = s_ep;
     if (!*held) return s_rc;
-    if (bytes)
-        copy_part<false>(ll_stage(t, t.me, *ep), src, bytes, thread_linear(), block_threads());
+    uint64_t *w = ll_area(t, t.me, *ep);
+    const uint64_t tag = (uint64_t)(uint32_t)*ep << 32;
+    const uint8_t *s = (const uint8_t *)src;
+    const size_t sw = ll_seg_words(seg_bytes), total = sw * nseg;
+    for (size_t k = thread_linear(); k < total; k += block_threads()) {
+        const size_t seg = k / sw, i = k - seg * sw, off = seg * seg_bytes + 4 * i;
+        const size_t left = seg_bytes - 4 * i;
+        uint32_t d = 0;
+        if (left >= 4 && ((uintptr_t)(s + off) & 3) == 0)
+            d = *(const uint32_t *)(s + off);
+        else
+            for (size_t b = 0; b < 4 && b < left; b++)
+                d |= (uint32_t)s[off + b] << (8 * b);
+        ll_st(t, w + 1 + k, tag | d);
+    }
+    if (thread_linear() == 0) ll_st(t, w, tag);
+    /* src is read whole before anyone writes dest (in place) */
     __syncthreads();
-    return round_block_at(t, *ep, what); /* every member's bytes are staged */
+    return 0;
+}
+
+/* Every other member's word 0 of episode ep: the round the words make (threads j). */
+__device__ int ll_meet(const symm_dev_team_t &t, uint64_t ep, uint32_t what)
+{
+    int rc = 0;
+    for (int j = (int)symm_detail::thread_linear(); j < t.n && !rc;
+         j += (int)symm_detail::block_threads()) {
+        if (j == t.me) continue;
+        const uint64_t *p = ll_area(t, j, ep);
+        uint64_t v = ll_ld(t, p);
+        rc = ll_until(t, p, (uint32_t)ep, what, j, &v);
+    }
+    return rc;
 }
 
 /* Releases the duplicate at episode ep (or leaves ep for its holder). */
@@ -73,51 +158,84 @@ __device__ void ll_leave(const symm_dev_team_t &t, int owned, uint64_t ep, bool 
     if (held) symm_detail::leave_block_at(t, owned, ep);
 }
 
-/* dest[i] = op over the members' staged elements, in team order (root >= 0: on root
- * only). The combine of the one-block form (reduce_slice), element for element. */
+/* dest[i] = op over the members' segment seg (count elements of T), in team order: the
+ * combine of the one-block form (reduce_slice), element for element. A thread takes a
+ * unit of max(4, sizeof(T)) bytes: its words of up to kMax members are loaded before any
+ * is waited for. */
 template <typename T, int OP>
-__device__ void ll_reduce(const symm_dev_team_t &t, T *dest, size_t first, size_t count,
-                          uint64_t ep)
+__device__ int ll_reduce(const symm_dev_team_t &t, T *dest, size_t seg, size_t count,
+                         uint64_t ep, uint32_t what)
 {
     using namespace symm_detail;
     typedef acc<T> C;
-    constexpr int kMax = 8; /* up to kMax members, every load is issued before the combine */
-    for (size_t i = thread_linear(); i < count; i += block_threads()) {
-        T v[kMax];
-        const int pre = t.n < kMax ? t.n : kMax;
+    constexpr int WPU = sizeof(T) >= 4 ? (int)(sizeof(T) / 4) : 1; /* words per unit */
+    constexpr int EPU = sizeof(T) >= 4 ? 1 : (int)(4 / sizeof(T)); /* elements per unit */
+    constexpr int kMax = 8;
+    const uint32_t ep32 = (uint32_t)ep;
+    const size_t units = (count + EPU - 1) / EPU,
+                 first = 1 + seg * ll_seg_words(count * sizeof(T));
+    int rc = 0;
+    for (size_t u = thread_linear(); u < units && !rc; u += block_threads()) {
+        typename C::type a[EPU];
+        for (int j0 = 0; j0 < t.n && !rc; j0 += kMax) {
+            uint64_t v[kMax][WPU];
 #pragma unroll
-        for (int j = 0; j < kMax; j++)
-            if (j < pre) v[j] = ldcg((const T *)ll_stage(t, j, ep) + first + i);
-        typename C::type a = C::in(v[0]);
+            for (int j = 0; j < kMax; j++)
 #pragma unroll
-        for (int j = 1; j < kMax; j++)
-            if (j < pre) a = C::step(symm_plan_op<OP, typename C::type>(a, C::in(v[j])));
-        for (int j = kMax; j < t.n; j++)
-            a = C::step(symm_plan_op<OP, typename C::type>(
-                a, C::in(ldcg((const T *)ll_stage(t, j, ep) + first + i))));
-        dest[i] = C::out(a);
+                for (int q = 0; q < WPU; q++)
+                    if (j0 + j < t.n)
+                        v[j][q] = ll_ld(t, ll_area(t, j0 + j, ep) + first + u * WPU + q);
+#pragma unroll
+            for (int j = 0; j < kMax; j++) {
+                if (j0 + j >= t.n || rc) continue;
+                uint32_t x[WPU];
+#pragma unroll
+                for (int q = 0; q < WPU; q++) {
+                    rc |= ll_until(t, ll_area(t, j0 + j, ep) + first + u * WPU + q, ep32, what,
+                                   j0 + j, &v[j][q]);
+                    x[q] = (uint32_t)v[j][q];
+                }
+                T e[EPU];
+                memcpy(e, x, sizeof e);
+#pragma unroll
+                for (int k = 0; k < EPU; k++)
+                    a[k] = j0 + j == 0
+                               ? C::in(e[k])
+                               : C::step(symm_plan_op<OP, typename C::type>(a[k], C::in(e[k])));
+            }
+        }
+        if (rc) break;
+#pragma unroll
+        for (int k = 0; k < EPU; k++)
+            if (u * EPU + k < count) dest[u * EPU + k] = C::out(a[k]);
     }
+    return rc;
 }
 
-/* Piece `soff` (nbytes) of every member's staged bytes into block j of dest: in 16-byte
- * words over the flattened (member, word) range where everything is aligned, so that a
- * thread's loads do not wait on each other member by member. */
-__device__ void ll_gather(const symm_dev_team_t &t, void *dest, size_t soff, size_t nbytes,
-                          uint64_t ep)
+/* Segment seg (nbytes) of member j's words into dest + j * nbytes for every member j
+ * (only j == from where from >= 0), a word per thread over (member, word). */
+__device__ int ll_gather(const symm_dev_team_t &t, uint8_t *dest, size_t seg, size_t nbytes,
+                         int from, uint64_t ep, uint32_t what)
 {
     using namespace symm_detail;
-    const uint32_t i0 = thread_linear(), step = block_threads();
-    if ((((uintptr_t)dest | soff | nbytes) & 15) == 0) {
-        const size_t words = nbytes / 16, total = words * (size_t)t.n;
-        for (size_t k = i0; k < total; k += step) {
-            const size_t j = k / words, w = k - j * words;
-            ((uint4 *)dest)[k] = __ldcg((const uint4 *)(ll_stage(t, (int)j, ep) + soff) + w);
-        }
-        return;
+    const size_t sw = ll_seg_words(nbytes), members = from >= 0 ? 1 : (size_t)t.n;
+    const size_t total = sw * members;
+    int rc = 0;
+    for (size_t k = thread_linear(); k < total && !rc; k += block_threads()) {
+        const int j = from >= 0 ? from : (int)(k / sw);
+        const size_t i = from >= 0 ? k : k - (size_t)j * sw;
+        const uint64_t *p = ll_area(t, j, ep) + 1 + seg * sw + i;
+        uint64_t v = ll_ld(t, p);
+        rc = ll_until(t, p, (uint32_t)ep, what, j, &v);
+        uint8_t *d = dest + (from >= 0 ? 0 : (size_t)j * nbytes) + 4 * i;
+        const size_t left = nbytes - 4 * i;
+        if (left >= 4 && ((uintptr_t)d & 3) == 0)
+            *(uint32_t *)d = (uint32_t)v;
+        else
+            for (size_t b = 0; b < 4 && b < left; b++)
+                d[b] = (uint8_t)(v >> (8 * b));
     }
-    for (int j = 0; j < t.n; j++)
-        copy_part<true>((char *)dest + (size_t)j * nbytes, ll_stage(t, j, ep) + soff, nbytes,
-                        i0, step);
+    return rc;
 }
 
 /* root >= 0: reduce; root == -1: allreduce; root == -2: reduce_scatter (src holds n
@@ -132,17 +250,20 @@ __global__ void __launch_bounds__(kThreads)
     int owned = 0;
     uint64_t ep;
     bool held;
-    const int rc = ll_enter(t, W, src, count * sizeof(T) * (scatter ? (size_t)t.n : 1), &owned,
-                            &ep, &held);
-    const size_t first = scatter ? (size_t)t.me * count : 0;
+    int rc =
+        ll_enter(t, W, src, count * sizeof(T), scatter ? (size_t)t.n : 1, &owned, &ep, &held);
     if (!rc && (root < 0 || root == t.me))
-        op_dispatch<is_int_type<T>::value>(
-            op, [&](auto o) { ll_reduce<T, decltype(o)::value>(t, dest, first, count, ep); });
+        op_dispatch<is_int_type<T>::value>(op, [&](auto o) {
+            rc = ll_reduce<T, decltype(o)::value>(t, dest, scatter ? (size_t)t.me : 0, count,
+                                                  ep, W);
+        });
+    if (!rc) rc = ll_meet(t, ep, W);
+    __syncthreads();
     ll_leave(t, owned, ep, held);
 }
 
-/* Broadcast (root stages src), fcollect (every member stages src) and alltoall (every
- * member stages all n pieces of src). */
+/* Broadcast (root writes src), fcollect (every member writes src) and alltoall (every
+ * member writes all n pieces of src, one segment each). */
 __global__ void __launch_bounds__(kThreads)
     k_ll_copy(symm_dev_team_t t, int kind, void *dest, const void *src, size_t nbytes, int root)
 {
@@ -150,36 +271,38 @@ __global__ void __launch_bounds__(kThreads)
     const uint32_t W = kind == LL_BROADCAST  ? SYMM_DEV_WHAT_BROADCAST
                        : kind == LL_FCOLLECT ? SYMM_DEV_WHAT_FCOLLECT
                                              : SYMM_DEV_WHAT_ALLTOALL;
-    const size_t staged = kind == LL_BROADCAST  ? (t.me == root ? nbytes : 0)
-                          : kind == LL_FCOLLECT ? nbytes
-                                                : nbytes * (size_t)t.n;
+    const size_t nseg = kind == LL_BROADCAST  ? (t.me == root ? 1 : 0)
+                        : kind == LL_FCOLLECT ? 1
+                                              : (size_t)t.n;
     int owned = 0;
     uint64_t ep;
     bool held;
-    const int rc = ll_enter(t, W, src, staged, &owned, &ep, &held);
-    const uint32_t i0 = thread_linear(), step = block_threads();
+    int rc = ll_enter(t, W, src, nbytes, nseg, &owned, &ep, &held);
     if (rc) {
-        /* nothing to read: the round failed (recorded) */
+        /* nothing to read: the claim failed (recorded) */
     } else if (kind == LL_BROADCAST) {
         if (t.me != root)
-            copy_part<true>(dest, ll_stage(t, root, ep), nbytes, i0, step);
+            rc = ll_gather(t, (uint8_t *)dest, 0, nbytes, root, ep, W);
         else if (dest != src)
-            copy_part<false>(dest, src, nbytes, i0, step);
+            copy_part<false>(dest, src, nbytes, thread_linear(), block_threads());
     } else {
-        ll_gather(t, dest, kind == LL_ALLTOALL ? (size_t)t.me * nbytes : 0, nbytes, ep);
+        rc = ll_gather(t, (uint8_t *)dest, kind == LL_ALLTOALL ? (size_t)t.me : 0, nbytes, -1,
+                       ep, W);
     }
+    if (!rc) rc = ll_meet(t, ep, W);
+    __syncthreads();
     ll_leave(t, owned, ep, held);
 }
 
 /* ---------------------------------------------------------------- choosing a path */
 enum path { ONE_BLOCK, LATENCY, ENGINE };
 
-/* staged: the bytes a member stages on the latency path (the most of any member). */
-path pick(const symm_cuda_engine_t &e, size_t staged)
+/* seg_bytes, nseg: what a member writes on the latency path (the most of any member). */
+path pick(const symm_cuda_engine_t &e, size_t seg_bytes, size_t nseg)
 {
     const int env = symm_config.gpu_coll_blocks;
     if (!e.ok || env == 1) return ONE_BLOCK;
-    if (env == 0 && staged <= SYMM_CUDA_LL_BYTES) return LATENCY;
+    if (env == 0 && ll_fits(seg_bytes, nseg)) return LATENCY;
     return ENGINE;
 }
 
@@ -320,7 +443,7 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
     if (root >= t.n)
         return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d of a team of %d", fn, root,
                               t.n);
-    const path how = pick(e, bytes);
+    const path how = pick(e, bytes, 1);
     if (how != ENGINE) {
         reduce_block(type, how, e, t, dest, src, count, op, root, s);
         return launched(fn);
@@ -333,8 +456,7 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
                                  type, op, engine_blocks(), true, s);
 }
 
-/* broadcast, fcollect, alltoall: nbytes per piece; staged, the most a member stages on the
- * latency path. */
+/* broadcast, fcollect, alltoall: nbytes per piece. */
 symm_status_t copy_common(const char *fn, int kind, symm_team_t team, void *dest,
                           size_t dest_bytes, const void *src, size_t src_bytes, size_t nbytes,
                           int root, cudaStream_t s)
@@ -345,8 +467,7 @@ symm_status_t copy_common(const char *fn, int kind, symm_team_t team, void *dest
     if (kind == SYMM_CUDA_COPY_BROADCAST && (root < 0 || root >= t.n))
         return symm_error_set(SYMM_ERR_PE_OUT_OF_RANGE, "%s: root %d of a team of %d", fn, root,
                               t.n);
-    const size_t staged = kind == SYMM_CUDA_COPY_ALLTOALL ? nbytes * (size_t)t.n : nbytes;
-    switch (pick(e, staged)) {
+    switch (pick(e, nbytes, kind == SYMM_CUDA_COPY_ALLTOALL ? (size_t)t.n : 1)) {
     case LATENCY: {
         const int k = kind == SYMM_CUDA_COPY_BROADCAST  ? LL_BROADCAST
                       : kind == SYMM_CUDA_COPY_FCOLLECT ? LL_FCOLLECT
@@ -418,7 +539,7 @@ extern "C" symm_status_t symm_reduce_scatter_on_stream(symm_team_t team, void *d
     symm_cuda_engine_t e;
     CHECK(symm_cuda_coll_prepare(fn, team, &t, dest, bytes, src,
                                  bytes * (size_t)(n > 0 ? n : 1), stream, &e));
-    const path how = pick(e, bytes * (size_t)t.n);
+    const path how = pick(e, bytes, (size_t)t.n);
     if (how != ENGINE) {
         reduce_block(type, how, e, t, dest, src, count, op, -2, stream);
         return launched(fn);

@@ -31,11 +31,12 @@ symm_status_t symm_cuda_pool_device_fast(const char *fn, symm_pool_t pool, symm_
  * - bw: a pool of SYMM_CUDA_ENGINE_DUPS duplicates of the team, one per block of the
  *   multi-block kernels (the tile and copy kernels of tile_moe.cu);
  * - ll: duplicate 0 of a one-duplicate pool whose block carries, after its flags, two
- *   staging areas of SYMM_CUDA_LL_BYTES (by episode parity) for the latency path.
+ *   staging areas of SYMM_CUDA_LL_BYTES (by episode parity) for the latency path: 8-byte
+ *   words of 4 data bytes and an episode, so about 4 KiB of data each.
  * ok == 0 when it could not be made (the GPU team region is full): the calls then run on
  * one block of the team's own duplicate. */
 #define SYMM_CUDA_ENGINE_DUPS 128
-#define SYMM_CUDA_LL_BYTES    4096
+#define SYMM_CUDA_LL_BYTES    8192
 typedef struct symm_cuda_engine {
     int ok;
     symm_pool_t bw_pool, ll_pool;
