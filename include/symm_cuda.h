@@ -268,12 +268,15 @@ symm_status_t symm_moe_topk_combine_on_stream(symm_pool_t pool, void *out, size_
                                               const float *topk_weights, int k, int ne,
                                               void *workspace, int nblocks,
                                               cudaStream_t stream);
-/* Low-latency top-k MoE, for small token counts (decode): one kernel per call, one
- * one-way hop between members, no host synchronisation, capturable in CUDA graphs. Every
- * (local expert e, source member s) pair of a receiver has its own region of max_tokens
- * rows, so a sender writes its rows straight into the receivers' outs without waiting for
- * anyone's counts, then raises one flag per receiver; nobody reads a sender's memory, so
- * no closing round is needed.
+/* Low-latency top-k MoE, for small token counts (decode): one kernel per call, no
+ * host synchronisation, capturable in CUDA graphs. Every (local expert e, source member s)
+ * pair of a receiver has its own region of max_tokens rows, so a sender writes its rows
+ * straight into the receivers' outs without waiting for anyone's counts, then raises one
+ * flag per receiver with its counts: the dispatch is one one-way hop, and its blocks never
+ * meet. These forms are chosen by calling them, as DeepEP's low_latency_dispatch /
+ * _combine are: their layout (regions of max_tokens rows, symmetric outs) is not the
+ * packed forms' (expert-major segments, major_align), so symm_moe_topk_dispatch_on_stream
+ * never switches to them by itself, whatever the token count.
  *  - Dispatch: slot i of token t (topk_idx as in symm_moe_topk_dispatch; tokens <=
  *    max_tokens) routed to expert j*ne + e lands on member j at row
  *    (e*n + me)*max_tokens + r of out, r its arrival order among this member's rows for
@@ -286,11 +289,16 @@ symm_status_t symm_moe_topk_combine_on_stream(symm_pool_t pool, void *out, size_
  *    once (more than max_tokens rows from one member for one expert fail with
  *    SYMM_ERR_OVERFLOW). No topk_rows, no alignment: rows are found through out_counts.
  *  - Combine: in is this member's expert output laid out as the dispatch's out (n*ne*
- *    max_tokens rows of hidden elements of type, this GPU's memory; only the rows the
- *    dispatch filled are read), counts and src the dispatch's out_counts and out_src; each
- *    row goes back into its token's owner's workspace, and every member reduces its own
- *    tokens as symm_moe_topk_combine does (fmaf in slot order, rounded once: the same
- *    bits), with topk_idx and topk_weights as passed to the dispatch.
+ *    max_tokens rows of hidden elements of type; only the rows the dispatch filled are
+ *    read), counts and src the dispatch's out_counts and out_src; every member reduces its
+ *    own tokens as symm_moe_topk_combine does (fmaf in slot order, rounded once: the same
+ *    bits), with tokens, topk_idx and topk_weights as passed to the dispatch. Where in
+ *    (all n*ne*max_tokens rows) lies in the GPU symmetric heap, the owners read its rows
+ *    in place: each row moves once, and the call ends with a second hop (every member
+ *    done reading) so that in may be rewritten once the call is over. Otherwise (in is
+ *    other memory of this GPU) this member first pushes each row into its token's owner's
+ *    workspace (it then moves twice). The choice is each member's own, made on the host
+ *    from the pointer alone (the same at every replay of a captured call).
  *  - Calls alternate on a workspace: dispatch, combine, dispatch, ... on every member (the
  *    next dispatch writes into the receivers' outs, and the next combine into the owners'
  *    workspaces, without asking: the alternation is what tells them the last ones were
@@ -304,8 +312,9 @@ symm_status_t symm_moe_topk_combine_on_stream(symm_pool_t pool, void *out, size_
  *    member's next call, to serve another shape), the same one for a dispatch and the
  *    combine that follows it.
  *  - Failures (a bad expert id, more tokens than max_tokens, members passing different
- *    common arguments) fail every member alike through symm_cuda_check(); rows of the
- *    other members may already have landed, and out_counts are then unspecified. */
+ *    common arguments) fail every member alike through symm_cuda_check(); rows (of any
+ *    member, the failing one's too) may already have landed, and out_counts are then
+ *    unspecified. */
 size_t symm_cuda_moe_topk_ll_workspace_bytes(int n, int ne, size_t max_tokens, int k,
                                              size_t combine_row_bytes);
 symm_status_t symm_moe_topk_dispatch_ll_on_stream(symm_pool_t pool, void *out, const void *in,

@@ -51,7 +51,7 @@ struct topk_args {
     const float *weights;
     void *ws;
     int fail; /* != 0: this member publishes this status (the host wrapper's local errors) */
-    int pad;
+    int pull; /* the low-latency combine: in is a symmetric object its owners read */
     size_t max_tokens; /* the low-latency forms (topk_ll__funcs.cuh) */
 };
 
@@ -457,9 +457,9 @@ SYMM_DEV void topk_layout(const topk_call &c, int mine, uint64_t fp)
 }
 
 /* ---------------------------------------------------------------- dispatch: the rows */
-/* Piece `piece` of P of one payload row of rb bytes from src (a peer's), copied to the
- * rows held by lanes 0..m-1 of the warp (pos) in dst, reading it once: the row's units
- * (16-byte vectors where everything is aligned to them, else words or bytes), 32 a warp
+/* Piece `piece` of P of one payload row of rb bytes from src (any member's), copied to the
+ * rows that lanes 0..m-1 of the warp point at (dst, any member's), reading it once: the row's
+ * units (16-byte vectors where everything is aligned to them, else words or bytes), 32 a warp
  * step, split into P ranges of whole steps. Every lane runs the same iterations: the
  * shuffles need the whole warp. */
 SYMM_DEV void topk_piece(uint64_t nunits, uint32_t piece, uint32_t P, uint64_t *u0,
@@ -469,12 +469,14 @@ SYMM_DEV void topk_piece(uint64_t nunits, uint32_t piece, uint32_t P, uint64_t *
     *u0 = (uint64_t)piece * per * 32;
     *u1 = *u0 + per * 32 < nunits ? *u0 + per * 32 : nunits;
 }
-SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint64_t pos,
-                            uint32_t m, uint32_t lane, uint32_t piece, uint32_t P)
+SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint32_t m,
+                            uint32_t lane, uint32_t piece, uint32_t P)
 {
-    const uintptr_t al = (uintptr_t)dst | (uintptr_t)src | (uintptr_t)rb;
+    const uintptr_t al = (uintptr_t)src | (uintptr_t)rb | (lane < m ? (uintptr_t)dst : 0);
+    const bool v16 = !__any_sync(0xffffffffu, (al & 15) != 0);
+    const bool v4 = !__any_sync(0xffffffffu, (al & 3) != 0);
     uint64_t u0, u1;
-    if ((al & 15) == 0) {
+    if (v16) {
         /* two vectors in flight per lane: a lone load per lane leaves the copy waiting on
          * its latency */
         topk_piece(rb / 16, piece, P, &u0, &u1);
@@ -484,19 +486,19 @@ SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint6
             if (v < u1) x = ld_once((const uint4 *)src + v);
             if (w < u1) y = ld_once((const uint4 *)src + w);
             for (uint32_t j = 0; j < m; j++) {
-                const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
-                if (v < u1) st_once((uint4 *)(dst + p * rb) + v, x);
-                if (w < u1) st_once((uint4 *)(dst + p * rb) + w, y);
+                uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (uintptr_t)dst, j);
+                if (v < u1) st_once(d + v, x);
+                if (w < u1) st_once(d + w, y);
             }
         }
-    } else if ((al & 3) == 0) {
+    } else if (v4) {
         topk_piece(rb / 4, piece, P, &u0, &u1);
         for (uint64_t v0 = u0; v0 < u1; v0 += 32) {
             const uint64_t v = v0 + lane;
             const unsigned x = v < u1 ? __ldcg((const unsigned *)src + v) : 0u;
             for (uint32_t j = 0; j < m; j++) {
-                const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
-                if (v < u1) ((unsigned *)(dst + p * rb))[v] = x;
+                unsigned *d = (unsigned *)__shfl_sync(0xffffffffu, (uintptr_t)dst, j);
+                if (v < u1) d[v] = x;
             }
         }
     } else {
@@ -505,11 +507,21 @@ SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint6
             const uint64_t v = v0 + lane;
             const unsigned char x = v < u1 ? __ldcg(src + v) : (unsigned char)0;
             for (uint32_t j = 0; j < m; j++) {
-                const uint64_t p = __shfl_sync(0xffffffffu, pos, j);
-                if (v < u1) dst[p * rb + v] = x;
+                uint8_t *d = (uint8_t *)__shfl_sync(0xffffffffu, (uintptr_t)dst, j);
+                if (v < u1) d[v] = x;
             }
         }
     }
+}
+
+/* The lane whose slot is the lane-th set bit of mask (0 past the last): with a shuffle
+ * from it, the destinations of a token's slots are packed into lanes 0..popc(mask)-1. */
+SYMM_DEV uint32_t topk_packed_from(uint32_t mask, uint32_t lane)
+{
+    uint32_t rest = mask;
+    for (uint32_t i = 0; i < lane && rest; i++)
+        rest &= rest - 1;
+    return rest ? (uint32_t)__ffs(rest) - 1 : 0;
 }
 
 /* How many warps share one token's row, for `items` tokens (or rows) over GW warps: a
@@ -565,20 +577,16 @@ SYMM_DEV void topk_copy(const topk_call &c)
         }
         /* the positions of my slots, packed into lanes 0..m-1 */
         const uint32_t m = __popc(mask);
-        uint32_t rest = mask; /* lane l takes the position of the l-th slot of mask */
-        for (uint32_t i = 0; i < c.lane && rest; i++)
-            rest &= rest - 1;
-        const uint32_t from = rest ? (uint32_t)__ffs(rest) - 1 : 0;
-        const uint64_t packed = __shfl_sync(0xffffffffu, pos, from);
+        const uint64_t packed = __shfl_sync(0xffffffffu, pos, topk_packed_from(mask, c.lane));
         const char *base = (const char *)a.ws + c.t.heap_delta[s];
-        topk_copy_row((uint8_t *)a.out,
+        topk_copy_row((uint8_t *)a.out + packed * a.row_bytes,
                       (const uint8_t *)base + ldcg(hs + SYMM_PLAN_TK_IN) + t * a.row_bytes,
-                      a.row_bytes, packed, m, c.lane, piece, P);
+                      a.row_bytes, m, c.lane, piece, P);
         for (int p = 0; piece == 0 && p < a.nside; p++) {
             const uint64_t rb = a.side[p].row_bytes;
-            topk_copy_row((uint8_t *)a.side[p].out,
+            topk_copy_row((uint8_t *)a.side[p].out + packed * rb,
                           (const uint8_t *)base + ldcg(hs + SYMM_PLAN_TK_SIDE + p) + t * rb, rb,
-                          packed, m, c.lane, 0, 1);
+                          m, c.lane, 0, 1);
         }
     }
 }
@@ -801,11 +809,15 @@ template <int TY> SYMM_DEV void topk_acc_vec(float *acc, float w, const uint4 &x
 
 /* My share of this member's tokens (piece u % P of token u / P by warp u % (nparts *
  * nwarps), topk_pieces): each element the fmaf sum over the token's slots in order,
- * rounded to the type once. The vector form loads the vectors of kTopkSlotU slots before
- * it adds any of them (the sum still runs in slot order): one load in flight per lane
- * would leave each warp waiting on k latencies per step. */
+ * rounded to the type once. row_of(q, g): where the expert output of slot q (routed to
+ * expert g >= 0) lies, as mapped here (any member's memory), or nullptr for none: the
+ * packed combine's rows in the holders' ins (topk_rows), the low-latency combine's in the
+ * holders' ins or in this member's landing rows. The vector form loads the vectors of
+ * kTopkSlotU slots before it adds any of them (the sum still runs in slot order): one load in
+ * flight per lane would leave each warp waiting on k latencies per step. */
 constexpr int kTopkSlotU = 8;
-template <int TY, bool LL = false> SYMM_DEV void topk_reduce(const topk_call &c)
+template <int TY, typename RowOf>
+SYMM_DEV void topk_reduce(const topk_call &c, const RowOf &row_of)
 {
     typedef topk_elem<TY> EL;
     const topk_args &a = c.a;
@@ -823,15 +835,7 @@ template <int TY, bool LL = false> SYMM_DEV void topk_reduce(const topk_call &c)
             const uint64_t q = t * (uint64_t)k + c.lane;
             const int64_t g = a.topk_idx[q];
             if (g >= 0) {
-                if constexpr (LL) {
-                    /* the row its holder put here (the low-latency combine) */
-                    row = (const char *)a.ws + c.stage + q * c.stage_rb;
-                } else {
-                    const int j = (int)(g / a.ne);
-                    const uint64_t *hj = c.wsp(j);
-                    row = (const char *)a.ws + c.t.heap_delta[j] +
-                          symm_detail::ldcg(hj + SYMM_PLAN_TK_IN) + (uint64_t)a.rows_in[q] * rb;
-                }
+                row = row_of(q, g);
                 wt = a.weights ? a.weights[q] : 1.0f;
             }
         }
@@ -898,6 +902,18 @@ template <int TY, bool LL = false> SYMM_DEV void topk_reduce(const topk_call &c)
             if (h < u1) EL::st(o, h, acc);
         }
     }
+}
+
+/* topk_reduce for the call's row type. */
+template <typename RowOf>
+SYMM_DEV void topk_reduce_typed(const topk_call &c, const RowOf &row_of)
+{
+    if (c.a.type == SYMM_FLOAT)
+        topk_reduce<SYMM_FLOAT>(c, row_of);
+    else if (c.a.type == SYMM_BF16)
+        topk_reduce<SYMM_BF16>(c, row_of);
+    else
+        topk_reduce<SYMM_FP16>(c, row_of);
 }
 
 SYMM_DEV int topk_combine_impl(const symm_dev_team_t &t, const topk_args &a, uint32_t part,
@@ -974,12 +990,12 @@ SYMM_DEV int topk_combine_impl(const symm_dev_team_t &t, const topk_args &a, uin
     int brc = topk_grid_barrier(t, c.ws, nparts);
     const int verdict = brc ? brc : (int)(int64_t)ldg_ws(c.ws + SYMM_PLAN_TK_RC);
     if (!verdict) {
-        if (a.type == SYMM_FLOAT)
-            topk_reduce<SYMM_FLOAT>(c);
-        else if (a.type == SYMM_BF16)
-            topk_reduce<SYMM_BF16>(c);
-        else
-            topk_reduce<SYMM_FP16>(c);
+        const uint64_t rb = a.hidden * (a.type == SYMM_FLOAT ? 4 : 2);
+        topk_reduce_typed(c, [&](uint64_t q, int64_t g) {
+            const int j = (int)(g / a.ne);
+            return (const char *)a.ws + c.t.heap_delta[j] + ldcg(c.wsp(j) + SYMM_PLAN_TK_IN) +
+                   (uint64_t)a.rows_in[q] * rb;
+        });
     }
     brc = topk_grid_barrier(t, c.ws, nparts); /* every block has read its peers */
     if (part == 0) {

@@ -2,26 +2,33 @@
  * symm_moe_topk_dispatch_ll_on_stream / _combine_ll_on_stream of symm_cuda.h), with the
  * layout of plan__topk.h (symm_plan_topk_ll_row, symm_plan_topk_ll_ws).
  *
- * Dispatch, one kernel and one one-way hop: every warp gives its slots their rows on
- * their receivers (an atomic counter per expert in the sender's workspace), the member's
- * blocks meet once, then every block writes its share of the token rows straight into
- * the receivers' outs (each row read once, written into every slot's row, on whichever
- * member), with their sources. The last block of the member to finish writes its counts
- * into every receiver's out_counts and then its flag into every receiver's workspace
- * (status and fingerprint with it). Block 0 waits for every source's flag: the rows that
- * land here are then all here. No closing round: nobody reads the sender's memory.
+ * Dispatch, one kernel, one one-way hop and no meeting of the member's blocks: every
+ * block takes a range of the member's tokens, gives their slots their rows on their
+ * receivers (an atomic counter per expert in the sender's workspace; slot table kept for
+ * the combine), and its warps write those tokens' rows straight into the receivers' outs
+ * (each row read once, written into every slot's row, on whichever member), with their
+ * sources. Each block then arrives on a counter (nobody waits on it); the last to arrive
+ * writes the member's counts into every receiver's out_counts and then its flag into
+ * every receiver's workspace (status and fingerprint with it): counts and rows travel in
+ * the one hop. Block 0 waits for every source's flag: the rows that land here are then
+ * all here. No closing round: nobody reads the sender's memory.
  *
- * Combine: every block pushes its share of the rows this member holds (those the last
- * dispatch wrote, counts and sources from it) straight into the workspace of the token's
- * owner, at the row of the token's slot; the last block publishes the flag; then every
- * block waits for every holder's flag and reduces its share of this member's tokens from
- * those rows, in slot order with fmaf (topk_reduce): the same bits as the other forms.
+ * Combine, each expert output row moved once: a member whose in is a symmetric object
+ * (the host says so) only publishes where it lies (cin) with its flag; every block then
+ * waits for every holder's flag and reduces its share of this member's tokens, reading the
+ * k rows of each token straight from the holders' ins (where this member's slot table
+ * says the dispatch put them), in slot order with fmaf (topk_reduce): the same bits as
+ * the other forms. A holder whose in is not symmetric pushes its rows into the workspace
+ * of each token's owner first (the rows then move twice) and publishes SYMM_PLAN_TKL_PUSHED;
+ * owners read those from their own landing rows. Then every member raises a second flag
+ * (xflag: done reading) at every member, and, where any holder was read in place, waits
+ * for every member's: nobody's in or out is written again while an owner still reads it.
  *
  * Reuse: a dispatch writes into the receivers' outs and a combine into the owners'
  * workspaces without asking; that is safe because the calls alternate on every member
  * (dispatch, combine, dispatch, ...): a member starts a dispatch only after its previous
- * combine saw every holder's flag, which each holder raised after it was done with the
- * out of that dispatch; likewise for the combine's landing rows. */
+ * combine saw every holder's flag (and, if anyone read in place, every owner's xflag),
+ * raised after the holder (owner) was done with the memory the next call writes. */
 #ifndef SYMM_IMPL_TOPK_LL__FUNCS_CUH
 #define SYMM_IMPL_TOPK_LL__FUNCS_CUH
 
@@ -104,16 +111,19 @@ SYMM_DEV bool topk_ll_arrive(const topk_ll_call &L, uint64_t arr_word, int mine,
     return s_last != 0;
 }
 
-/* The last block: status and fingerprint, then the flag ep, into every member's words of
- * source me (dflag or cflag and the two after it, by their offsets in W). */
+/* The last block: status and fingerprint (and, where cinw != 0, the word cinv at cinw),
+ * then the flag ep, into every member's words of source me (dflag or cflag and the words
+ * after it, by their offsets in W). */
 SYMM_DEV void topk_ll_publish(const topk_ll_call &L, uint64_t flag, uint64_t stat, uint64_t fpw,
-                              int st, uint64_t fp, uint64_t ep)
+                              int st, uint64_t fp, uint64_t ep, uint64_t cinw = 0,
+                              uint64_t cinv = 0)
 {
     using namespace symm_detail;
     const int n = L.c.n, me = L.c.me;
     for (int j = (int)L.c.tid; j < n; j += (int)L.c.nthr) {
         *L.at(j, stat + me) = (uint64_t)(int64_t)st;
         *L.at(j, fpw + me) = fp;
+        if (cinw) *L.at(j, cinw + me) = cinv;
     }
     __threadfence_system();
     __syncthreads();
@@ -165,54 +175,11 @@ SYMM_DEV uint64_t topk_ll_dispatch_fp(const topk_call &c)
     return symm_tm_mix(fp, (uint64_t)c.n);
 }
 
-/* Piece `piece` of P of one row of rb bytes from src (this member's) into the rows dst of
- * lanes 0..m-1 (any members'), as topk_copy_row. */
-SYMM_DEV void topk_ll_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint32_t m,
-                               uint32_t lane, uint32_t piece, uint32_t P)
-{
-    const uintptr_t al = (uintptr_t)src | (uintptr_t)rb | (lane < m ? (uintptr_t)dst : 0);
-    const bool v16 = !__any_sync(0xffffffffu, (al & 15) != 0);
-    const bool v4 = !__any_sync(0xffffffffu, (al & 3) != 0);
-    uint64_t u0, u1;
-    if (v16) {
-        topk_piece(rb / 16, piece, P, &u0, &u1);
-        for (uint64_t v0 = u0; v0 < u1; v0 += 64) {
-            const uint64_t v = v0 + lane, w = v + 32;
-            uint4 x = make_uint4(0, 0, 0, 0), y = make_uint4(0, 0, 0, 0);
-            if (v < u1) x = ld_once((const uint4 *)src + v);
-            if (w < u1) y = ld_once((const uint4 *)src + w);
-            for (uint32_t j = 0; j < m; j++) {
-                uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (uintptr_t)dst, j);
-                if (v < u1) st_once(d + v, x);
-                if (w < u1) st_once(d + w, y);
-            }
-        }
-    } else if (v4) {
-        topk_piece(rb / 4, piece, P, &u0, &u1);
-        for (uint64_t v0 = u0; v0 < u1; v0 += 32) {
-            const uint64_t v = v0 + lane;
-            const unsigned x = v < u1 ? ((const unsigned *)src)[v] : 0u;
-            for (uint32_t j = 0; j < m; j++) {
-                unsigned *d = (unsigned *)__shfl_sync(0xffffffffu, (uintptr_t)dst, j);
-                if (v < u1) d[v] = x;
-            }
-        }
-    } else {
-        topk_piece(rb, piece, P, &u0, &u1);
-        for (uint64_t v0 = u0; v0 < u1; v0 += 32) {
-            const uint64_t v = v0 + lane;
-            const uint8_t x = v < u1 ? src[v] : (uint8_t)0;
-            for (uint32_t j = 0; j < m; j++) {
-                uint8_t *d = (uint8_t *)__shfl_sync(0xffffffffu, (uintptr_t)dst, j);
-                if (v < u1) d[v] = x;
-            }
-        }
-    }
-}
-
 /* The dispatch body, every block of the member; returns the verdict (block 0 has waited
  * for every source; the other blocks return once their rows are written, 0 or their own
- * member's failure). */
+ * failure). Block `part` takes tokens [t0, t1) of the member's: it ranks their slots,
+ * then its warps copy them (piece u % P of token t0 + u / P by warp u % nwarps), so a
+ * block only ever reads the ranks it gave: no meeting of the member's blocks. */
 SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a, uint32_t part,
                                    uint32_t nparts)
 {
@@ -234,15 +201,16 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
                : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW
                : !a.out_counts || !a.out ? SYMM_ERR_INVALID_ARG
                                          : 0;
-    const uint64_t tokens = mine ? 0 : a.tokens, slots = tokens * (uint64_t)k;
-    /* every slot its row on its receiver, in arrival order per expert; the set the next
-     * call uses cleared */
+    const uint64_t tokens = mine ? 0 : a.tokens;
+    const uint64_t t0 = tokens * part / nparts, t1 = tokens * (part + 1) / nparts;
+    /* my tokens' slots their rows on their receivers, in arrival order per expert; the
+     * set the next call uses cleared */
     bool null_in = !a.in;
     for (int p = 0; p < a.nside; p++)
         null_in = null_in || !a.side[p].in;
     for (uint64_t g = gt; g < E; g += GT)
         other[g] = 0;
-    for (uint64_t q = gt; q < slots; q += GT) {
+    for (uint64_t q = t0 * (uint64_t)k + c.tid; q < t1 * (uint64_t)k; q += c.nthr) {
         const int64_t g = a.topk_idx[q];
         uint64_t r = UINT64_MAX;
         if (!symm_plan_topk_slot_ok(g, E)) {
@@ -257,16 +225,12 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         }
         slot[q] = r;
     }
-    topk_ll_note(L, SYMM_PLAN_TKL_ARR_D, mine);
-    const int brc = topk_grid_barrier(t, c.ws, nparts); /* every slot's row known */
-    if (brc) mine = brc;
-    /* the rows, piece u % P of token u / P by warp u % (nparts * nwarps); piece 0 also
-     * writes the sources and the side rows. A member whose slots failed writes nothing. */
-    const int any_bad = brc || ldcg(c.ws + SYMM_PLAN_TKL_ARR_D + 1) != 0;
-    const uint64_t gw = (uint64_t)part * c.nwarps + c.warp, GW = (uint64_t)nparts * c.nwarps;
-    const uint32_t P = topk_pieces(tokens, GW);
-    for (uint64_t u = gw; !any_bad && u < tokens * P; u += GW) {
-        const uint64_t tk = u / P;
+    /* the rows; piece 0 also writes the sources and the side rows. A block that found a
+     * failure writes nothing (the call fails on every member: rows may have landed). */
+    const int bad = __syncthreads_or(mine != 0);
+    const uint32_t P = topk_pieces(t1 - t0, c.nwarps);
+    for (uint64_t u = c.warp; !bad && u < (t1 - t0) * P; u += c.nwarps) {
+        const uint64_t tk = t0 + u / P;
         const uint32_t piece = (uint32_t)(u % P);
         uint8_t *dst = nullptr;
         uint64_t row = 0;
@@ -274,7 +238,7 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         if (c.lane < (uint32_t)k) {
             const uint64_t q = tk * (uint64_t)k + c.lane;
             const int64_t g = a.topk_idx[q];
-            const uint64_t r = ldcg(slot + q);
+            const uint64_t r = slot[q];
             if (g >= 0 && r != UINT64_MAX) {
                 j = (int)(g / ne);
                 row = symm_plan_topk_ll_row((uint64_t)(g % ne), (uint64_t)me, (uint64_t)n,
@@ -292,20 +256,16 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         const uint32_t mask = __ballot_sync(0xffffffffu, dst != nullptr);
         if (!mask) continue;
         /* the destinations of my slots, packed into lanes 0..m-1 */
-        const uint32_t m = __popc(mask);
-        uint32_t rest = mask;
-        for (uint32_t i = 0; i < c.lane && rest; i++)
-            rest &= rest - 1;
-        const uint32_t from = rest ? (uint32_t)__ffs(rest) - 1 : 0;
+        const uint32_t m = __popc(mask), from = topk_packed_from(mask, c.lane);
         const uintptr_t pd = __shfl_sync(0xffffffffu, (uintptr_t)dst, from);
         const uint64_t prow = __shfl_sync(0xffffffffu, row, from);
         const int pj = __shfl_sync(0xffffffffu, j, from);
-        topk_ll_copy_row((uint8_t *)pd, (const uint8_t *)a.in + tk * a.row_bytes, a.row_bytes,
-                         m, c.lane, piece, P);
+        topk_copy_row((uint8_t *)pd, (const uint8_t *)a.in + tk * a.row_bytes, a.row_bytes, m,
+                      c.lane, piece, P);
         for (int p = 0; piece == 0 && p < a.nside; p++) {
             const uint64_t rb = a.side[p].row_bytes;
             uint8_t *sd = (uint8_t *)a.side[p].out + t.heap_delta[pj] + prow * rb;
-            topk_ll_copy_row(sd, (const uint8_t *)a.side[p].in + tk * rb, rb, m, c.lane, 0, 1);
+            topk_copy_row(sd, (const uint8_t *)a.side[p].in + tk * rb, rb, m, c.lane, 0, 1);
         }
     }
     int st;
@@ -362,8 +322,9 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     for (uint64_t q = gt; q < slots; q += GT)
         if (!symm_plan_topk_slot_ok(a.topk_idx[q], E)) mine = SYMM_ERR_INVALID_ARG;
     if (slots && !a.out) mine = SYMM_ERR_INVALID_ARG;
-    /* the rows I hold, (expert, source) regions of max_tokens rows, the first counts of
-     * each filled: their total sets how many warps share a row. With up to kTopkLLRegions
+    /* A holder whose in is not symmetric pushes: the rows I hold, (expert, source)
+     * regions of max_tokens rows, the first counts of each filled, into their owners'
+     * landing rows; their total sets how many warps share a row. With up to kTopkLLRegions
      * regions, their prefix in shared memory maps the warps' units onto the filled rows
      * alone (a binary search), not onto every row of every region. */
     constexpr uint64_t kTopkLLRegions = 1024;
@@ -372,13 +333,14 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     if (c.tid == 0) s_rows = 0;
     __syncthreads();
     const uint64_t regions = (uint64_t)ne * (uint64_t)n, mt = a.max_tokens;
-    for (uint64_t x = c.tid; !a.fail && x < regions; x += c.nthr) {
+    const bool push = !a.pull;
+    for (uint64_t x = c.tid; push && !a.fail && x < regions; x += c.nthr) {
         const uint64_t v = a.out_counts[x];
         if (v > mt) mine = SYMM_ERR_INVALID_ARG;
         atomicAdd(&s_rows, (unsigned long long)(v > mt ? 0 : v));
     }
     const bool packed = regions <= kTopkLLRegions;
-    if (packed && c.warp == 0) {
+    if (push && packed && c.warp == 0) {
         uint64_t run = 0;
         for (uint64_t x0 = 0; x0 < regions; x0 += 32) {
             const uint64_t x = x0 + c.lane;
@@ -394,7 +356,7 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     const int any_bad = __syncthreads_or(mine != 0);
     const uint64_t gw = (uint64_t)part * c.nwarps + c.warp, GW = (uint64_t)nparts * c.nwarps;
     const uint32_t P = topk_pieces(s_rows, GW);
-    const uint64_t units = packed ? s_pre[regions] : regions * mt;
+    const uint64_t units = !push ? 0 : packed ? s_pre[regions] : regions * mt;
     for (uint64_t u = gw; !any_bad && !a.fail && u < units * P; u += GW) {
         const uint64_t xv = u / P;
         const uint32_t piece = (uint32_t)(u % P);
@@ -419,11 +381,13 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
             continue; /* not a row of the dispatch's: nothing is sent */
         const uint64_t q = (uint64_t)sr.token * (uint64_t)k + (uint64_t)sr.slot;
         uint8_t *dst = (uint8_t *)a.ws + t.heap_delta[sr.pe] + c.stage + q * c.stage_rb;
-        topk_ll_copy_row(dst, (const uint8_t *)a.in + x * rb, rb, 1, c.lane, piece, P);
+        topk_copy_row(dst, (const uint8_t *)a.in + x * rb, rb, 1, c.lane, piece, P);
     }
     int st;
     if (topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_C, mine, &st)) {
-        topk_ll_publish(L, L.W.cflag, L.W.cstat, L.W.cfp, st, fp, ep);
+        const uint64_t cin =
+            push ? SYMM_PLAN_TKL_PUSHED : (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws);
+        topk_ll_publish(L, L.W.cflag, L.W.cstat, L.W.cfp, st, fp, ep, L.W.cin, cin);
         __syncthreads();
         if (c.tid == 0) st_relaxed_gpu(c.ws + SYMM_PLAN_TKL_EP_C, ep);
     }
@@ -432,15 +396,37 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     if (v) {
         if (part == 0 && v != SYMM_ERR_TIMEOUT && c.tid == 0)
             record(t, v, W_, who >= 0 ? (uint32_t)who : 0xffffffffu, 0);
-        return v;
+    } else {
+        /* each slot's row: in its holder's in, where my dispatch put it (my slot table),
+         * or in my landing rows where the holder pushed it */
+        const uint64_t *cinw = c.ws + L.W.cin, *slot = c.ws + L.W.slot;
+        topk_reduce_typed(c, [&](uint64_t q, int64_t g) -> const char * {
+            const int j = (int)(g / ne);
+            const uint64_t off = ldcg(cinw + j);
+            if (off == SYMM_PLAN_TKL_PUSHED)
+                return (const char *)a.ws + c.stage + q * c.stage_rb;
+            const uint64_t r = ldcg(slot + q);
+            if (r >= mt) return nullptr; /* not a row of the dispatch's */
+            const uint64_t row =
+                symm_plan_topk_ll_row((uint64_t)(g % ne), (uint64_t)c.me, (uint64_t)n, mt, r);
+            return (const char *)a.ws + t.heap_delta[j] + off + row * rb;
+        });
     }
-    if (a.type == SYMM_FLOAT)
-        topk_reduce<SYMM_FLOAT, true>(c);
-    else if (a.type == SYMM_BF16)
-        topk_reduce<SYMM_BF16, true>(c);
-    else
-        topk_reduce<SYMM_FP16, true>(c);
-    return 0;
+    /* done reading: every member's xflag, raised by the last of my blocks, which waits for
+     * every member's where any holder was read in place (and the call went through) */
+    int st2;
+    if (topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_X, 0, &st2)) {
+        for (int j = (int)c.tid; j < n; j += (int)c.nthr)
+            st_flag(t, L.at(j, L.W.xflag + c.me), ep);
+        int wait = 0, to = 0;
+        for (int s = (int)c.tid; !v && s < n; s += (int)c.nthr)
+            wait |= ldcg(c.ws + L.W.cin + s) != SYMM_PLAN_TKL_PUSHED;
+        if (__syncthreads_or(wait))
+            for (int s = (int)c.tid; s < n; s += (int)c.nthr)
+                to |= wait_ge(t, c.ws + L.W.xflag + s, ep, W_, s) != 0;
+        if (__syncthreads_or(to)) return SYMM_ERR_TIMEOUT;
+    }
+    return v;
 }
 
 } // namespace symm_tm

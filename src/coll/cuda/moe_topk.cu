@@ -449,6 +449,11 @@ symm_moe_topk_combine_ll_on_stream(symm_pool_t pool, void *out, size_t tokens, c
     a.max_tokens = max_tokens;
     a.out_counts = (size_t *)counts;
     a.out_src = (symm_moe_src_t *)src;
+    /* in a symmetric object: the owners read its rows in place (each row moved once);
+     * else this member pushes them into the owners' workspaces first */
+    size_t inb = 0;
+    a.pull = in && !__builtin_mul_overflow((size_t)dp.n * (size_t)ne * max_tokens, crb, &inb) &&
+             inb && in_gpu_heap(in, inb);
     return launch(fn, (const void *)k_topk_combine_ll, dp, a, nb, stream,
                   combine_ll_local(fn, a, dp.n), true);
 }
