@@ -328,7 +328,8 @@ static uint8_t *ll_out, *ll_side[MAXSIDE], *ll_ws; /* GPU symmetric */
 static size_t *ll_cnt;
 static symm_moe_src_t *ll_src;
 static size_t ll_ws_bytes;
-static uint8_t *ll_in; /* device: the expert output */
+static uint8_t *ll_in;     /* device: the expert output (its rows pushed to their owners) */
+static uint8_t *ll_in_sym; /* GPU symmetric: the same (its rows read in place) */
 
 /* The region size the case needs on every member: the most tokens of any member, and the
  * most slots any member routes to one expert. */
@@ -350,9 +351,9 @@ static size_t ll_max_tokens(const tcase_t *tc, const topk_routes_t *R)
 
 /* The low-latency dispatch's results on this member against the routes: every region's
  * count, and each of its rows (source, bytes, side bytes) once per routed slot. Fills the
- * expert output of the rows (ll_in) for the combine. */
+ * expert output of the rows (eo_dev) for the combine. */
 static void ll_check_dispatch(const tcase_t *tc, const topk_routes_t *R, size_t mt,
-                              const char *what)
+                              const char *what, uint8_t *eo_dev)
 {
     const int n = tc->c.n, ne = tc->c.ne, k = tc->c.k, me_t = tc->rank;
     const size_t rows = (size_t)n * ne * mt, crb = tc->hidden * symm_type_size(tc->type);
@@ -414,13 +415,16 @@ static void ll_check_dispatch(const tcase_t *tc, const topk_routes_t *R, size_t 
             }
         }
     }
-    GT_CUDA(gt_memcpy_sync(ll_in, eo.data(), eo.size(), cudaMemcpyHostToDevice));
+    GT_CUDA(gt_memcpy_sync(eo_dev, eo.data(), eo.size(), cudaMemcpyHostToDevice));
 }
 
 /* Low-latency dispatch and combine on pool, both checked (replays > 0: through CUDA
- * graphs, each replayed once). */
-static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what, int replays)
+ * graphs, each replayed once). sym_in: the combine's in is a symmetric object on this
+ * member (its owners read its rows in place), else device memory (pushed to them). */
+static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what, int replays,
+                          bool sym_in)
 {
+    uint8_t *eo_dev = sym_in ? ll_in_sym : ll_in;
     /* the workspace's layout follows the shape (n, ne, max_tokens, k): zeroed for each
      * case, on every member before any member's dispatch writes into it */
     GT_CUDA(gt_memset_sync(ll_ws, 0, ll_ws_bytes));
@@ -443,8 +447,10 @@ static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what,
         side[p].row_bytes = tc->srb[p];
     }
     char w[160];
-    snprintf(w, sizeof w, "%s (n %d k %d ne %d max_tokens %zu rb %zu nside %d nblocks %d)",
-             what, tc->c.n, tc->c.k, tc->c.ne, mt, tc->rb, tc->nside, tc->nblocks);
+    snprintf(w, sizeof w,
+             "%s (n %d k %d ne %d max_tokens %zu rb %zu nside %d nblocks %d, %s in)", what,
+             tc->c.n, tc->c.k, tc->c.ne, mt, tc->rb, tc->nside, tc->nblocks,
+             sym_in ? "symmetric" : "device");
     on_stream(replays, [&] {
         return symm_moe_topk_dispatch_ll_on_stream(
             pool, ll_out, nul ? NULL : din, T, mt, tc->rb, didx, tc->c.k, tc->c.ne,
@@ -452,11 +458,11 @@ static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what,
     });
     GT_CUDA(cudaStreamSynchronize(stream));
     GT_OK(symm_cuda_check());
-    ll_check_dispatch(tc, &R, mt, w);
+    ll_check_dispatch(tc, &R, mt, w, eo_dev);
     GT_OK(symm_barrier_all()); /* every member's expert output ready before any combine */
     on_stream(replays, [&] {
         return symm_moe_topk_combine_ll_on_stream(
-            pool, dcout, T, ll_in, mt, tc->hidden, tc->type, didx, tc->weighted ? dw : NULL,
+            pool, dcout, T, eo_dev, mt, tc->hidden, tc->type, didx, tc->weighted ? dw : NULL,
             tc->c.k, tc->c.ne, ll_cnt, ll_src, ll_ws, tc->nblocks, stream);
     });
     GT_CUDA(cudaStreamSynchronize(stream));
@@ -471,8 +477,10 @@ static void test_low_latency(symm_pool_t pool)
         tcase_t tc;
         random_case(&tc, SYMM_TEAM_WORLD, 1300 + (uint64_t)it);
         tc.c.align = 0;
+        /* the combine's in: every member's symmetric, none, or every other member's */
+        const int mode = it % 3;
         ll_round_trip(&tc, pool, it % 4 == 3 ? "low-latency, CUDA graph" : "low-latency",
-                      it % 4 == 3);
+                      it % 4 == 3, mode == 1 || (mode == 2 && me % 2 == 0));
     }
     for (int v = 0; v < (quick ? 0 : 2); v++) {
         tcase_t tc;
@@ -490,8 +498,8 @@ static void test_low_latency(symm_pool_t pool)
         tc.hidden = MAXHID;
         tc.weighted = 1;
         tc.nblocks = 0;
-        ll_round_trip(&tc, pool, v ? "low-latency decode, CUDA graph" : "low-latency decode",
-                      v);
+        ll_round_trip(&tc, pool, v ? "low-latency decode, CUDA graph" : "low-latency decode", v,
+                      v != 1);
     }
     /* too many tokens on the last PE: every PE fails, and the next calls work */
     tcase_t tc;
@@ -523,7 +531,7 @@ static void test_low_latency(symm_pool_t pool)
     }
     topk_ref_routes_free(&tc.c, &R);
     random_case(&tc, SYMM_TEAM_WORLD, 1601);
-    ll_round_trip(&tc, pool, "low-latency after a failure", 0);
+    ll_round_trip(&tc, pool, "low-latency after a failure", 0, true);
 }
 
 /* ---------------------------------------------------------------- device forms */
@@ -824,6 +832,8 @@ int main(int argc, char **argv)
             "low-latency allocations (workspace %zu bytes)", ll_ws_bytes);
     GT_CUDA(gt_memset_sync(ll_ws, 0, ll_ws_bytes));
     GT_CUDA(cudaMalloc(&ll_in, LL_BYTES));
+    ll_in_sym = (uint8_t *)symm_gpu_malloc(LL_BYTES);
+    GT_TRUE(ll_in_sym != NULL, "low-latency expert output of %zu bytes", LL_BYTES);
     GT_OK(symm_barrier_all()); /* every PE's workspace zeroed before anyone uses it */
     symm_pool_t pool;
     GT_OK(symm_cuda_pool_create(SYMM_TEAM_WORLD, 8, &pool));
