@@ -145,10 +145,13 @@ static void shape(size_t tokens, const char *title)
             (symm_moe_src_t *)symm_gpu_malloc(lrows * sizeof(symm_moe_src_t));
         const size_t lwsb = symm_cuda_moe_topk_ll_workspace_bytes(g_n, ne, mt, kTopk, ob);
         void *lws = symm_gpu_malloc(lwsb);
-        uint8_t *lin; /* the expert output, laid out as the low-latency out */
-        if (!lout || !lsout || !lcnt || !lsrc || !lws) OK(symm_last_status());
+        /* the expert output, laid out as the low-latency out: symmetric (its owners read
+         * it in place), and device memory (pushed to its owners, each row moved twice) */
+        uint8_t *lsin = (uint8_t *)symm_gpu_malloc(lrows * ob), *lin;
+        if (!lout || !lsout || !lcnt || !lsrc || !lws || !lsin) OK(symm_last_status());
         CU(cudaMalloc(&lin, lrows * ob));
         CU(cudaMemset(lin, 0x3c, lrows * ob));
+        CU(cudaMemset(lsin, 0x3c, lrows * ob));
         CU(cudaMemset(lws, 0, lwsb));
         CU(cudaDeviceSynchronize());
         OK(symm_barrier_all());
@@ -160,14 +163,21 @@ static void shape(size_t tokens, const char *title)
         });
         row("topk_dispatch_ll", db, 0, tld, tcd);
         const double tlc = timed([&] {
-            return symm_moe_topk_combine_ll_on_stream(g_pool, cout, tokens, lin, mt, kHidden,
+            return symm_moe_topk_combine_ll_on_stream(g_pool, cout, tokens, lsin, mt, kHidden,
                                                       SYMM_BF16, d_idx, d_w, kTopk, ne, lcnt,
                                                       lsrc, lws, 0, g_s);
         });
         row("topk_combine_ll bf16", cb, 0, tlc, tcc);
+        const double tlp = timed([&] {
+            return symm_moe_topk_combine_ll_on_stream(g_pool, cout, tokens, lin, mt, kHidden,
+                                                      SYMM_BF16, d_idx, d_w, kTopk, ne, lcnt,
+                                                      lsrc, lws, 0, g_s);
+        });
+        row("topk_combine_ll pushed", cb, 0, tlp, tcc);
         CU(cudaDeviceSynchronize());
         OK(symm_barrier_all());
         cudaFree(lin);
+        OK(symm_gpu_free(lsin));
         OK(symm_gpu_free(lws));
         OK(symm_gpu_free(lsrc));
         OK(symm_gpu_free(lcnt));
