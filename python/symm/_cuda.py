@@ -32,6 +32,7 @@ _PROTOS = {
     "symm_broadcast_on_stream": (st_t, [team_t, _VP, _VP, c_size_t, c_int, _VP]),
     "symm_reduce_on_stream": (st_t, [team_t, _VP, _VP, c_size_t, c_int, c_int, c_int, _VP]),
     "symm_allreduce_on_stream": (st_t, [team_t, _VP, _VP, c_size_t, c_int, c_int, _VP]),
+    "symm_reduce_scatter_on_stream": (st_t, [team_t, _VP, _VP, c_size_t, c_int, c_int, _VP]),
     "symm_fcollect_on_stream": (st_t, [team_t, _VP, _VP, c_size_t, _VP]),
     "symm_alltoall_on_stream": (st_t, [team_t, _VP, _VP, c_size_t, _VP]),
     "symm_tile_reduce_on_stream": (st_t, [pool_t, Tile, Tile, c_int, c_int, c_int, c_int, _VP]),

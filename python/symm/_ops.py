@@ -97,12 +97,8 @@ def reduce_scatter(output, input, op="sum", team=None):
         raise ValueError("symm: reduce_scatter: input has %d elements, not %d x %d (the team's "
                          "size times output's)" % (i.numel, n, o.numel))
     if i.device[0] == "cuda":
-        # On the GPU: a multi-root tile reduce whose root r receives block r.
-        tiles = (Tile * n)(*[Tile(i.ptr + r * o.nbytes, 1, o.numel, o.numel) for r in range(n)])
-        roots = (ctypes.c_int * n)(*range(n))
-        check(_cuda.lib().symm_tile_reduce_multi_on_stream(
-            _cuda.stream_pool(h), Tile(o.ptr, 1, o.numel, o.numel), tiles, roots, n, o.type,
-            _op(op), 0, _cuda.stream()))
+        check(_cuda.lib().symm_reduce_scatter_on_stream(h, o.ptr, i.ptr, o.numel, o.type,
+                                                        _op(op), _cuda.stream()))
         return output
     check(lib.symm_reduce_scatter(h, o.ptr, i.ptr, o.numel, o.type, _op(op)))
     return output

@@ -80,6 +80,60 @@ def test_all_gather_all_to_all_reduce_scatter(count):
     symm.barrier()
 
 
+RS_OPS = {"float32": ["sum", "prod", "min", "max"], "float16": ["sum", "max"],
+          "int32": ["sum", "min", "bxor"], "int64": ["sum", "prod", "max", "band"]}
+
+
+@pytest.mark.parametrize("dtype", list(RS_OPS))
+@pytest.mark.parametrize("count", [1, 5, 333, 1024, 70001, 300000])
+@pytest.mark.parametrize("at", [0, 1])
+def test_reduce_scatter_on_the_stream(dtype, count, at):
+    """reduce_scatter on CUDA tensors (symm_reduce_scatter_on_stream: one round up to 4 KiB
+    a member stages, the multi-block engine above) against the team-order fold of every
+    member's input; at 1, both tensors start one element into the heap block (rows of no
+    whole 16-byte vectors)."""
+    nb = n() * count
+    big_in = symm.empty((nb + 1,), dtype, device="cuda")
+    big_out = symm.empty((count + 1,), dtype, device="cuda")
+    inp, out = big_in[at:at + nb], big_out[at:at + count]
+    mine = slice(me() * count, (me() + 1) * count)
+    for k, op in enumerate(RS_OPS[dtype]):
+        big_out.fill_(-7)
+        inp.copy_(torch.from_numpy(data(nb, dtype, 93, count, k, me())))
+        symm.reduce_scatter(out, inp, op=op)
+        want = fold([data(nb, dtype, 93, count, k, p) for p in range(n())], op)
+        got = big_out.cpu().numpy()
+        np.testing.assert_array_equal(got[at:at + count], want[mine],
+                                      err_msg="%s %s count %d" % (dtype, op, count))
+        assert got[at - 1 if at else count] == -7  # nothing written beside out
+    torch.cuda.synchronize()
+    symm.barrier()
+
+
+@pytest.mark.parametrize("count", [3, 2048, 65536 + 8])
+def test_reduce_scatter_bfloat16_rounds_every_step(count):
+    """bfloat16 (no NumPy type): torch's team-order fold, rounded to bfloat16 after every
+    member, as symm reduces."""
+    nb = n() * count
+
+    def member(p):
+        g = torch.Generator().manual_seed(9400 + 17 * count + p)
+        return (torch.rand(nb, generator=g) * 8 - 4).to(torch.bfloat16)
+
+    inp = symm.empty((nb,), torch.bfloat16, device="cuda")
+    out = symm.empty((count,), torch.bfloat16, device="cuda")
+    inp.copy_(member(me()))
+    for op in ("sum", "max"):
+        symm.reduce_scatter(out, inp, op=op)
+        want = member(0)
+        for p in range(1, n()):
+            want = (want.float() + member(p).float()).to(torch.bfloat16) if op == "sum" \
+                else torch.maximum(want, member(p))
+        assert torch.equal(out.cpu(), want[me() * count:(me() + 1) * count]), op
+    torch.cuda.synchronize()
+    symm.barrier()
+
+
 @pytest.mark.parametrize("shape", [(1, 1), (5, 3), (64, 128), (257, 300)])
 def test_tiles_on_the_gpu(shape):
     rows, cols = shape
@@ -195,4 +249,14 @@ def test_errors_on_the_gpu():
     assert e.value.name == "SYMM_ERR_NOT_SYMMETRIC"
     with pytest.raises(ValueError):
         symm.empty(3, "float32", device="cuda", backend="numpy")
+    inp = symm.empty((n() * 16,), "float32", device="cuda")
+    out = symm.empty((16,), "float32", device="cuda")
+    with pytest.raises(symm.SymmError) as e:
+        symm.reduce_scatter(local, inp)  # every member's output is off the heap
+    assert e.value.name == "SYMM_ERR_NOT_SYMMETRIC"
+    with pytest.raises(symm.SymmError) as e:
+        symm.reduce_scatter(out, inp, op="bxor")  # no bitwise op on floats
+    assert e.value.name == "SYMM_ERR_INVALID_ARG"
+    with pytest.raises(ValueError):
+        symm.reduce_scatter(out[:15], inp)
     symm.barrier()
