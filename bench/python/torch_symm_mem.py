@@ -15,6 +15,16 @@ same processes, on the same GPU, with the same MPS share, measured in the same r
      symm.moe_topk_combine. torch's kernel takes at most 16 experts per rank, so the
      composite routes to 16 groups of consecutive experts per PE (rows sorted by expert
      inside each group's block); symm routes to every expert.
+ (c) all_reduce, float32 and bf16, 1, 16 and 64 MiB per PE: symm.all_reduce (in place)
+     against torch.ops.symm_mem.one_shot_all_reduce_out (every PE reads every peer's
+     buffer) and two_shot_all_reduce_ (each PE reduces a 1/n share and writes it to every
+     peer; in place), which need no NVLink multicast; and symm.tile_all_reduce of the same
+     bytes as a 2-D tile (rows of 4096 elements, 64 elements apart) against the faster of
+     the two (torch's tile_reduce needs NVLink multicast, which stays off). A device copy of
+     the same bytes is the anchor. Before timing, symm's results are checked equal to the
+     members' data folded in team order (rounded to the type after every member, as symm
+     reduces) and torch's within rounding of it. A torch op that this torch lacks, that
+     cannot reach a peer's buffer or that fails at its first call gets a row "n/a: why".
  and symm's device barrier (symm.barrier(device="cuda")), the floor of any call whose PEs
  meet on the device.
 
@@ -24,19 +34,27 @@ call, not the Python host's issue rate (host_us says that one); per batch of --i
 calls, median over --reps batches, the slowest PE's median reported with its spread
 (max - min over the batches, in % of the median). Markdown on rank 0.
 
+The run is bounded: past --time-limit seconds every rank prints where it was, the tables
+already printed stay, and the run ends with status 3 (a device wait that never returns
+cannot be left otherwise).
+
 Usage (several PEs on one GPU: start CUDA MPS first):
   python3 bench/python/torch_symm_mem.py --np N [--quick] [--iters I] [--reps R]
       starts N ranks through tests/python/envrun.py --mps-share (RANK, WORLD_SIZE,
       LOCAL_RANK, MASTER_ADDR, MASTER_PORT; CUDA_MPS_ACTIVE_THREAD_PERCENTAGE = 100 / N);
       or start every rank yourself, torchrun-style, without --np.
+  --ar-sizes 1M,16M,64M: the sizes of (c) (multiples of 16K); --time-limit S (default
+      270; 0: none).
   --cpu-check: no GPU needed: the top-k composite at a small shape on CPU tensors, with
       symm's CPU all_to_all_vdev_2d / _offset standing in for torch.ops.symm_mem, checked
       against a serial reference (run under symmrun or envrun)."""
 import argparse
+import faulthandler
 import os
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -50,6 +68,7 @@ ENV_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1",
 HIDDEN_A, EXPERTS_A, ALIGN_A = 3584, 8, 16            # (a): 7168-byte bf16 rows
 HIDDEN, TOPK, EXPERTS, SCALES = 7168, 8, 256, 56        # (b): DeepEP's shapes
 TORCH_MAX_EXPERTS = 16  # experts per rank torch's all_to_all_vdev_2d takes (its NUM_TILES)
+TILE_COLS, TILE_PAD = 4096, 64                          # (c): tile rows, ld = cols + pad
 DEV = "cuda"  # where the buffers live
 
 torch = dist = symm = None
@@ -87,6 +106,10 @@ class TorchSymmMem:
 
     def a2a_2d_offset(self, inp, out, so_in, so_out):
         torch.ops.symm_mem.all_to_all_vdev_2d_offset(inp, out, so_in, so_out, self.group)
+
+    def peer_ptrs(self, t):
+        """Every member's address of t (rendezvoused), 0 where there is no load/store path."""
+        return list(self.sm.rendezvous(t, self.group).buffer_ptrs)
 
 
 class SymmCpu:
@@ -421,6 +444,182 @@ def bench_topk(ops, timer, n, me, tokens, align, out_lines):
     return ok
 
 
+# ---------------------------------------------------------------- (c) all_reduce, tile reduce
+TORCH_AR = ("one_shot_all_reduce_out", "two_shot_all_reduce_")
+
+
+def first_line(e):
+    text = str(e).strip().splitlines()
+    return "%s: %s" % (type(e).__name__, text[0][:120] if text else "")
+
+
+def agree(timer, why, what):
+    """why (this PE's reason not to run what, or None) made the same on every PE: a reason
+    wherever any PE has one."""
+    if not timer.worst([float(why is not None)])[0]:
+        return None
+    return why or "%s failed on another PE" % what
+
+
+def fold_members(numel, dt, tag, n):
+    """Every member's data (randn, seeded by tag and member) folded in team order and
+    rounded to dt after every member, as symm reduces; and a generator of it by member."""
+    def member(p):
+        g = torch.Generator(device=DEV).manual_seed(1000 * tag + p)
+        return torch.randn(numel, generator=g, device=DEV).to(dt)
+
+    want = member(0)
+    for p in range(1, n):
+        want = (want.float() + member(p).float()).to(dt)
+    return want, member
+
+
+def bench_all_reduce(ops, timer, n, me, sizes, out_lines):
+    top, ld = max(sizes), TILE_COLS + TILE_PAD
+    t_buf = ops.empty((top,), torch.uint8)  # torch's heap: the input, in place for two-shot
+    t_out = torch.empty(top, dtype=torch.uint8, device=DEV)
+    s_vec = symm.empty((top,), torch.uint8, device=DEV)
+    s_tile = symm.empty((top // TILE_COLS * ld,), torch.uint8, device=DEV)
+    cpy = torch.empty(2 * top, dtype=torch.uint8, device=DEV)
+    ptrs = ops.peer_ptrs(t_buf)
+    why = None if all(ptrs) else "NVSHMEM gives no load/store address of PE %d's buffer" \
+        % [bool(p) for p in ptrs].index(False)
+    torch_why = {}
+    for name in TORCH_AR:
+        w = why or (None if hasattr(torch.ops.symm_mem, name)
+                    else "this torch has no torch.ops.symm_mem.%s" % name)
+        torch_why[name] = agree(timer, w, name)
+    group = ops.group
+    torch_fn = {
+        "one_shot_all_reduce_out": lambda v, o: torch.ops.symm_mem.one_shot_all_reduce_out(
+            v, "sum", group, o),
+        "two_shot_all_reduce_": lambda v, o: torch.ops.symm_mem.two_shot_all_reduce_(
+            v, "sum", group)}
+    rows, ok, tag = [], True, 0
+    for dt in (torch.float32, torch.bfloat16):
+        es = torch.empty(0, dtype=dt).element_size()
+        for size in sizes:
+            tag += 1
+            numel = size // es
+            r = numel // TILE_COLS
+            vs, vt, out = s_vec[:size].view(dt), t_buf[:size].view(dt), t_out[:size].view(dt)
+            full = s_tile[:r * ld * es].view(dt).view(r, ld)
+            tile, pad = full[:, :TILE_COLS], full[:, TILE_COLS:]
+            want, member = fold_members(numel, dt, tag, n)
+            mine = member(me)
+            vs.copy_(mine)
+            tile.copy_(mine.view(r, TILE_COLS))
+            pad.fill_(7)
+            torch.cuda.synchronize()
+            dist.barrier()
+            symm.all_reduce(vs)
+            symm.tile_all_reduce(tile)
+            torch.cuda.synchronize()
+            symm.cuda_check()
+            good = torch.equal(vs, want) and torch.equal(tile, want.view(r, TILE_COLS)) and \
+                bool((pad == 7).all())
+            # torch's kernels may add in another order, and bf16 once at the end: within
+            # a few roundings of the terms
+            tol = (1e-5, 1e-5 * n) if dt == torch.float32 else (1 / 64, n / 16)
+            for name in TORCH_AR:
+                if torch_why[name]:
+                    continue
+                vt.copy_(mine)
+                torch.cuda.synchronize()
+                dist.barrier()
+                err = None
+                try:
+                    torch_fn[name](vt, out)
+                    torch.cuda.synchronize()
+                except Exception as e:  # torch raises RuntimeError, NotImplementedError...
+                    err = first_line(e)
+                torch_why[name] = agree(timer, err, name)
+                if not torch_why[name]:
+                    got = out if name == "one_shot_all_reduce_out" else vt
+                    good = good and torch.allclose(got.float(), want.float(), rtol=tol[0],
+                                                   atol=tol[1])
+            ok = timer.worst([not good])[0] == 0 and ok
+            # timed on the same buffers; in place, the values grow to inf, which a GPU adds
+            # at full speed
+            res = {"symm": (timer(lambda: symm.all_reduce(vs)), timer.host_us),
+                   "tile": (timer(lambda: symm.tile_all_reduce(tile)), timer.host_us),
+                   "copy": timer(lambda: cpy[top:top + size].copy_(cpy[:size]))}
+            for name in TORCH_AR:
+                if not torch_why[name]:
+                    res[name] = (timer(lambda: torch_fn[name](vt, out)), timer.host_us)
+            rows.append((dt, size, r, res, dict(torch_why)))
+    if me:
+        return ok
+    out_lines += [
+        "", "### all_reduce and tile all-reduce: float32 and bf16 (%d PEs, MPS share %s%%)"
+        % (n, mps_share()), "",
+        "| operation | bytes/PE | torch_us | symm_us | torch/symm | copy_us | symm %copy | "
+        "host_us torch/symm |",
+        "|---|---|---|---|---|---|---|---|"]
+
+    def line(what, size, t, s, c, why):
+        tcell = "n/a: %s" % why if why else cell(t[0])
+        out_lines.append("| %s | %d | %s | %s | %s | %s | %.0f%% | %s / %.0f |" % (
+            what, size, tcell, cell(s[0]), "-" if why else ratio(t[0], s[0]), cell(c),
+            100 * c[0] / s[0][0], "-" if why else "%.0f" % t[1], s[1]))
+
+    for dt, size, r, res, why in rows:
+        tn = str(dt).replace("torch.", "")
+        for name in TORCH_AR:
+            line("all_reduce %s: %s / symm.all_reduce" % (tn, name), size, res.get(name),
+                 res["symm"], res["copy"], why[name])
+        have = [k for k in TORCH_AR if not why[k]]
+        best = min(have, key=lambda k: res[k][0][0]) if have else TORCH_AR[1]
+        line("tile %d x %d (ld %d) %s: %s / symm.tile_all_reduce" % (
+            r, TILE_COLS, TILE_COLS + TILE_PAD, tn, best), size, res.get(best), res["tile"],
+            res["copy"], why[best])
+    out_lines += ["", "torch's tile_reduce needs NVLink multicast (off): symm's tile is set "
+                  "beside torch's faster all-reduce of the same bytes, contiguous.",
+                  "check: symm all_reduce and tile_all_reduce equal to the team-order fold, "
+                  "torch's within rounding of it (every dtype and size): %s"
+                  % ("ok" if ok else "DIFFER")]
+    return ok
+
+
+class Watchdog:
+    """Ends this rank at the time limit wherever it is (a device wait that never returns
+    cannot be left otherwise): rank 0 says which part of the run was cut, every rank prints
+    its stack on stderr, and the rank exits with status 3. Tables already printed stay."""
+
+    def __init__(self, limit_s, rank):
+        self.part, self.limit, self.rank, self.timer = "start-up", limit_s, rank, None
+        if limit_s > 0:
+            self.timer = threading.Timer(limit_s, self.fire)
+            self.timer.daemon = True
+            self.timer.start()
+
+    def fire(self):
+        if self.rank == 0:
+            print("\n%s: n/a: stopped at the time limit (--time-limit %g s)"
+                  % (self.part, self.limit), flush=True)
+        print("torch_symm_mem: rank %d stopped at the time limit in %s; where it was:"
+              % (self.rank, self.part), file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(all_threads=True)
+        os._exit(3)
+
+    def cancel(self):
+        if self.timer is not None:
+            self.timer.cancel()
+
+
+def sizes_arg(text):
+    """"1M,16M,64M" as bytes: multiples of 16 KiB (tile rows of 4096 float32)."""
+    out = []
+    for v in text.split(","):
+        v = v.strip().upper()
+        mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(v[-1:], 1)
+        b = int(v[:-1] if mult > 1 else v) * mult
+        if b <= 0 or b % (TILE_COLS * 4):
+            raise argparse.ArgumentTypeError("%s is not a positive multiple of 16K" % v)
+        out.append(b)
+    return out
+
+
 def mps_share():
     return os.environ.get("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE", "100")
 
@@ -512,6 +711,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="few batches; (b) decode shape only")
     ap.add_argument("--cpu-check", action="store_true",
                     help="check the top-k composite on CPU tensors (no GPU)")
+    ap.add_argument("--ar-sizes", type=sizes_arg, default=sizes_arg("1M,16M,64M"),
+                    help="(c): bytes per PE, a comma list with K, M suffixes")
+    ap.add_argument("--time-limit", type=float, default=270,
+                    help="seconds a rank may run (0: no limit)")
     argv = sys.argv[1:]
     a = ap.parse_args(argv)
     if a.np:
@@ -543,6 +746,7 @@ def main():
     if not torch.cuda.is_available():
         print("torch_symm_mem: SKIP: no CUDA device")
         return 0
+    watchdog = Watchdog(a.time_limit, int(os.environ.get("RANK", "0")))
     import torch.distributed._symmetric_memory as symm_mem
     local = int(os.environ.get("LOCAL_RANK", "0"))
     torch.cuda.set_device(local % torch.cuda.device_count())
@@ -572,19 +776,26 @@ def main():
         del lines[:]
 
     flush()
+    watchdog.part = "MoE dispatch/combine"
     ok = bench_moe(ops, timer, n, me, a.tokens, lines)
+    flush()
+    watchdog.part = "all_reduce and tile all-reduce"
+    ok = bench_all_reduce(ops, timer, n, me, a.ar_sizes, lines) and ok
     flush()
     if EXPERTS % n:
         lines.append("\ntop-k: SKIP (%d PEs do not divide %d experts)" % (n, EXPERTS))
     else:
         for tokens in ((128,) if a.quick else (4096, 128)):
+            watchdog.part = "MoE top-k layer, %d tokens per PE" % tokens
             ok = bench_topk(ops, timer, n, me, tokens, a.topk_align, lines) and ok
             flush()
     flush()
+    watchdog.part = "finalize"
     torch.cuda.synchronize()
     dist.barrier()
     symm.finalize()
     dist.destroy_process_group()
+    watchdog.cancel()
     return 0 if ok else 1
 
 
