@@ -85,6 +85,9 @@ def main():
     # folder) and the others load it. Built before symm starts, so that no PE waits in a
     # symm call while another compiles.
     ext = build()
+    if not torch.cuda.is_available():
+        print("pool_kernel: the extension is built; no CUDA device to run it on")
+        return 0
     symm.init(cuda=True)
     torch.cuda.set_device(symm.cuda_device())  # the extension launches on torch's device
     me, n = symm.my_pe(), symm.n_pes()
