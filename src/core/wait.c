@@ -14,6 +14,7 @@ uint64_t symm_now_ns(void)
 }
 
 void (*symm_wait_progress)(void);
+uint32_t symm_wait_progress_mask = SYMM_WAIT_PROGRESS_EVERY - 1;
 
 symm_status_t symm_wait_slow(symm_wait_t *w)
 {

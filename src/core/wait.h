@@ -33,12 +33,16 @@ static inline void symm_cpu_relax(void)
 
 uint64_t symm_now_ns(void);
 /* Set by a transport whose remote writes need this PE to enter it now and then (MPI's
- * target-side progress, and a sync before local loads see what peers wrote): every wait
- * calls it every SYMM_WAIT_PROGRESS_EVERY polls while it spins, and at every poll once it
- * yields. NULL while no PE is remote: the waits of one host then test a counter's low
- * bits and load nothing more. */
+ * target-side progress, the messages that carry peers' signals, and a sync before local
+ * loads see what peers wrote): every wait calls it at every poll whose count has the bits
+ * of symm_wait_progress_mask clear while it spins, and at every poll once it yields. NULL
+ * while no PE is remote: the waits of one host then test a counter's low bits against
+ * the mask (SYMM_WAIT_PROGRESS_EVERY - 1 there) and load nothing more. */
 extern void (*symm_wait_progress)(void);
 #define SYMM_WAIT_PROGRESS_EVERY 64
+/* A power of two less one; 0 (progress at every poll) where a peer's signal reaches this
+ * PE only when it makes progress (the MPI transport). */
+extern uint32_t symm_wait_progress_mask;
 /* Yields or sleeps; returns SYMM_ERR_TIMEOUT or SYMM_ERR_PE_FAILED (message recorded
  * for PE_FAILED only: the caller knows whom it waited for) or SYMM_SUCCESS. */
 symm_status_t symm_wait_slow(symm_wait_t *w);
@@ -48,8 +52,7 @@ symm_status_t symm_wait_slow(symm_wait_t *w);
 static inline symm_status_t symm_wait_pause(symm_wait_t *w)
 {
     if (SYMM_LIKELY(++w->iter < (uint32_t)symm_config.spin)) {
-        if (SYMM_UNLIKELY((w->iter & (SYMM_WAIT_PROGRESS_EVERY - 1)) == 0) &&
-            symm_wait_progress)
+        if (SYMM_UNLIKELY((w->iter & symm_wait_progress_mask) == 0) && symm_wait_progress)
             symm_wait_progress();
         symm_cpu_relax();
         return SYMM_SUCCESS;

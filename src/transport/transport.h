@@ -29,7 +29,8 @@ typedef struct symm_transport_ops {
     /* Data path for any PE, load/store reachable or not. Completion: put and
      * put_signal are complete at the source when they return (src may be reused);
      * fence orders them per target, quiet completes them at every target, flush makes
-     * this PE's stores to its own heap visible to the transport's remote readers. */
+     * this PE's stores to its own heap visible to the transport's remote readers, and
+     * what peers' operations brought visible to this PE's loads. */
     symm_status_t (*put)(void *dest, const void *src, size_t n, int pe);
     symm_status_t (*get)(void *dest, const void *src, size_t n, int pe);
     /* 64-bit atomics on pe's copy of dest; the fetching forms write the old value */
@@ -38,8 +39,11 @@ typedef struct symm_transport_ops {
     symm_status_t (*cswap64)(uint64_t *dest, uint64_t cond, uint64_t value, int pe,
                              uint64_t *old_out);
     symm_status_t (*swap64)(uint64_t *dest, uint64_t value, int pe, uint64_t *old_out);
-    /* dest[i] = value[i] for i < n, the last landing after the others, complete at pe on
-     * return: the words of a sync slot, flag last. Not for words that atomics touch. */
+    /* dest[i] = value[i] for i < n, the last landing after the others: the words of a
+     * sync slot, flag last. Each lands after what this PE's earlier operations brought
+     * to pe, but possibly only once pe makes progress (its waits, symm_wait_progress,
+     * and flush): for words with one writer that only their owner reads, inside such a
+     * wait or after a flush. Not for words that atomics touch. */
     symm_status_t (*store64)(uint64_t *const *dest, const uint64_t *value, int n, int pe);
     /* put of n bytes, then sig updated (set or add) with release order: whoever sees
      * the signal sees the data. signal alone is put_signal with n = 0. */

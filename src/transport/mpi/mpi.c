@@ -1,10 +1,11 @@
 /* mpi.c — the transport to PEs that share no memory with this one (other hosts, other
  * SYMM_HOSTS groups): one MPI-3 window over every PE's whole segment (mailboxes, team
  * region with the sync slots, heap), in one passive-target epoch (MPI_Win_lock_all) for
- * the whole job. Every operation is complete at its target when it returns
+ * the whole job. Every RMA operation is complete at its target when it returns
  * (MPI_Win_flush). Words that atomics touch are only ever touched through MPI's
  * accumulate family, plain stores included (MPI_REPLACE), since MPI makes accumulates
- * atomic only against each other. */
+ * atomic only against each other. The words of sync slots (store64) travel as small
+ * messages that their owner applies to its own segment when it makes progress. */
 #include "transport/transport.h"
 
 #include <limits.h>
@@ -41,6 +42,11 @@ static struct {
     pthread_mutex_t lock;
 } tm = {MPI_COMM_NULL, MPI_WIN_NULL, NULL, PTHREAD_MUTEX_INITIALIZER};
 
+/* The messages of store64 on tm.comm, which carries nothing else point to point: up to
+ * TM_WORDS_MAX (displacement, value) pairs, applied in order, the last with release. */
+#define TM_TAG_WORDS 0x73796d
+#define TM_WORDS_MAX 8
+
 static symm_status_t mpi_err(int rc, const char *what, int pe)
 {
     char text[MPI_MAX_ERROR_STRING];
@@ -64,14 +70,60 @@ static inline MPI_Aint disp_of(const void *addr)
     return (MPI_Aint)((const uint8_t *)addr - tm.base);
 }
 
+/* Applies every message of store64 that has reached this PE, in the order each sender
+ * sent them (MPI does not let messages of one pair overtake each other). The
+ * MPI_Win_sync before the first makes what earlier puts brought (flushed by their sender
+ * before it sent the message) visible to this PE's loads before the words that announce
+ * it; the last word of a message (a slot's flag) is stored with release, so whoever
+ * loads it with acquire sees the words before it. A message that names no word of the
+ * segment (which no symm PE sends) is dropped with a warning; so is every message where
+ * apply is 0 (finalize). */
+static symm_status_t tm_drain_locked(int apply)
+{
+    int synced = 0;
+    for (;;) {
+        int flag = 0, count = 0;
+        MPI_Status status;
+        TM_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, TM_TAG_WORDS, tm.comm, &flag, &status),
+                 "MPI_Iprobe", MPI_ANY_SOURCE);
+        if (!flag) return SYMM_SUCCESS;
+        uint64_t msg[2 * TM_WORDS_MAX];
+        int from = status.MPI_SOURCE;
+        TM_CHECK(
+            MPI_Recv(msg, 2 * TM_WORDS_MAX, MPI_UINT64_T, from, TM_TAG_WORDS, tm.comm, &status),
+            "MPI_Recv", from);
+        TM_CHECK(MPI_Get_count(&status, MPI_UINT64_T, &count), "MPI_Get_count", from);
+        if (!apply) continue;
+        if (!synced) {
+            TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", symm_g.me);
+            synced = 1;
+        }
+        for (int i = 0; i + 1 < count; i += 2) {
+            uint64_t disp = msg[i];
+            if (SYMM_UNLIKELY(disp % 8 || disp >= symm_g.seg_size)) {
+                SYMM_WARN("PE %d: a message of PE %d names displacement %llu, outside this "
+                          "PE's segment (%zu bytes); dropped",
+                          symm_g.me, from, (unsigned long long)disp, symm_g.seg_size);
+                break;
+            }
+            uint64_t *w = (uint64_t *)(tm.base + disp);
+            if (i + 2 < count)
+                __atomic_store_n(w, msg[i + 1], __ATOMIC_RELAXED);
+            else
+                __atomic_store_n(w, msg[i + 1], __ATOMIC_RELEASE);
+        }
+    }
+}
+
 /* The target side of osc/rdma may need its owner to enter MPI before an accumulate
- * completes, and a PE reads words that others wrote through MPI only after a
- * MPI_Win_sync: every wait of symm calls this between polls (core/wait.h). */
+ * completes, peers' signals arrive as messages, and a PE reads words that others wrote
+ * through MPI only after a MPI_Win_sync: every wait of symm calls this between polls
+ * (core/wait.h; at every poll, as signals wait for it). A thread that finds another in
+ * MPI leaves the work to it. */
 static void tm_progress(void)
 {
-    int flag = 0;
-    if (pthread_mutex_trylock(&tm.lock)) return; /* another thread is in MPI: progress */
-    MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, tm.comm, &flag, MPI_STATUS_IGNORE);
+    if (pthread_mutex_trylock(&tm.lock)) return;
+    if (tm_drain_locked(1)) SYMM_WARN("%s", symm_last_error());
     MPI_Win_sync(tm.win);
     pthread_mutex_unlock(&tm.lock);
 }
@@ -213,31 +265,28 @@ static symm_status_t tm_cswap_locked(void *dest, const void *cond, const void *v
 }
 
 /* The words of a sync slot, which only their one writer ever stores and only their owner
- * loads, go by MPI_Put: with Open MPI's osc/rdma a put completes while its target
- * computes outside MPI, where an accumulate waits for the target to enter MPI, so a late
- * member would hold this one inside MPI, past its own SYMM_TIMEOUT. Puts are not
- * ordered: a flush before the last word (the flag) makes it land after the others, which
- * go in one put per run of adjacent words (each put over Open MPI's shared-memory BTL is
- * a system call of about 2 us). The MPI_Win_sync first makes this PE's own stores (the
- * data a signal announces) visible to the window's remote readers. */
+ * loads, as one message of (displacement, value) pairs per TM_WORDS_MAX words, which the
+ * owner applies in order when it drains (tm_drain_locked): one MPI_Send of a few dozen
+ * bytes where RMA would take a put and a flush per ordered word (each a system call of
+ * about 2 us over Open MPI's shared-memory BTL without xpmem), and, like a put, nothing
+ * that waits for the target to enter MPI (a message this small goes eagerly), so a late
+ * member holds nobody inside MPI past its SYMM_TIMEOUT. Every RMA operation of this
+ * transport is complete at its target on return, so data that a signal announces is
+ * there before the message leaves; the MPI_Win_sync first makes this PE's own stores
+ * (data that peers will get) visible to the window's remote readers. */
 static symm_status_t tm_store64_locked(uint64_t *const *dest, const uint64_t *value, int n,
                                        int pe)
 {
     TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", pe);
-    for (int i = 0; i < n - 1;) {
-        int k = 1;
-        while (i + k < n - 1 && dest[i + k] == dest[i] + k)
-            k++;
-        TM_CHECK(
-            MPI_Put(&value[i], k, MPI_UINT64_T, pe, disp_of(dest[i]), k, MPI_UINT64_T, tm.win),
-            "MPI_Put", pe);
-        i += k;
+    for (int i = 0; i < n; i += TM_WORDS_MAX) {
+        uint64_t msg[2 * TM_WORDS_MAX];
+        int k = n - i < TM_WORDS_MAX ? n - i : TM_WORDS_MAX;
+        for (int j = 0; j < k; j++) {
+            msg[2 * j] = (uint64_t)disp_of(dest[i + j]);
+            msg[2 * j + 1] = value[i + j];
+        }
+        TM_CHECK(MPI_Send(msg, 2 * k, MPI_UINT64_T, pe, TM_TAG_WORDS, tm.comm), "MPI_Send", pe);
     }
-    if (n > 1) TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
-    TM_CHECK(MPI_Put(&value[n - 1], 1, MPI_UINT64_T, pe, disp_of(dest[n - 1]), 1, MPI_UINT64_T,
-                     tm.win),
-             "MPI_Put", pe);
-    TM_CHECK(MPI_Win_flush(pe, tm.win), "MPI_Win_flush", pe);
     return SYMM_SUCCESS;
 }
 
@@ -264,8 +313,10 @@ static symm_status_t tm_quiet_locked(void)
     return SYMM_SUCCESS;
 }
 
+/* Also the reader's side: the words that peers sent by store64 are applied here. */
 static symm_status_t tm_flush_locked(void)
 {
+    CHECK(tm_drain_locked(1));
     TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", symm_g.me);
     return SYMM_SUCCESS;
 }
@@ -415,6 +466,7 @@ symm_status_t symm_mpi_transport_init(void)
         return mpi_err(rc, "MPI_Win_lock_all", symm_g.me);
     }
     symm_wait_progress = tm_progress;
+    symm_wait_progress_mask = 0;
     return SYMM_SUCCESS;
 }
 
@@ -422,11 +474,17 @@ symm_status_t symm_mpi_transport_init(void)
 static void tm_finalize(void)
 {
     symm_wait_progress = NULL;
+    symm_wait_progress_mask = SYMM_WAIT_PROGRESS_EVERY - 1;
     if (tm.win != MPI_WIN_NULL) {
         MPI_Win_unlock_all(tm.win);
         MPI_Win_free(&tm.win);
     }
-    if (tm.comm != MPI_COMM_NULL) MPI_Comm_free(&tm.comm);
+    /* Signals that no wait took (a poison after a member gave up), dropped: every PE has
+     * sent all of its own by now, as MPI_Win_free waited for every PE. */
+    if (tm.comm != MPI_COMM_NULL) {
+        if (tm_drain_locked(0)) SYMM_WARN("%s", symm_last_error());
+        MPI_Comm_free(&tm.comm);
+    }
     tm.base = NULL;
 }
 

@@ -10,8 +10,10 @@
 
 /* pe's copy of the word at my address w = v, complete there on return, and ordered
  * before this PE's next load: a store and a full fence where pe is mapped here, a put
- * and a flush elsewhere. Take and withdraw below each store one word and then load the
- * other's, so at least one of the two sees the other's store. */
+ * (complete at pe on return) elsewhere. Take and withdraw below each store one word and
+ * then load the other's, so at least one of the two sees the other's store; the
+ * transport's store64 would not do: its words land when their owner next makes
+ * progress, so both could load before either store landed. */
 static symm_status_t word_put(volatile uint64_t *w, uint64_t v, int pe)
 {
     if (symm_g.seg[pe]) {
@@ -20,8 +22,7 @@ static symm_status_t word_put(volatile uint64_t *w, uint64_t v, int pe)
         symm_shm_fence();
         return SYMM_SUCCESS;
     }
-    uint64_t *d = (uint64_t *)(uintptr_t)w;
-    return symm_transport_remote()->store64(&d, &v, 1, pe);
+    return symm_transport_remote()->put((void *)(uintptr_t)w, &v, sizeof v, pe);
 }
 
 /* A word of my own header, as its writer last stored it. */
