@@ -33,6 +33,11 @@ const symm_transport_ops_t symm_mpi_transport = {.size = sizeof(symm_transport_o
 
 #include <mpi.h>
 
+/* The messages of store64 on tm.comm, which carries nothing else point to point: up to
+ * TM_WORDS_MAX (displacement, value) pairs, applied in order, the last with release. */
+#define TM_TAG_WORDS 0x73796d
+#define TM_WORDS_MAX 8
+
 static struct {
     MPI_Comm comm; /* a duplicate of MPI_COMM_WORLD: rank = PE */
     MPI_Win win;
@@ -40,12 +45,15 @@ static struct {
     /* Every MPI call of the transport holds it: worker threads of one PE signal at once,
      * and MPI may have been given a thread level below MPI_THREAD_MULTIPLE. */
     pthread_mutex_t lock;
-} tm = {MPI_COMM_NULL, MPI_WIN_NULL, NULL, PTHREAD_MUTEX_INITIALIZER};
-
-/* The messages of store64 on tm.comm, which carries nothing else point to point: up to
- * TM_WORDS_MAX (displacement, value) pairs, applied in order, the last with release. */
-#define TM_TAG_WORDS 0x73796d
-#define TM_WORDS_MAX 8
+    /* The receive of store64's messages, always posted (MPI_Recv_init, MPI_Start): a poll
+     * is one MPI_Test, and a message lands in words without a copy through MPI's queue
+     * of unexpected ones. */
+    MPI_Request words_req;
+    uint64_t words[2 * TM_WORDS_MAX];
+    /* The window's memory model is MPI_WIN_UNIFIED: what RMA writes is in memory, and a
+     * store is visible to RMA, with no MPI call but a memory fence (tm_sync_memory). */
+    int unified;
+} tm = {MPI_COMM_NULL, MPI_WIN_NULL, NULL, PTHREAD_MUTEX_INITIALIZER, MPI_REQUEST_NULL, {0}, 0};
 
 static symm_status_t mpi_err(int rc, const char *what, int pe)
 {
@@ -70,11 +78,24 @@ static inline MPI_Aint disp_of(const void *addr)
     return (MPI_Aint)((const uint8_t *)addr - tm.base);
 }
 
+/* This PE's loads and stores ordered against what RMA brings and takes: a full fence
+ * where the window is unified (Open MPI's MPI_Win_sync is a round of progress, a third
+ * of the cost of a signal), MPI_Win_sync elsewhere. */
+static inline symm_status_t tm_sync_memory(void)
+{
+    if (SYMM_LIKELY(tm.unified)) {
+        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        return SYMM_SUCCESS;
+    }
+    TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", symm_g.me);
+    return SYMM_SUCCESS;
+}
+
 /* Applies every message of store64 that has reached this PE, in the order each sender
  * sent them (MPI does not let messages of one pair overtake each other). The
- * MPI_Win_sync before the first makes what earlier puts brought (flushed by their sender
- * before it sent the message) visible to this PE's loads before the words that announce
- * it; the last word of a message (a slot's flag) is stored with release, so whoever
+ * memory sync (tm_sync_memory) before the first makes what earlier puts brought (flushed by
+ * their sender before it sent the message) visible to this PE's loads before the words that
+ * announce it; the last word of a message (a slot's flag) is stored with release, so whoever
  * loads it with acquire sees the words before it. A message that names no word of the
  * segment (which no symm PE sends) is dropped with a warning; so is every message where
  * apply is 0 (finalize). */
@@ -82,20 +103,16 @@ static symm_status_t tm_drain_locked(int apply)
 {
     int synced = 0;
     for (;;) {
-        int flag = 0, count = 0;
+        int done = 0, count = 0;
         MPI_Status status;
-        TM_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, TM_TAG_WORDS, tm.comm, &flag, &status),
-                 "MPI_Iprobe", MPI_ANY_SOURCE);
-        if (!flag) return SYMM_SUCCESS;
-        uint64_t msg[2 * TM_WORDS_MAX];
+        TM_CHECK(MPI_Test(&tm.words_req, &done, &status), "MPI_Test of the receive", symm_g.me);
+        if (!done) return SYMM_SUCCESS;
+        const uint64_t *msg = tm.words;
         int from = status.MPI_SOURCE;
-        TM_CHECK(
-            MPI_Recv(msg, 2 * TM_WORDS_MAX, MPI_UINT64_T, from, TM_TAG_WORDS, tm.comm, &status),
-            "MPI_Recv", from);
         TM_CHECK(MPI_Get_count(&status, MPI_UINT64_T, &count), "MPI_Get_count", from);
-        if (!apply) continue;
-        if (!synced) {
-            TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", symm_g.me);
+        if (!apply) count = 0;
+        if (count && !synced) {
+            CHECK(tm_sync_memory());
             synced = 1;
         }
         for (int i = 0; i + 1 < count; i += 2) {
@@ -112,19 +129,24 @@ static symm_status_t tm_drain_locked(int apply)
             else
                 __atomic_store_n(w, msg[i + 1], __ATOMIC_RELEASE);
         }
+        TM_CHECK(MPI_Start(&tm.words_req), "MPI_Start of the receive", symm_g.me);
     }
 }
 
 /* The target side of osc/rdma may need its owner to enter MPI before an accumulate
  * completes, peers' signals arrive as messages, and a PE reads words that others wrote
  * through MPI only after a MPI_Win_sync: every wait of symm calls this between polls
- * (core/wait.h; at every poll, as signals wait for it). A thread that finds another in
- * MPI leaves the work to it. */
+ * (core/wait.h; at every poll, as signals wait for it). The drain's MPI_Test is MPI's
+ * progress, and it syncs where a message came; the MPI_Win_sync for words that atomics
+ * and puts wrote comes every SYMM_WAIT_PROGRESS_EVERY calls (in Open MPI it is one more
+ * round of progress, a third of a poll's cost). A thread that finds another in MPI
+ * leaves the work to it. */
 static void tm_progress(void)
 {
+    static unsigned polls; /* under tm.lock */
     if (pthread_mutex_trylock(&tm.lock)) return;
     if (tm_drain_locked(1)) SYMM_WARN("%s", symm_last_error());
-    MPI_Win_sync(tm.win);
+    if ((++polls & (SYMM_WAIT_PROGRESS_EVERY - 1)) == 0) MPI_Win_sync(tm.win);
     pthread_mutex_unlock(&tm.lock);
 }
 
@@ -272,12 +294,12 @@ static symm_status_t tm_cswap_locked(void *dest, const void *cond, const void *v
  * that waits for the target to enter MPI (a message this small goes eagerly), so a late
  * member holds nobody inside MPI past its SYMM_TIMEOUT. Every RMA operation of this
  * transport is complete at its target on return, so data that a signal announces is
- * there before the message leaves; the MPI_Win_sync first makes this PE's own stores
+ * there before the message leaves; the memory sync first makes this PE's own stores
  * (data that peers will get) visible to the window's remote readers. */
 static symm_status_t tm_store64_locked(uint64_t *const *dest, const uint64_t *value, int n,
                                        int pe)
 {
-    TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", pe);
+    CHECK(tm_sync_memory());
     for (int i = 0; i < n; i += TM_WORDS_MAX) {
         uint64_t msg[2 * TM_WORDS_MAX];
         int k = n - i < TM_WORDS_MAX ? n - i : TM_WORDS_MAX;
@@ -460,10 +482,23 @@ symm_status_t symm_mpi_transport_init(void)
                               why);
     }
     MPI_Win_set_errhandler(tm.win, MPI_ERRORS_RETURN);
+    int *model = NULL, found = 0;
+    if (MPI_Win_get_attr(tm.win, MPI_WIN_MODEL, &model, &found) == MPI_SUCCESS && found &&
+        model)
+        tm.unified = *model == MPI_WIN_UNIFIED;
     if ((rc = MPI_Win_lock_all(MPI_MODE_NOCHECK, tm.win)) != MPI_SUCCESS) {
         MPI_Win_free(&tm.win);
         MPI_Comm_free(&tm.comm);
         return mpi_err(rc, "MPI_Win_lock_all", symm_g.me);
+    }
+    if ((rc = MPI_Recv_init(tm.words, 2 * TM_WORDS_MAX, MPI_UINT64_T, MPI_ANY_SOURCE,
+                            TM_TAG_WORDS, tm.comm, &tm.words_req)) != MPI_SUCCESS ||
+        (rc = MPI_Start(&tm.words_req)) != MPI_SUCCESS) {
+        if (tm.words_req != MPI_REQUEST_NULL) MPI_Request_free(&tm.words_req);
+        MPI_Win_unlock_all(tm.win);
+        MPI_Win_free(&tm.win);
+        MPI_Comm_free(&tm.comm);
+        return mpi_err(rc, "posting the receive of signals", symm_g.me);
     }
     symm_wait_progress = tm_progress;
     symm_wait_progress_mask = 0;
@@ -481,10 +516,13 @@ static void tm_finalize(void)
     }
     /* Signals that no wait took (a poison after a member gave up), dropped: every PE has
      * sent all of its own by now, as MPI_Win_free waited for every PE. */
-    if (tm.comm != MPI_COMM_NULL) {
+    if (tm.words_req != MPI_REQUEST_NULL) {
         if (tm_drain_locked(0)) SYMM_WARN("%s", symm_last_error());
-        MPI_Comm_free(&tm.comm);
+        MPI_Cancel(&tm.words_req);
+        MPI_Wait(&tm.words_req, MPI_STATUS_IGNORE);
+        MPI_Request_free(&tm.words_req);
     }
+    if (tm.comm != MPI_COMM_NULL) MPI_Comm_free(&tm.comm);
     tm.base = NULL;
 }
 
