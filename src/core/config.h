@@ -37,7 +37,8 @@
              SYMM_CHOICES("none", "error", "warn", "info", "debug", "trace"), 0,               \
              "log level: how much symm writes to stderr (each level adds to the one before)")  \
     SYMM_ENV(SPIN, INT, spin, "2000", 1, 1000000000,                                           \
-             "busy-poll iterations of a wait before it starts yielding the CPU")               \
+             "busy-poll iterations of a wait before it starts yielding the CPU (a poll "       \
+             "that drives MPI's progress counts 16)")                                          \
     SYMM_ENV(YIELD_US, INT, yield_us, "2000", 0, 1000000000,                                   \
              "microseconds a wait yields (sched_yield) before it sleeps between polls")        \
     SYMM_ENV(SLEEP_US, INT, sleep_us, "50", 0, 999999,                                         \

@@ -43,6 +43,12 @@ extern void (*symm_wait_progress)(void);
 /* A power of two less one; 0 (progress at every poll) where a peer's signal reaches this
  * PE only when it makes progress (the MPI transport). */
 extern uint32_t symm_wait_progress_mask;
+/* A poll that runs the progress function counts this many towards SYMM_SPIN: it costs
+ * about as much as that many plain polls (an MPI_Test, against a pause instruction), so a
+ * wait spins about as long before it yields with remote PEs as without, and a PE whose
+ * awaited peer is descheduled gives up its core after tens of microseconds, not
+ * hundreds. */
+#define SYMM_WAIT_PROGRESS_POLLS 16
 /* Yields or sleeps; returns SYMM_ERR_TIMEOUT or SYMM_ERR_PE_FAILED (message recorded
  * for PE_FAILED only: the caller knows whom it waited for) or SYMM_SUCCESS. */
 symm_status_t symm_wait_slow(symm_wait_t *w);
@@ -52,8 +58,10 @@ symm_status_t symm_wait_slow(symm_wait_t *w);
 static inline symm_status_t symm_wait_pause(symm_wait_t *w)
 {
     if (SYMM_LIKELY(++w->iter < (uint32_t)symm_config.spin)) {
-        if (SYMM_UNLIKELY((w->iter & symm_wait_progress_mask) == 0) && symm_wait_progress)
+        if (SYMM_UNLIKELY((w->iter & symm_wait_progress_mask) == 0) && symm_wait_progress) {
             symm_wait_progress();
+            w->iter += SYMM_WAIT_PROGRESS_POLLS - 1;
+        }
         symm_cpu_relax();
         return SYMM_SUCCESS;
     }
