@@ -142,9 +142,9 @@ symm_status_t symm_cuda_check(void);
  * every member calls with the same arguments. The call returns once the work is enqueued
  * (argument errors at once, device-side errors through symm_cuda_check). Results are
  * bytewise those of the CPU calls (reductions combine in team order, member 0 first).
- * - Up to 4 KiB contributed per member (SYMM_CUDA_LL_BYTES in the library): the latency
- *   path, one block and one round: each member stages its bytes, meets the others once,
- *   and reads theirs.
+ * - Up to about 4 KiB contributed per member: the latency path, one launch of one block:
+ *   each member writes its bytes as words that carry the call's episode and reads the
+ *   others' words as they arrive (no round before the reads).
  * - Above: the multi-block kernels of the tile reduce and MoE calls (one block per 32 KiB
  *   moved, up to what this PE's share of the GPU holds), block b on duplicate b of a pool
  *   of the team that symm keeps for it. An allreduce is a one-row tile allreduce.

@@ -57,11 +57,12 @@
              "bytes of GPU symmetric heap per PE")                                             \
     SYMM_ENV(GPU_DEVICE, INT, gpu_device, "-1", -1, 4095,                                      \
              "GPU of this PE; -1 lets symmrun's SYMM_GPU_MAP decide (rank mod GPU count)")     \
-    SYMM_ENV(GPU_COLL_BLOCKS, INT, gpu_coll_blocks, "0", 0, 65536,                             \
-             "blocks of a collective on a stream: 0 chooses (the one-round latency path up "   \
-             "to 4 KiB per member, else one block per 32 KiB up to this PE's share of the "    \
-             "GPU), 1 always one block of the team's own duplicate, N >= 2 every size on N "   \
-             "blocks (at most 128)")                                                           \
+    SYMM_ENV(                                                                                  \
+        GPU_COLL_BLOCKS, INT, gpu_coll_blocks, "0", 0, 65536,                                  \
+        "blocks of a collective on a stream: 0 chooses (the one-launch latency path up "       \
+        "to about 4 KiB per member, else one block per 32 KiB up to this PE's share of the "   \
+        "GPU), 1 always one block of the team's own duplicate, N >= 2 every size on N "        \
+        "blocks (at most 128)")                                                                \
     SYMM_ENV(GPU_SYNC_SYS, INT, gpu_sync_sys, "0", 0, 1,                                       \
              "1: device rounds always at system scope; 0: at GPU scope in pools whose "        \
              "members all share this PE's GPU (MPS)")                                          \
