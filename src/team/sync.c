@@ -231,6 +231,53 @@ void symm_coll_notify_remote(const symm_coll_t *c, int pe, uint64_t ep, uint64_t
     remote_store(c, pe, at, v, 3);
 }
 
+/* Members of a group whose data words a leader carries to the other leaders in its
+ * signal of an exchange (exchange_two_level); larger groups' words are fetched. */
+#define TL_CARRY_MAX 29
+
+/* symm_coll_notify_remote from a leader to the leader pe of another group, carrying the
+ * data words of episode ep of my group's other members (group g, as they signalled them
+ * to me) into their slots of pe's block, before my own words: nobody else writes those
+ * slots on a two-level team, where a member signals only its leader. */
+static void notify_leader_carry(const symm_coll_t *c, int pe, int g, uint64_t ep, uint64_t data,
+                                uint64_t check)
+{
+    const symm_chunk_t *ch = c->dup->chunk;
+    symm_sync_slot_t *base =
+        (symm_sync_slot_t *)(symm_team_region_ptr(symm_g.me, ch->member_off[pe]) +
+                             c->dup->block);
+    uint64_t *dest[TL_CARRY_MAX + 3];
+    uint64_t v[TL_CARRY_MAX + 3];
+    int w = 0;
+    for (int j = 0; j < c->n; j++) {
+        if (j == c->me || c->pool->group[j] != g) continue;
+        dest[w] = (uint64_t *)(uintptr_t)&base[j].ep[ep & 1].data;
+        v[w++] = c->dup->mine[j].ep[ep & 1].data;
+    }
+    symm_sync_slot_t *s = base + c->me;
+    dest[w] = (uint64_t *)(uintptr_t)&s->ep[ep & 1].data;
+    v[w++] = data;
+    dest[w] = (uint64_t *)(uintptr_t)&s->ep[ep & 1].check;
+    v[w++] = check;
+    dest[w] = (uint64_t *)(uintptr_t)&s->flag;
+    v[w++] = ep;
+    if (symm_transport_remote()->store64(dest, v, w, c->world[pe]))
+        SYMM_WARN("%s: signalling member %d (PE %d): %s", c->what, pe, c->world[pe],
+                  symm_last_error());
+}
+
+/* Does leader L's signal to another group's leader carry the data words of L's group
+ * (group h)? The same answer on every member: it depends on the team alone. */
+static int tl_carries(const symm_coll_t *c, int h)
+{
+    const symm_pool_obj_t *p = c->pool;
+    if (c->dup->chunk->member_base[p->lead[h]] && c->pool->group[c->me] != h) return 0;
+    int k = 0;
+    for (int j = 0; j < c->n; j++)
+        k += p->group[j] == h;
+    return k - 1 <= TL_CARRY_MAX;
+}
+
 /* ---------------------------------------------------------------- breaking */
 /* Stores the poison into every peer's slot of this duplicate: a late member's next wait
  * on it, in this call or a later one, sees a flag beyond its episode and this word. */
@@ -555,7 +602,7 @@ static symm_status_t sync_dissem(symm_coll_t *c)
  * slot still has one write per episode, and nobody finishes an episode before every
  * member has signalled it, so the parity rule of team.h holds. Every signal carries the
  * sender's value in its data word (exchange_two_level). */
-static symm_status_t sync_two_level(symm_coll_t *c, uint64_t value)
+static symm_status_t sync_two_level(symm_coll_t *c, uint64_t value, int carry)
 {
     const symm_pool_obj_t *p = c->pool;
     int me = c->me, g = p->group[me], lead = p->lead[g];
@@ -567,8 +614,13 @@ static symm_status_t sync_two_level(symm_coll_t *c, uint64_t value)
         return verdict(c, ep, acc);
     }
     CHECK(wait_set(c, g, ep, &acc));
-    for (int h = 1; h < p->ngroups; h++)
-        symm_coll_notify(c, p->lead[(g + h) % p->ngroups], ep, value, acc);
+    for (int h = 1; h < p->ngroups; h++) {
+        int L = p->lead[(g + h) % p->ngroups];
+        if (carry && !c->dup->chunk->member_base[L] && tl_carries(c, g))
+            notify_leader_carry(c, L, g, ep, value, acc);
+        else
+            symm_coll_notify(c, L, ep, value, acc);
+    }
     CHECK(wait_set(c, -1, ep, &acc));
     for (int k = 1; k < c->n; k++) {
         int j = (me + k) % c->n;
@@ -587,7 +639,7 @@ static symm_status_t sync_two_level(symm_coll_t *c, uint64_t value)
  * other groups' in one get of their leader's block each. */
 static symm_status_t exchange_two_level(symm_coll_t *c, uint64_t value, uint64_t *recv)
 {
-    CHECK(sync_two_level(c, value));
+    CHECK(sync_two_level(c, value, recv != NULL));
     if (!recv) return SYMM_SUCCESS;
     const symm_pool_obj_t *p = c->pool;
     const symm_chunk_t *ch = c->dup->chunk;
@@ -606,6 +658,11 @@ static symm_status_t exchange_two_level(symm_coll_t *c, uint64_t value, uint64_t
             continue;
         }
         recv[L] = ldr[L].ep[ep & 1].data; /* L signalled my leader (or me) */
+        if (tl_carries(c, h)) {           /* and carried its members' words there */
+            for (int j = L + 1; j < n; j++)
+                if (p->group[j] == h) recv[j] = ldr[j].ep[ep & 1].data;
+            continue;
+        }
         for (int j = L + 1; j < n; j++)
             last = p->group[j] == h ? j : last;
         /* slots L + 1 .. last of L's block, a window at a time */
@@ -630,7 +687,7 @@ static symm_status_t exchange_two_level(symm_coll_t *c, uint64_t value, uint64_t
 symm_status_t symm_coll_sync(symm_coll_t *c)
 {
     if (c->n == 1) return c->local;
-    if (c->pool->two_level) return sync_two_level(c, 0);
+    if (c->pool->two_level) return sync_two_level(c, 0, 0);
     /* One round: every member signals every other one; each waits on its own block,
      * so the cost is one cache-line transfer per pair, in parallel. */
     if (c->n <= symm_config.barrier_flat_max) return sync_flat(c);
