@@ -42,6 +42,23 @@ typedef struct symm_pe_info {
     uint64_t barrier_fanin;                 /* its SYMM_BARRIER_FANIN: must agree */
 } symm_pe_info_t;
 
+/* A full fence: this thread's loads and stores on either side of it are ordered as seen
+ * by other threads and processes (x86: stores already are; the fence keeps the compiler
+ * and weaker CPUs honest). */
+#if defined(__SANITIZE_THREAD__)
+/* TSan does not model fences; a sequentially consistent RMW orders the same way. */
+static inline void symm_cpu_fence(void)
+{
+    static int fence_word;
+    __atomic_fetch_add(&fence_word, 0, __ATOMIC_SEQ_CST);
+}
+#else
+static inline void symm_cpu_fence(void)
+{
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+}
+#endif
+
 typedef struct symm_runtime {
     int initialized;
     int me;         /* -1 before init */

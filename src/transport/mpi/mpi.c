@@ -84,7 +84,7 @@ static inline MPI_Aint disp_of(const void *addr)
 static inline symm_status_t tm_sync_memory(void)
 {
     if (SYMM_LIKELY(tm.unified)) {
-        __atomic_thread_fence(__ATOMIC_SEQ_CST);
+        symm_cpu_fence();
         return SYMM_SUCCESS;
     }
     TM_CHECK(MPI_Win_sync(tm.win), "MPI_Win_sync", symm_g.me);

@@ -25,21 +25,11 @@ static inline void symm_shm_get(void *dest, const void *src, size_t n, int pe)
     if (n) memcpy(dest, symm_shm_ptr(src, pe), n); /* dest may be NULL when n is 0 */
 }
 
-/* Stores by this thread become visible to other PEs in program order (x86: already so;
- * the fence keeps the compiler and weaker CPUs honest). */
-#if defined(__SANITIZE_THREAD__)
-/* TSan does not model fences; a sequentially consistent RMW orders the same way. */
+/* Stores by this thread become visible to other PEs in program order (symm_cpu_fence). */
 static inline void symm_shm_fence(void)
 {
-    static int fence_word;
-    __atomic_fetch_add(&fence_word, 0, __ATOMIC_SEQ_CST);
+    symm_cpu_fence();
 }
-#else
-static inline void symm_shm_fence(void)
-{
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-}
-#endif
 
 /* Atomic op on a word p this process reaches by load/store (for both widths): *old_out
  * gets the word's old value (0 where op reads nothing); 0, or -1 for an op it does not
