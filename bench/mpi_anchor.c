@@ -220,10 +220,21 @@ static void teams_concurrent(int provided)
         }
         for (int i = 0; i < d; i++)
             pthread_create(&th[i], NULL, conc_worker, &args[i]);
-        int iters = bench_conc_iters(mo.quick, conc_round(&iters_var, 10, &start, &end) / 10);
+        /* Calibrated on at least 20 ms of barriers: threads that share few cores make
+         * a short trial luckily fast, and the rounds then took minutes (4.3 ms a barrier
+         * at 4 duplicates on 2 cores, where 10 barriers had taken 10 us). Every rank
+         * sees the same times (max_all), so all take the same decisions. */
+        int trial = 10;
+        double t;
+        while ((t = conc_round(&iters_var, trial, &start, &end)) < 2e4 && trial < 20000)
+            trial *= 4;
+        int iters = bench_conc_iters(mo.quick, t / trial);
         double *lat = calloc((size_t)reps, sizeof *lat);
-        for (int r = 0; r < reps; r++)
+        for (int r = 0; r < reps; r++) {
             lat[r] = conc_round(&iters_var, iters, &start, &end) / iters;
+            /* a round far over its 0.3 s: the next ones at the latency just seen */
+            if (lat[r] * iters > 1e6) iters = bench_conc_iters(mo.quick, lat[r]);
+        }
         iters_var = 0;
         pthread_barrier_wait(&start);
         for (int i = 0; i < d; i++)
