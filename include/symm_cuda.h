@@ -58,11 +58,12 @@ symm_status_t symm_cuda_pool_device(symm_pool_t pool, symm_dev_pool_t *out);
  * collective rule as symm_cuda_pool_device. */
 symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out);
 
-/* SMs this PE can count on having at once: an equal part, among the PEs on its GPU, of
- * the SMs the device reports to this process, so that the grids of all of them can be
- * resident together. Under MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE reduces what a process
- * sees, and every process so limited is given the same SMs: the PEs share those. 0 before
- * symm_cuda_init. */
+/* SMs this PE can count on having at once, so that the grids of all the PEs on its GPU
+ * can be resident together: an equal part, among them, of the SMs the device reports to
+ * this process. Under MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE reduces what a process sees,
+ * and which SMs its blocks get the driver decides: symm_cuda_init then measures how many
+ * blocks per PE stay resident together (a probe, up to what the process sees) and counts
+ * on one step less than the most that did. 0 before symm_cuda_init. */
 int symm_cuda_sm_share(void);
 
 /* The library's two halves of symm_cuda_launch below, which runs the occupancy query and

@@ -17,6 +17,11 @@ symm_status_t symm_cuda_error(const char *fn, cudaError_t e);
  * write anything that earlier work on the stream may touch. */
 symm_status_t symm_cuda_launch_pdl(const void *kernel, dim3 grid, dim3 block, void **args,
                                    size_t shared_mem, cudaStream_t stream);
+/* The residency probe (residency.cu): 1 if `blocks` one-block-per-SM blocks of mine all
+ * saw `total` blocks counted in *count within spin_ns, 0 if not, -1 on a CUDA error (*st
+ * set). met: a zeroed word of my GPU memory. */
+int symm_cuda_residency_probe(const char *fn, unsigned *count, unsigned total, int blocks,
+                              unsigned long long spin_ns, unsigned *met, symm_status_t *st);
 #ifdef __cplusplus
 }
 #endif

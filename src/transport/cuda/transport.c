@@ -99,16 +99,85 @@ static void release_all(void)
     symm_cuda.device = -1;
 }
 
-/* The SMs this PE counts on (symm_cuda_sm_share): seen, the SMs the device reports here.
- * Without CUDA_MPS_ACTIVE_THREAD_PERCENTAGE every PE on the GPU may use every SM: the share
- * is an equal part of them. With a percentage P below 100 each process sees P% of the SMs,
- * and every such process is given the same ones (measured on an H200 under MPS: four PEs
- * at 25% each saw 32 SMs, and all four PEs' blocks ran on those 32): the share is an equal
- * part of what is seen, so that the grids of all the PEs fit on those SMs at once. */
+/* The SMs this PE counts on (symm_cuda_sm_share) before any probe: an equal part of the
+ * SMs it sees. Without CUDA_MPS_ACTIVE_THREAD_PERCENTAGE every PE on the GPU may use
+ * every SM, and that part is exact: the grids of all the PEs fit on the GPU at once. */
 static int sm_share(int seen, int sharers)
 {
     int share = seen / (sharers > 0 ? sharers : 1);
     return share > 0 ? share : 1;
+}
+
+/* With a percentage each process sees P% of the SMs, and which SMs its blocks get the
+ * driver decides: measured on an H200 with four PEs at 25% (32 SMs seen each), 24
+ * one-block-per-SM blocks per PE were resident together and 28 were not. So the share
+ * is probed (collective over all PEs): rounds of share + step blocks per PE, each round
+ * one kernel per PE whose blocks wait for every PE's blocks on the GPU, until a round
+ * fails on some PE or reaches the SMs seen; the share is then the last round that
+ * passed, less one step of margin. A round that fails costs its wait (20 ms); a CUDA
+ * error in a round counts as a failed round (this PE's next use of the GPU reports it). */
+#define PROBE_ROUNDS  32
+#define PROBE_SPIN_NS 20000000ull
+
+/* One round on this PE: cand blocks against cand per PE on the GPU, counted in word
+ * `round` of the lead PE's probe words (off: the probe words in every team region). */
+static int probe_round(const char *fn, uint64_t off, int lead, int round, int cand)
+{
+    unsigned *count = (unsigned *)(symm_cuda.peer_base[lead] + symm_cuda.heap_size + off +
+                                   4 * (uint64_t)round);
+    unsigned *met = (unsigned *)symm_cuda_team_ptr(off);
+    symm_status_t st = SYMM_SUCCESS;
+    int ok = cudaMemset(met, 0, 4) == cudaSuccess &&
+             symm_cuda_residency_probe(fn, count, (unsigned)(cand * symm_cuda.sharers), cand,
+                                       PROBE_SPIN_NS, met, &st) == 1;
+    if (!ok) cudaGetLastError();
+    if (st) SYMM_DEBUG("%s: residency probe: %s", fn, symm_last_error());
+    return ok;
+}
+
+/* Every PE's vote of a round (vote: symmetric, 2 ints): 1 if another round follows. */
+static int probe_next(int *vote, int ran, int met)
+{
+    vote[0] = ran && !met;
+    vote[1] = ran;
+    if (symm_barrier_all()) return 0;
+    int failed = 0, any = 0;
+    for (int j = 0; j < symm_g.npes; j++) {
+        const int *v = symm_ptr(vote, j);
+        if (!v) continue;
+        failed |= v[0];
+        any |= v[1];
+    }
+    return !symm_barrier_all() && !failed && any;
+}
+
+static int probe_share(const char *fn, int base)
+{
+    const int seen = symm_cuda.sm_count, step = base / 2 > 0 ? base / 2 : 1;
+    const size_t words = (PROBE_ROUNDS + 1) * 4;
+    int want = symm_cuda.sharers > 1 && getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") &&
+               base + step <= seen;
+    int lead = symm_g.me;
+    for (int j = symm_g.npes - 1; j >= 0; j--)
+        if (symm_cuda.same_gpu[j]) lead = j;
+    uint64_t off = 0;
+    const int have = !symm_arena_alloc(&symm_cuda.team_arena, words, 256, &off);
+    /* every PE's team region is alike: without the words, every PE goes without */
+    if (!have || cudaMemset(symm_cuda_team_ptr(off), 0, words) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
+        cudaGetLastError();
+        want = 0;
+    }
+    int *vote = symm_malloc(2 * sizeof(int)), share = base;
+    for (int r = 0; vote && r < PROBE_ROUNDS; r++) {
+        const int cand = base + (r + 1) * step, mine = want && cand <= seen;
+        if (symm_barrier_all()) break; /* every PE's words are zero; rounds aligned */
+        if (!probe_next(vote, mine, mine ? probe_round(fn, off, lead, r + 1, cand) : 1)) break;
+        if (mine) share = cand;
+    }
+    symm_free(vote);
+    if (have) symm_arena_free(&symm_cuda.team_arena, off);
+    return share > base ? share - step : base;
 }
 
 symm_status_t symm_cuda_transport_init(const char *fn)
@@ -223,6 +292,7 @@ symm_status_t symm_cuda_transport_init(const char *fn)
     cudaDeviceSynchronize();
     symm_cuda.timeout_ns = (uint64_t)(symm_config.timeout * 1e9);
     symm_cuda.sm_share = sm_share(symm_cuda.sm_count, symm_cuda.sharers);
+    symm_cuda.sm_share = probe_share(fn, symm_cuda.sm_share);
     if ((st = symm_transport_register(&cuda_transport)) != SYMM_SUCCESS) {
         release_all();
         return st;
