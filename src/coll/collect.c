@@ -132,12 +132,17 @@ symm_status_t symm_collect(symm_team_t team, void *dest, const void *src, size_t
         if (total_out) *total_out = 0;
         goto out_leave;
     }
-    if (!local) {
+    if (!local && symm_coll_two_level(&c)) {
+        /* the two-level pull stores other groups' blocks into the dest of the other
+         * members of my group, whose dest was checked after the sizes were known: every
+         * member's verdict first, so that a member that failed gets nothing written */
+        c.local = local;
+        CHECK_GOTO(symm_coll_sync(&c), st, out_leave);
         var_ctx_t v = {len, off};
-        if (symm_coll_two_level(&c))
-            symm_coll_tl_pull(&c, dest, src, var_where, &v, 0, total >= SYMM_COLL_NT_MIN);
-        else
-            coll_pull(&c, dest, src, var_where, &v, total >= SYMM_COLL_NT_MIN);
+        symm_coll_tl_pull(&c, dest, src, var_where, &v, 0, total >= SYMM_COLL_NT_MIN);
+    } else if (!local) {
+        var_ctx_t v = {len, off};
+        coll_pull(&c, dest, src, var_where, &v, total >= SYMM_COLL_NT_MIN);
     }
     if (!c.local) c.local = local; /* a failed transfer may have set it */
     st = symm_coll_sync(&c);
