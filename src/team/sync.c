@@ -143,7 +143,7 @@ static inline symm_status_t coll_claim(symm_pool_obj_t *pool, symm_dup_t *dup, s
     c->what = what;
     c->team = team;
     c->gate = NULL;
-    c->last_two_level = 0;
+    c->last_round = SYMM_ROUND_FLAT;
     if (SYMM_UNLIKELY(dup->broken)) {
         symm_status_t st = broken_error(c, what, team);
         symm_coll_leave(c);
@@ -310,7 +310,7 @@ static void dup_break(const symm_coll_t *c, symm_status_t why, int origin)
 static const symm_sync_slot_t *signalled_slot(const symm_coll_t *c, int j)
 {
     int to = (j + 1) % c->n;
-    if (c->last_two_level) {
+    if (c->last_round == SYMM_ROUND_TWO_LEVEL) {
         /* a member signals its leader; a leader first signals the next group's leader */
         const symm_pool_obj_t *p = c->pool;
         int g = p->group[j];
@@ -462,12 +462,15 @@ static symm_status_t wait_set(const symm_coll_t *c, int g, uint64_t ep, uint64_t
 }
 
 /* ---------------------------------------------------------------- verdicts */
-/* Member j's own word of episode ep, as it stored it in the first signal it sends in
- * every pattern (to j + 1: flat rounds signal everyone, and dissemination's first round
- * goes there); still readable, as nobody can be two episodes ahead of this reader. */
+/* Member j's own word of episode ep. After a flat round j signalled me: my own slot of
+ * it (where j is in another group, its signal to a member of mine is a message that only
+ * that member's waits apply, so its block may not hold it yet). After dissemination, the
+ * first signal j sends (to j + 1, where its first round goes); still readable, as nobody
+ * can be two episodes ahead of this reader. */
 static uint64_t member_word(const symm_coll_t *c, int j, uint64_t ep)
 {
     if (j == c->me) return my_word(c);
+    if (c->last_round == SYMM_ROUND_FLAT) return c->dup->mine[j].ep[ep & 1].check;
     return signalled_slot(c, j)->ep[ep & 1].check;
 }
 
@@ -488,7 +491,7 @@ static int mismatch_member_two_level(symm_coll_t *c)
 {
     int n = c->n, me = c->me, first = -1;
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word, w0;
-    c->last_two_level = 0;
+    c->last_round = SYMM_ROUND_FLAT;
     for (int k = 1; k < n; k++)
         symm_coll_notify(c, (me + k) % n, ep, word, word);
     if (wait_all(c, ep, &acc)) return -1;
@@ -508,7 +511,8 @@ static symm_status_t verdict_of(symm_coll_t *c, uint64_t ep, uint64_t v)
     char buf[96];
     const char *team = team_name(c->team, buf, sizeof buf);
     if (v & CHK_MISMATCH) {
-        int j = c->last_two_level ? mismatch_member_two_level(c) : mismatch_member(c, ep);
+        int j = c->last_round == SYMM_ROUND_TWO_LEVEL ? mismatch_member_two_level(c)
+                                                      : mismatch_member(c, ep);
         if (j >= 0)
             return symm_error_set(SYMM_ERR_COLL_MISMATCH,
                                   "%s on %s: PE %d (world %d) entered a different collective "
@@ -573,7 +577,7 @@ symm_status_t symm_coll_gate_wait(symm_coll_gate_t *g)
 static symm_status_t sync_flat(symm_coll_t *c)
 {
     int n = c->n, me = c->me;
-    c->last_two_level = 0;
+    c->last_round = SYMM_ROUND_FLAT;
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
     for (int k = 1; k < n; k++)
         symm_coll_notify(c, (me + k) % n, ep, 0, word);
@@ -588,7 +592,7 @@ static symm_status_t sync_flat(symm_coll_t *c)
 static symm_status_t sync_dissem(symm_coll_t *c)
 {
     int n = c->n, me = c->me;
-    c->last_two_level = 0;
+    c->last_round = SYMM_ROUND_DISSEM;
     uint64_t ep = symm_coll_episode(c), acc = my_word(c);
     for (int d = 1; d < n; d <<= 1) {
         symm_coll_notify(c, (me + d) % n, ep, 0, acc);
@@ -607,7 +611,7 @@ static symm_status_t sync_two_level(symm_coll_t *c, uint64_t value, int carry)
     const symm_pool_obj_t *p = c->pool;
     int me = c->me, g = p->group[me], lead = p->lead[g];
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
-    c->last_two_level = 1;
+    c->last_round = SYMM_ROUND_TWO_LEVEL;
     if (me != lead) {
         symm_coll_notify(c, lead, ep, value, word);
         CHECK(wait_one(c, lead, ep, &acc));
@@ -687,7 +691,7 @@ static symm_status_t exchange_two_level(symm_coll_t *c, uint64_t value, uint64_t
 symm_status_t symm_coll_sync(symm_coll_t *c)
 {
     if (c->n == 1) return c->local;
-    if (c->pool->two_level) return sync_two_level(c, 0, 0);
+    if (c->pool->two_level && !c->pool->flat_sync) return sync_two_level(c, 0, 0);
     /* One round: every member signals every other one; each waits on its own block,
      * so the cost is one cache-line transfer per pair, in parallel. */
     if (c->n <= symm_config.barrier_flat_max) return sync_flat(c);
@@ -700,13 +704,13 @@ symm_status_t symm_coll_exchange(symm_coll_t *c, const uint64_t *send, uint64_t 
     int n = c->n, me = c->me;
     if (recv) recv[me] = send ? send[me] : value;
     if (n == 1) return c->local;
-    if (c->pool->two_level && !send) return exchange_two_level(c, value, recv);
+    const int tl = c->pool->two_level && !c->pool->flat_sync;
+    if (tl && !send) return exchange_two_level(c, value, recv);
     /* A member with bad arguments cannot know whether its peers' first episode is an
      * exchange or a sync; in a large or two-level team the two differ, so the sync goes
      * first. */
-    if ((n > symm_config.barrier_flat_max || c->pool->two_level) && !c->agreed)
-        CHECK(symm_coll_sync(c));
-    c->last_two_level = 0;
+    if ((n > symm_config.barrier_flat_max || tl) && !c->agreed) CHECK(symm_coll_sync(c));
+    c->last_round = SYMM_ROUND_FLAT;
     uint64_t ep = symm_coll_episode(c), word = my_word(c), acc = word;
     for (int k = 1; k < n; k++) {
         int pe = (me + k) % n;

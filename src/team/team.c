@@ -236,7 +236,7 @@ void symm_pool_obj_free(symm_pool_obj_t *p)
  * member: symm_g.group is the job's), so that every member picks the same algorithms. */
 static void pool_groups(symm_pool_obj_t *p)
 {
-    int largest = 0;
+    int largest = 0, smallest = p->n;
     p->ngroups = 0;
     for (int i = 0; i < p->n; i++) {
         int j = 0;
@@ -250,8 +250,11 @@ static void pool_groups(symm_pool_obj_t *p)
         for (int i = 0; i < p->n; i++)
             k += p->group[i] == g;
         largest = k > largest ? k : largest;
+        smallest = k < smallest ? k : smallest;
     }
     p->two_level = p->ngroups > 1 && largest > 1;
+    p->flat_sync = p->two_level && p->n - smallest <= SYMM_TL_FLAT_REMOTE &&
+                   p->n <= symm_config.barrier_flat_max;
 }
 
 /* A pool object for the given members (world ranks, in team order), without state. */

@@ -85,6 +85,11 @@ typedef enum {
     SYMM_KIND_POOL
 } symm_kind_t;
 
+/* The most members outside its group that a member of a two-level team may have for the
+ * team's syncs to stay flat (symm_pool_obj_t.flat_sync): as many as every member of a
+ * four-member team has when each is its own group. */
+#define SYMM_TL_FLAT_REMOTE 3
+
 typedef struct symm_pool_obj {
     uint64_t slot; /* serial number: names it in handles and messages (see handles below) */
     symm_kind_t kind;
@@ -104,6 +109,11 @@ typedef struct symm_pool_obj {
     int *lead; /* [ngroups] each group's first member: its leader in two-level syncs */
     int ngroups;
     int two_level;
+    /* set on a two-level team where no member has more than SYMM_TL_FLAT_REMOTE members
+     * outside its group (and the team is within SYMM_BARRIER_FANIN): its syncs and
+     * exchanges stay flat (one round, a few messages across groups) rather than two-level
+     * (three dependent rounds); the data paths stay two-level */
+    int flat_sync;
     uint64_t members_hash;
     size_t block_size;
     symm_dup_t *ctl; /* control duplicate (growth, destroy) */
@@ -174,6 +184,10 @@ void symm_coll_gate_open(symm_coll_gate_t *g, symm_status_t st);
 /* Waits until the gate is open; returns its status. */
 symm_status_t symm_coll_gate_wait(symm_coll_gate_t *g);
 
+/* The pattern of a sync episode: flat (every member signals every other), dissemination
+ * (log2 n rounds), two-level (members to their leader, leaders, leader to members). */
+enum { SYMM_ROUND_FLAT = 0, SYMM_ROUND_DISSEM = 1, SYMM_ROUND_TWO_LEVEL = 2 };
+
 typedef struct symm_coll {
     symm_pool_obj_t *pool;
     symm_dup_t *dup;
@@ -185,7 +199,7 @@ typedef struct symm_coll {
     const char *what;
     symm_team_t team;
     symm_coll_gate_t *gate; /* opened with the first verdict, if set (NULL at enter) */
-    int last_two_level;     /* the last episode ran the two-level sync (sync.c) */
+    int last_round;         /* the last episode's pattern: SYMM_ROUND_* (sync.c) */
 } symm_coll_t;
 
 /* Gives the call a gate to open with its first verdict (at once in a 1-PE team, where
