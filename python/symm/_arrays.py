@@ -38,25 +38,32 @@ def torch_module():
     return _torch
 
 
+# (symm type, item size, dtype name) by torch dtype, filled on first use; every call on a
+# tensor looks its dtype up here.
 _TORCH_TYPES = {}
 
 
 def _torch_types(torch):
     if not _TORCH_TYPES:
         for name in TYPES:
-            if getattr(torch, name, None) is not None:
-                _TORCH_TYPES[getattr(torch, name)] = name
+            d = getattr(torch, name, None)
+            if d is not None:
+                _TORCH_TYPES[d] = (TYPES[name], torch.empty(0, dtype=d).element_size(), name)
     return _TORCH_TYPES
 
 
 class ArrayInfo:
+    # shape: a tuple, or a tensor's torch.Size (a tuple too; messages print tuple(shape)).
     __slots__ = ("ptr", "nbytes", "numel", "dtype", "type", "itemsize", "shape", "strides",
                  "contiguous", "device")
 
     def row_bytes(self):
         """Bytes of one row (everything but dimension 0) of a contiguous array."""
+        shape = self.shape
+        if len(shape) == 2:
+            return self.itemsize * shape[1]
         n = self.itemsize
-        for s in self.shape[1:]:
+        for s in shape[1:]:
             n *= s
         return n
 
@@ -97,26 +104,55 @@ def _np_info(a, what, strides):
 
 
 def _torch_info(a, what, strides):
-    torch = torch_module()
-    if torch is None or not isinstance(a, torch.Tensor):
+    if not isinstance(a, _Tensor or _tensor_type()):
         raise TypeError("symm: %s must be a torch.Tensor or numpy.ndarray, not %s"
                         % (what, type(a).__name__))
-    dt = _TORCH_TYPES.get(a.dtype) or _torch_types(torch).get(a.dtype)
-    if dt is None:
+    t = _TORCH_TYPES.get(a.dtype) or _torch_types(_torch).get(a.dtype)
+    if t is None:
         raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, a.dtype))
     i = ArrayInfo()
+    i.type, i.itemsize, i.dtype = t
     i.ptr = a.data_ptr()
-    i.itemsize = a.element_size()
-    i.numel = a.numel()
-    i.nbytes = i.numel * i.itemsize
-    i.dtype = dt
-    i.type = TYPES[dt]
-    i.shape = tuple(a.shape)
+    i.numel = n = a.numel()
+    i.nbytes = n * t[1]
+    i.shape = a.shape
     i.strides = tuple(a.stride()) if strides else None
     i.contiguous = a.is_contiguous()
-    d = a.device
-    i.device = _CPU if d.type == "cpu" else (d.type, d.index or 0)
+    # is_cuda and get_device() read the tensor's fields; a.device builds an object.
+    if a.is_cuda:
+        d = a.get_device()
+        i.device = _CUDA_DEVS.get(d) or _CUDA_DEVS.setdefault(d, ("cuda", d))
+    elif a.is_cpu:
+        i.device = _CPU
+    else:
+        d = a.device
+        i.device = (d.type, d.index or 0)
     return i
+
+
+_Tensor = None
+
+
+def _tensor_type():
+    """torch.Tensor, or a class of no instance where torch cannot be imported."""
+    global _Tensor
+    torch = torch_module()
+    _Tensor = torch.Tensor if torch is not None else type("NoTorch", (), {})
+    return _Tensor
+
+
+_CUDA_DEVS = {}
+
+
+def on_device(x, dtype, dev):
+    """x itself when it is a contiguous torch tensor of dtype on CUDA device dev, which a
+    stream call reads in place (no copy, no kernel, no wait for the device); else None."""
+    try:
+        if x.dtype is dtype and x.is_cuda and x.is_contiguous() and x.get_device() == dev:
+            return x
+    except AttributeError:
+        pass
+    return None
 
 
 def info(a, what="tensor"):
@@ -131,8 +167,19 @@ def dense(a, what="tensor"):
     """info() of a contiguous array (ValueError otherwise), without its strides."""
     i = _np_info(a, what, False) if isinstance(a, np.ndarray) else _torch_info(a, what, False)
     if not i.contiguous:
-        raise ValueError("symm: %s must be contiguous (shape %s)" % (what, i.shape))
+        raise ValueError("symm: %s must be contiguous (shape %s)" % (what, tuple(i.shape)))
     return i
+
+
+def span(a, what="tensor"):
+    """(address, bytes) of a contiguous array, with dense()'s checks: the few reads of a
+    tensor that a workspace argument needs."""
+    if isinstance(a, _Tensor or _tensor_type()):
+        t = _TORCH_TYPES.get(a.dtype)
+        if t is not None and a.is_contiguous():
+            return a.data_ptr(), a.numel() * t[1]
+    i = dense(a, what)
+    return i.ptr, i.nbytes
 
 
 def from_export(exp, backend=None):

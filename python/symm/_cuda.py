@@ -73,7 +73,7 @@ def lib():
         for name, (res, args) in _PROTOS.items():
             f = getattr(c, name)
             f.restype = res
-            f.argtypes = args
+            f.argtypes = _lib.arg_types(args)
         _state["lib"] = c
     return _state["lib"]
 
@@ -103,10 +103,30 @@ def reset():
     _state["workspace"] = None
 
 
-def stream():
-    """The current torch CUDA stream's handle."""
+# torch's query of the current stream, bound on the first call: the raw handle of the
+# current device's current stream, as torch.cuda.current_stream().cuda_stream gives it
+# without making a Stream object (two C calls instead of several Python frames).
+_raw_stream = None
+_cur_device = None
+
+
+def _bind_stream():
+    global _raw_stream, _cur_device
     import torch
-    return torch.cuda.current_stream().cuda_stream
+    torch.cuda.current_stream()  # torch's lazy CUDA initialisation, once
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    dev = getattr(torch._C, "_cuda_getDevice", None)
+    if raw is None or dev is None:
+        _raw_stream, _cur_device = (lambda d: torch.cuda.current_stream().cuda_stream), int
+    else:
+        _raw_stream, _cur_device = raw, dev
+
+
+def stream():
+    """The current torch CUDA stream's handle (of the current device)."""
+    if _raw_stream is None:
+        _bind_stream()
+    return _raw_stream(_cur_device())
 
 
 def stream_pool(team):

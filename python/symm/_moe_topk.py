@@ -22,6 +22,9 @@ from ._team import handle_of
 TopkDispatch = namedtuple("TopkDispatch", "counts offsets rows topk_rows src")
 
 _COMBINE_TYPES = (TYPES["float32"], TYPES["float16"], TYPES["bfloat16"])
+# The side argument's array type by the number of sides.
+_SIDES = [MoeSide * max(n, 1) for n in range(MOE_SIDE_MAX + 1)]
+_SIDE_NAMES = [("sides[%d] in" % p, "sides[%d] out" % p) for p in range(MOE_SIDE_MAX)]
 
 
 def _torch():
@@ -46,12 +49,15 @@ def _host_array(x, dtype, shape, what):
     return a
 
 
-def _dev_array(x, dtype, shape, ref, what):
-    """x as a contiguous tensor of dtype and shape on ref's device (copied there if not)."""
-    torch = _torch()
-    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
-    t = t.to(device=ref.device, dtype=dtype).contiguous()
-    if tuple(t.shape) != shape:
+def _dev_array(x, dtype, shape, ref, dev, what):
+    """x as a contiguous tensor of dtype and shape on ref's device (CUDA device dev): x
+    itself when it is one (no copy), else a copy there."""
+    t = _arrays.on_device(x, dtype, dev)
+    if t is None:
+        torch = _torch()
+        t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+        t = t.to(device=ref.device, dtype=dtype).contiguous()
+    if t.shape != shape:
         raise ValueError("symm: %s has shape %s, not %s" % (what, tuple(t.shape), shape))
     return t
 
@@ -59,18 +65,21 @@ def _dev_array(x, dtype, shape, ref, what):
 def _out(given, ref, shape, what, cuda):
     """An int64 output of shape: given (contiguous int64 on the right device, written in
     place) or new (a tensor if ref is one, else NumPy)."""
-    torch = _torch()
     if given is None:
+        torch = _torch()
         if cuda:
             return torch.empty(shape, dtype=torch.int64, device=ref.device)
         if torch is not None and isinstance(ref, torch.Tensor):
             return torch.empty(shape, dtype=torch.int64)
         return np.empty(shape, dtype=np.int64)
+    if (cuda and getattr(given, "is_cuda", False) and given.dtype is _torch().int64 and
+            given.shape == shape and given.is_contiguous()):
+        return given
     i = _arrays.info(given, what)
     if i.shape != shape or i.dtype != "int64" or not i.contiguous or _is_cuda(i) != cuda:
         raise ValueError("symm: %s must be a contiguous int64 %s array of shape %s (got %s %s "
-                         "on %s)" % (what, "CUDA" if cuda else "CPU", shape, i.dtype, i.shape,
-                                     i.device[0]))
+                         "on %s)" % (what, "CUDA" if cuda else "CPU", shape, i.dtype,
+                                     tuple(i.shape), i.device[0]))
     return given
 
 
@@ -78,13 +87,18 @@ def _ptr(a):
     return _arrays.info(a).ptr if a is not None else None
 
 
-def _routes(topk_idx, ref, cuda):
-    """topk_idx as a contiguous int64 (tokens, k) array where the call reads it."""
+def _routes(topk_idx, ref, dev):
+    """topk_idx as a contiguous int64 (tokens, k) array where the call reads it (dev: the
+    CUDA device, None on the CPU)."""
+    if dev is not None:
+        t = _arrays.on_device(topk_idx, _torch().int64, dev)
+        if t is not None and t.dim() == 2:
+            return t
     shape = tuple(topk_idx.shape) if hasattr(topk_idx, "shape") else np.shape(topk_idx)
     if len(shape) != 2:
         raise ValueError("symm: topk_idx must be 2-D (tokens, k), not of shape %s" % (shape,))
-    if cuda:
-        return _dev_array(topk_idx, _torch().int64, shape, ref, "topk_idx")
+    if dev is not None:
+        return _dev_array(topk_idx, _torch().int64, shape, ref, dev, "topk_idx")
     return _host_array(topk_idx, np.int64, shape, "topk_idx")
 
 
@@ -105,8 +119,8 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
     workspace=symm.cuda_topk_workspace(...)."""
     n, i, o = _moe_args(input, out, team, pool)
     cuda = _is_cuda(i)
-    idx = _routes(topk_idx, input, cuda)
-    tokens, k = (int(s) for s in idx.shape)
+    idx = _routes(topk_idx, input, i.device[1] if cuda else None)
+    tokens, k = idx.shape
     ne = int(ne)
     if tokens > i.shape[0]:
         raise ValueError("symm: topk_idx routes %d tokens but input has %d rows"
@@ -114,20 +128,21 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
     sides = list(sides)
     if len(sides) > MOE_SIDE_MAX:
         raise ValueError("symm: %d side payloads (at most %d)" % (len(sides), MOE_SIDE_MAX))
-    side = (MoeSide * max(len(sides), 1))()
+    side = _SIDES[len(sides)]()
     for p, (s_in, s_out) in enumerate(sides):
-        si, so = _arrays.dense(s_in, "sides[%d] in" % p), _arrays.dense(s_out, "sides[%d] out" % p)
+        si, so = _arrays.dense(s_in, _SIDE_NAMES[p][0]), _arrays.dense(s_out, _SIDE_NAMES[p][1])
         if not si.shape or not so.shape or si.row_bytes() != so.row_bytes():
             raise ValueError("symm: sides[%d]: in and out must have rows of the same size "
-                             "(%s, %s)" % (p, si.shape, so.shape))
+                             "(%s, %s)" % (p, tuple(si.shape), tuple(so.shape)))
         if si.shape[0] < tokens or so.shape[0] < o.shape[0]:
             raise ValueError("symm: sides[%d]: in needs a row per token (%d) and out a row per "
                              "row of out (%d), not %s and %s"
-                             % (p, tokens, o.shape[0], si.shape, so.shape))
+                             % (p, tokens, o.shape[0], tuple(si.shape), tuple(so.shape)))
         if _is_cuda(si) != cuda or _is_cuda(so) != cuda:
             raise ValueError("symm: sides[%d] must be on the same device as input" % p)
-        side[p] = MoeSide(si.ptr if si.nbytes else None, so.ptr if so.nbytes else None,
-                          si.row_bytes())
+        e = side[p]
+        e.in_, e.out, e.row_bytes = (si.ptr if si.nbytes else None,
+                                     so.ptr if so.nbytes else None, si.row_bytes())
     counts = _out(out_counts, input, (ne,), "out_counts", cuda)
     offsets = _out(out_offsets, input, (ne,), "out_offsets", cuda)
     rows_of = _out(topk_rows, input, (tokens, k), "topk_rows", cuda)
@@ -141,7 +156,8 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
         check(_cuda.lib().symm_moe_topk_dispatch_on_stream(
             p, o.ptr, o.shape[0], in_ptr, tokens, i.row_bytes(), idx.data_ptr(), k, ne,
             int(major_align), side, len(sides), counts.data_ptr(), offsets.data_ptr(),
-            _ptr(src), nrows.data_ptr(), rows_of.data_ptr(), ws, int(workers), _cuda.stream()))
+            None if src is None else src.data_ptr(), nrows.data_ptr(), rows_of.data_ptr(), ws,
+            int(workers), _cuda.stream()))
         return TopkDispatch(counts, offsets, nrows, rows_of, src)
     nrows = ctypes.c_size_t(0)
     _run(team, pool, workers, lib.symm_moe_topk_dispatch, lib.symm_moe_topk_dispatch_parallel,
@@ -168,7 +184,7 @@ def moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights=None, in_
         raise TypeError("symm: moe_topk_combine: rows of %s (float32, float16 or bfloat16)"
                         % i.dtype)
     cuda = _is_cuda(i)
-    idx = _routes(topk_idx, input, cuda)
+    idx = _routes(topk_idx, input, i.device[1] if cuda else None)
     tokens, k = (int(s) for s in idx.shape)
     ne = int(ne)
     if o.shape[0] < tokens:
@@ -180,9 +196,11 @@ def moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights=None, in_
     in_ptr = i.ptr if i.nbytes and in_rows else None
     if cuda:
         torch = _torch()
-        rows_of = _dev_array(topk_rows, torch.int64, (tokens, k), input, "topk_rows")
+        dev = i.device[1]
+        rows_of = _dev_array(topk_rows, torch.int64, (tokens, k), input, dev, "topk_rows")
         w = None if topk_weights is None else _dev_array(topk_weights, torch.float32,
-                                                         (tokens, k), input, "topk_weights")
+                                                         (tokens, k), input, dev,
+                                                         "topk_weights")
         ws = _topk_ws(workspace, n, ne, tokens, k)
         p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
         check(_cuda.lib().symm_moe_topk_combine_on_stream(
@@ -201,17 +219,23 @@ def moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights=None, in_
     return out
 
 
+_WS_BYTES = {}  # symm_cuda_moe_topk_workspace_bytes by its arguments
+
+
 def _topk_ws(workspace, n, ne, tokens, k):
     if workspace is None:
         raise ValueError("symm: the top-k calls on CUDA tensors take workspace="
                          "symm.cuda_topk_workspace(%d, %d, tokens, %d) (tokens: the most any "
                          "PE routes)" % (n, ne, k))
-    w = _arrays.dense(workspace, "workspace")
-    need = _cuda.lib().symm_cuda_moe_topk_workspace_bytes(n, ne, tokens, k)
-    if w.nbytes < need:
+    ptr, nbytes = _arrays.span(workspace, "workspace")
+    need = _WS_BYTES.get((n, ne, tokens, k))
+    if need is None:
+        need = _WS_BYTES[n, ne, tokens, k] = _cuda.lib().symm_cuda_moe_topk_workspace_bytes(
+            n, ne, tokens, k)
+    if nbytes < need:
         raise ValueError("symm: workspace has %d bytes; %d PEs x %d experts with %d tokens x "
-                         "top-%d need %d" % (w.nbytes, n, ne, tokens, k, need))
-    return w.ptr
+                         "top-%d need %d" % (nbytes, n, ne, tokens, k, need))
+    return ptr
 
 
 def cuda_topk_workspace(n, ne, tokens, k):

@@ -181,7 +181,8 @@ class _OutSizes:
         self.given = given if given is not None else _like_int64(ref, (2, n))
         i = _arrays.info(self.given, what)
         if i.shape != (2, n):
-            raise ValueError("symm: %s must have shape (2, %d), not %s" % (what, n, i.shape))
+            raise ValueError("symm: %s must have shape (2, %d), not %s" % (what, n,
+                                                                                tuple(i.shape)))
         if i.dtype == "int64" and i.contiguous and i.device[0] == "cpu":
             self.scratch = None
             self.ptr = i.ptr
@@ -224,7 +225,7 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     rb = i.row_bytes()
     if o.row_bytes() != rb or not i.shape or not o.shape:
         raise ValueError("symm: all_to_all_single: output and input rows differ (%s, %s)"
-                         % (o.shape, i.shape))
+                         % (tuple(o.shape), tuple(i.shape)))
     if input_split_sizes is None:
         input_split_sizes = [i.shape[0] // n] * n
     send_keep, send = _sizes(input_split_sizes, n, "input_split_sizes")
@@ -245,7 +246,7 @@ def _tile(a, what):
     """symm_tile_t of a 2-D view whose rows are contiguous (stride (ld, 1))."""
     i = _arrays.info(a, what)
     if len(i.shape) != 2:
-        raise ValueError("symm: %s must be 2-D, not of shape %s" % (what, i.shape))
+        raise ValueError("symm: %s must be 2-D, not of shape %s" % (what, tuple(i.shape)))
     rows, cols = i.shape
     ld = i.strides[0] if rows > 1 else max(cols, 1)
     if cols > 1 and i.strides[1] != 1:
@@ -341,51 +342,53 @@ def _moe_args(input, out, team, pool):
     _same_type(i, o, "dispatch/combine")
     if not i.shape or not o.shape or i.row_bytes() != o.row_bytes():
         raise ValueError("symm: input and out must have rows of the same size (%s, %s)"
-                         % (i.shape, o.shape))
+                         % (tuple(i.shape), tuple(o.shape)))
     return n, i, o
 
 
-def _dev_int64(x, ref, n, what):
-    """x as a contiguous int64 tensor of n entries on ref's device (copied there if it is
-    not), for the stream calls, which read their splits on the device."""
+def _dev_int64(x, ref, dev, n, what):
+    """x as a contiguous int64 tensor of n entries on ref's device (CUDA device dev), for
+    the stream calls, which read their splits on the device: x itself when it is one (no
+    copy), else a copy there."""
     torch = _arrays.torch_module()
-    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x), dtype=torch.int64)
-    t = t.to(device=ref.device, dtype=torch.int64).contiguous()
+    t = _arrays.on_device(x, torch.int64, dev)
+    if t is None:
+        t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x),
+                                                                  dtype=torch.int64)
+        t = t.to(device=ref.device, dtype=torch.int64).contiguous()
     if t.numel() != n:
         raise ValueError("symm: %s has %d entries, not %d" % (what, t.numel(), n))
     return t
 
 
-class _DevOutSizes:
-    """out_splits_offsets of a stream call: an int64 (2, n) tensor on ref's device,
-    written in place (a new one when None; a scratch copied back when it is not
-    contiguous int64 on that device)."""
+def _dev_out_sizes(given, ref, dev, n, what):
+    """out_splits_offsets of a stream call, an int64 (2, n) tensor on ref's device (CUDA
+    device dev), written in place: (given, where the call writes). A new tensor when given
+    is None; a scratch, which _dev_done copies back, when given is not contiguous int64 on
+    that device."""
+    torch = _arrays.torch_module()
+    if given is None:
+        given = torch.empty((2, n), dtype=torch.int64, device=ref.device)
+    elif given.shape != (2, n):
+        raise ValueError("symm: %s must have shape (2, %d), not %s"
+                         % (what, n, tuple(given.shape)))
+    buf = _arrays.on_device(given, torch.int64, dev)
+    if buf is None:
+        buf = torch.empty((2, n), dtype=torch.int64, device=ref.device)
+    return given, buf
 
-    def __init__(self, given, ref, n, what):
-        torch = _arrays.torch_module()
-        self.given = given if given is not None else torch.empty((2, n), dtype=torch.int64,
-                                                                  device=ref.device)
-        if tuple(self.given.shape) != (2, n):
-            raise ValueError("symm: %s must have shape (2, %d), not %s"
-                             % (what, n, tuple(self.given.shape)))
-        ok = (self.given.dtype == torch.int64 and self.given.is_contiguous() and
-              self.given.device == ref.device)
-        self.buf = self.given if ok else torch.empty((2, n), dtype=torch.int64,
-                                                     device=ref.device)
-        self.splits = self.buf.data_ptr()
-        self.offsets = self.splits + 8 * n
 
-    def done(self):
-        if self.buf is not self.given:
-            self.given.copy_(self.buf)
-        return self.given
+def _dev_done(given, buf):
+    if buf is not given:
+        given.copy_(buf)
+    return given
 
 
 def _ws(workspace, n, ne):
     """The MoE workspace: the caller's (symm.cuda_workspace), else symm's own."""
     if workspace is None:
         return _cuda.workspace(n, ne)
-    return _arrays.dense(workspace, "workspace").ptr
+    return _arrays.span(workspace, "workspace")[0]
 
 
 def _moe_stream(fn, team, pool, workers, *args):
@@ -401,12 +404,14 @@ def all_to_all_vdev(input, out, in_splits, out_splits_offsets=None, team=None, p
     they start; returned (a new array when None)."""
     n, i, o = _moe_args(input, out, team, pool)
     if i.device[0] == "cuda":
-        sp = _dev_int64(in_splits, input, n, "in_splits")
-        res = _DevOutSizes(out_splits_offsets, input, n, "out_splits_offsets")
+        sp = _dev_int64(in_splits, input, i.device[1], n, "in_splits")
+        res, buf = _dev_out_sizes(out_splits_offsets, input, i.device[1], n,
+                                  "out_splits_offsets")
+        sp_out = buf.data_ptr()
         _moe_stream("symm_all_to_all_v_on_stream", team, pool, workers, o.ptr, o.shape[0],
-                    i.ptr, i.shape[0], sp.data_ptr(), i.row_bytes(), res.splits, res.offsets,
+                    i.ptr, i.shape[0], sp.data_ptr(), i.row_bytes(), sp_out, sp_out + 8 * n,
                     None, _ws(workspace, n, 1))
-        return res.done()
+        return _dev_done(res, buf)
     send_keep, send = _sizes(in_splits, n, "in_splits")
     res = _OutSizes(out_splits_offsets, input, n, "out_splits_offsets")
     _run_sizes([("in_splits", send_keep)], team, pool, workers, lib.symm_all_to_all_v,
@@ -430,12 +435,14 @@ def all_to_all_vdev_2d(input, out, in_splits, out_splits_offsets=None, team=None
                          "PEs" % (k, n))
     align = 1 if major_align is None else int(major_align)
     if i.device[0] == "cuda":
-        sp = _dev_int64(in_splits, input, k, "in_splits")
-        res = _DevOutSizes(out_splits_offsets, input, k, "out_splits_offsets")
+        sp = _dev_int64(in_splits, input, i.device[1], k, "in_splits")
+        res, buf = _dev_out_sizes(out_splits_offsets, input, i.device[1], k,
+                                  "out_splits_offsets")
+        sp_out = buf.data_ptr()
         _moe_stream("symm_moe_dispatch_on_stream", team, pool, workers, o.ptr, o.shape[0],
                     i.ptr, i.shape[0], sp.data_ptr(), k // n, i.row_bytes(), align,
-                    res.splits, res.offsets, None, _ws(workspace, n, k // n))
-        return res.done()
+                    sp_out, sp_out + 8 * k, None, _ws(workspace, n, k // n))
+        return _dev_done(res, buf)
     send_keep, send = _sizes(in_splits, k, "in_splits")
     res = _OutSizes(out_splits_offsets, input, k, "out_splits_offsets")
     _run_sizes([("in_splits", send_keep)], team, pool, workers, lib.symm_moe_dispatch,
@@ -459,12 +466,14 @@ def all_to_all_vdev_2d_offset(input, out, in_splits_offsets, out_splits_offsets=
         if len(a.shape) != 2 or a.shape[0] != 2 or k % n:
             raise ValueError("symm: in_splits_offsets must have shape (2, ne*%d), not %s"
                              % (n, tuple(a.shape)))
-        both = _dev_int64(a, input, 2 * k, "in_splits_offsets")
-        res = _DevOutSizes(out_splits_offsets, input, k, "out_splits_offsets")
+        both = _dev_int64(a, input, i.device[1], 2 * k, "in_splits_offsets")
+        res, buf = _dev_out_sizes(out_splits_offsets, input, i.device[1], k,
+                                  "out_splits_offsets")
+        sp_in, sp_out = both.data_ptr(), buf.data_ptr()
         _moe_stream("symm_moe_combine_on_stream", team, pool, workers, o.ptr, o.shape[0],
-                    i.ptr, i.shape[0], both.data_ptr(), both.data_ptr() + 8 * k, k // n,
-                    i.row_bytes(), res.splits, res.offsets, None, _ws(workspace, n, k // n))
-        return res.done()
+                    i.ptr, i.shape[0], sp_in, sp_in + 8 * k, k // n, i.row_bytes(), sp_out,
+                    sp_out + 8 * k, None, _ws(workspace, n, k // n))
+        return _dev_done(res, buf)
     if torch is not None and isinstance(a, torch.Tensor):
         a = a.detach().cpu().numpy()
     a = np.asarray(a)
