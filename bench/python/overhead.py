@@ -10,8 +10,9 @@ torch adds the torch.ops.symm custom op of all_reduce (the dispatcher's cost).
 stream handle read once: the host time to issue a call (needs a GPU and torch).
 --cuda-stub: the same CUDA cases without a GPU, to see the Python layer's own time: a
 stub libsymm_cuda whose every function returns at once (built here with cc), CPU tensors
-that say they are on CUDA device 0, and torch's current-stream query replaced by two
-builtins of like cost. What remains is the package's work per call over the same stubs."""
+that say they are on CUDA device 0, and the C functions behind torch's current-device and
+current-stream queries replaced by functions that return at once. What remains is the
+package's work per call over the same stubs."""
 import argparse
 import ctypes
 import importlib
@@ -96,8 +97,39 @@ def stub_library(folder):
     return so
 
 
+def fake_cuda(torch):
+    """CPU tensors that say they are on CUDA device 0, and torch's CUDA queries that the
+    package makes (current device, current stream) as functions that return at once: a
+    real tensor's is_cuda, get_device() and device are C getters of like cost. .to()
+    leaves the device alone (no copy to a GPU that is not there)."""
+    torch.Tensor.is_cuda = True
+    torch.Tensor.get_device = lambda self: 0
+    cuda0 = torch.device("cuda", 0)
+    torch.Tensor.device = property(lambda self: cuda0)
+    to = torch.Tensor.to
+
+    def to_here(self, *args, **kw):
+        kw.pop("device", None)
+        return to(self, *args, **kw)
+
+    torch.Tensor.to = to_here
+    torch.cuda._initialized = True
+    torch._C._cuda_getDevice = int
+    torch._C._cuda_getCurrentRawStream = abs
+    torch._C._cuda_getCurrentStream = lambda device: (0, device, 1)
+
+    class Stream:  # torch.cuda.Stream's Python __new__ over a C object, without CUDA
+        def __new__(cls, stream_id=0, device_index=0, device_type=1):
+            s = object.__new__(cls)
+            s.cuda_stream = stream_id
+            return s
+
+    torch.cuda.Stream = Stream
+
+
 def cuda_cases(n, stub):
     import torch
+    importlib.import_module("symm.torch_ops")  # registers torch.ops.symm
     dev = "cpu" if stub else "cuda"
     backend = "torch"
 
@@ -129,11 +161,7 @@ def cuda_cases(n, stub):
     if stub:
         ws = symm.empty((4096,), "uint8", backend="torch")
         symm._cuda.init()
-        # CPU tensors that say they are on CUDA device 0 (a real tensor's is_cuda and
-        # get_device() are C getters of like cost), and the stream query on two builtins.
-        torch.Tensor.is_cuda = True
-        torch.Tensor.get_device = lambda self: 0
-        _cuda._cur_device, _cuda._raw_stream = int, abs
+        fake_cuda(torch)
         s = 0
     else:
         ws = symm.cuda_topk_workspace(n, ne, T, k)
@@ -185,7 +213,6 @@ def cuda_cases(n, stub):
             p, tback.data_ptr(), T, ptr(eo), n * T * k, H, bf16, idx.data_ptr(),
             trows.data_ptr(), w.data_ptr(), k, ne, ptws, 0, s)),
     ]
-    importlib.import_module("symm.torch_ops")  # registers torch.ops.symm
     cases.append(("torch.ops.symm.all_reduce_", lambda: torch.ops.symm.all_reduce_(
         x, "sum", 0), lambda: c.symm_allreduce_on_stream(TEAM_WORLD, px, px, 1, f64, add, s)))
     return cases
