@@ -169,7 +169,7 @@ def cuda_cases(n, stub):
     c = _cuda.lib()
     p = _cuda.stream_pool(TEAM_WORLD)
     f64, f32, bf16, add = TYPES["float64"], TYPES["float32"], TYPES["bfloat16"], OPS["sum"]
-    px, pt, pto = ptr(x), ptr(t), ptr(to)
+    px, pt, pto, prs_in, prs_out = ptr(x), ptr(t), ptr(to), ptr(rs_in), ptr(rs_out)
     tile, otile = Tile(pt, 64, 64, 64), Tile(pto, 64, 64, 64)
     pin, pout, pback = ptr(inp), ptr(out), ptr(back)
     psp, pso, pso2, pws = splits.data_ptr(), so.data_ptr(), so2.data_ptr(), _cuda.workspace(n, ne)
@@ -177,6 +177,10 @@ def cuda_cases(n, stub):
     side = (MoeSide * MOE_SIDE_MAX)()
     side[0] = MoeSide(ptr(sc), sout.data_ptr(), S * 4)
     ptws = ws.data_ptr()
+    ptout, ptx, pidx, pcnt, poff = tout.data_ptr(), ptr(tx), idx.data_ptr(), cnt.data_ptr(), \
+        off.data_ptr()
+    pnrows, ptrows, ptback, peo, pw = nrows.data_ptr(), trows.data_ptr(), tback.data_ptr(), \
+        ptr(eo), w.data_ptr()
     tb = symm.barrier
     cases = [
         ("barrier(device=cuda)", lambda: tb(device="cuda"),
@@ -186,8 +190,7 @@ def cuda_cases(n, stub):
         ("all_reduce 8 B", lambda: symm.all_reduce(x),
          lambda: c.symm_allreduce_on_stream(TEAM_WORLD, px, px, 1, f64, add, s)),
         ("reduce_scatter 64 B", lambda: symm.reduce_scatter(rs_out, rs_in),
-         lambda: c.symm_reduce_scatter_on_stream(TEAM_WORLD, ptr(rs_out), ptr(rs_in), 16, f32,
-                                                 add, s)),
+         lambda: c.symm_reduce_scatter_on_stream(TEAM_WORLD, prs_out, prs_in, 16, f32, add, s)),
         ("tile_all_reduce 64x64", lambda: symm.tile_all_reduce(t),
          lambda: c.symm_tile_allreduce_on_stream(p, tile, tile, f32, add, 0, s)),
         ("tile_reduce 64x64", lambda: symm.tile_reduce(t, to),
@@ -204,17 +207,19 @@ def cuda_cases(n, stub):
             tx, tout, idx, ne, sides=[(sc, sout)], out_counts=cnt, out_offsets=off,
             topk_rows=trows, out_rows=nrows, workspace=ws),
          lambda: c.symm_moe_topk_dispatch_on_stream(
-            p, tout.data_ptr(), n * T * k, ptr(tx), T, H * 2, idx.data_ptr(), k, ne, 0, side,
-            1, cnt.data_ptr(), off.data_ptr(), None, nrows.data_ptr(), trows.data_ptr(),
-            ptws, 0, s)),
+            p, ptout, n * T * k, ptx, T, H * 2, pidx, k, ne, 0, side, 1, pcnt, poff, None,
+            pnrows, ptrows, ptws, 0, s)),
         ("moe_topk_combine k=2", lambda: symm.moe_topk_combine(
             eo, tback, idx, trows, ne, topk_weights=w, workspace=ws),
          lambda: c.symm_moe_topk_combine_on_stream(
-            p, tback.data_ptr(), T, ptr(eo), n * T * k, H, bf16, idx.data_ptr(),
-            trows.data_ptr(), w.data_ptr(), k, ne, ptws, 0, s)),
+            p, ptback, T, peo, n * T * k, H, bf16, pidx, ptrows, pw, k, ne, ptws, 0, s)),
     ]
     cases.append(("torch.ops.symm.all_reduce_", lambda: torch.ops.symm.all_reduce_(
         x, "sum", 0), lambda: c.symm_allreduce_on_stream(TEAM_WORLD, px, px, 1, f64, add, s)))
+    # Not a symm call: torch.cuda.current_stream().cuda_stream against the raw query the
+    # package makes (_cuda.stream()) in the C column.
+    cases.append(("(current stream query)", lambda: torch.cuda.current_stream().cuda_stream,
+                  _cuda.stream))
     return cases
 
 
@@ -239,6 +244,7 @@ def main():
     sync, batch = (lambda: None), a.iters
     if a.cuda:
         import torch
+        torch.cuda.set_device(symm.cuda_device())
         sync, batch = torch.cuda.synchronize, 100
         what = "CUDA tensors, stream calls"
         cases = cuda_cases(n, False)

@@ -14,7 +14,7 @@ docs/PYTHON.md in symm's source tree describes the whole API."""
 
 import sys
 
-from . import _boot, _cuda, _heap
+from . import _boot, _cuda, _heap, _team
 from ._arrays import set_default_backend, torch_module as _torch_module
 from ._heap import collect_garbage, empty, peer, zeros
 from ._lib import LIB_PATH, SymmError, check as _check, lib as _c
@@ -66,6 +66,7 @@ def finalize():
     afterwards (their memory is gone)."""
     _check(_c.symm_finalize())
     _heap.reset()
+    _team._n_pes.clear()  # handles start again at the next init
 
 
 def cuda_device():

@@ -165,10 +165,41 @@ def info(a, what="tensor"):
 
 def dense(a, what="tensor"):
     """info() of a contiguous array (ValueError otherwise), without its strides."""
+    t = _TORCH_TYPES.get(a.dtype) if isinstance(a, _Tensor or _tensor_type()) else None
+    if t is not None and a.is_cuda and a.is_contiguous():
+        # The calls on CUDA tensors: _torch_info's reads, in one frame.
+        i = ArrayInfo()
+        i.type, i.itemsize, i.dtype = t
+        i.ptr = a.data_ptr()
+        i.numel = n = a.numel()
+        i.nbytes = n * t[1]
+        i.shape = a.shape
+        i.strides = None
+        i.contiguous = True
+        d = a.get_device()
+        i.device = _CUDA_DEVS.get(d) or _CUDA_DEVS.setdefault(d, ("cuda", d))
+        return i
     i = _np_info(a, what, False) if isinstance(a, np.ndarray) else _torch_info(a, what, False)
     if not i.contiguous:
         raise ValueError("symm: %s must be contiguous (shape %s)" % (what, tuple(i.shape)))
     return i
+
+
+def torch_type(a):
+    """(symm type, item size, dtype name) of a torch tensor of a type symm carries; None
+    for anything else."""
+    if isinstance(a, _Tensor or _tensor_type()):
+        return _TORCH_TYPES.get(a.dtype) or _torch_types(_torch).get(a.dtype)
+    return None
+
+
+def length(x):
+    """len(x), reading a tensor's first dimension (torch's Tensor.__len__ is Python)."""
+    if isinstance(x, _Tensor or _tensor_type()):
+        s = x.shape
+        if s:
+            return s[0]
+    return len(x)
 
 
 def span(a, what="tensor"):

@@ -185,7 +185,7 @@ def moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights=None, in_
                         % i.dtype)
     cuda = _is_cuda(i)
     idx = _routes(topk_idx, input, i.device[1] if cuda else None)
-    tokens, k = (int(s) for s in idx.shape)
+    tokens, k = idx.shape
     ne = int(ne)
     if o.shape[0] < tokens:
         raise ValueError("symm: out has %d rows for %d tokens" % (o.shape[0], tokens))

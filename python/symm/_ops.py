@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _arrays, _cuda
 from ._lib import OPS, SymmError, Tile, check, lib
-from ._team import handle_of
+from ._team import handle_of, n_pes_of
 
 _OP_ALIASES = {"sum": "sum", "prod": "prod", "product": "prod", "min": "min", "max": "max",
                "band": "band", "and": "band", "bor": "bor", "or": "bor", "bxor": "bxor",
@@ -92,7 +92,7 @@ def reduce_scatter(output, input, op="sum", team=None):
     h = handle_of(team)
     o, i = _arrays.dense(output, "output"), _arrays.dense(input, "input")
     _same_type(o, i, "reduce_scatter")
-    n = lib.symm_team_n_pes(h)
+    n = n_pes_of(h)
     if n > 0 and i.numel != o.numel * n:
         raise ValueError("symm: reduce_scatter: input has %d elements, not %d x %d (the team's "
                          "size times output's)" % (i.numel, n, o.numel))
@@ -110,7 +110,7 @@ def all_gather(output, input, team=None):
     h = handle_of(team)
     o, i = _arrays.dense(output, "output"), _arrays.dense(input, "input")
     _same_type(o, i, "all_gather")
-    n = lib.symm_team_n_pes(h)
+    n = n_pes_of(h)
     if n > 0 and o.numel != i.numel * n:
         raise ValueError("symm: all_gather: output has %d elements, not %d x %d (the team's "
                          "size times input's)" % (o.numel, n, i.numel))
@@ -126,7 +126,7 @@ def all_to_all(output, input, team=None):
     h = handle_of(team)
     o, i = _arrays.dense(output, "output"), _arrays.dense(input, "input")
     _same_type(o, i, "all_to_all")
-    n = lib.symm_team_n_pes(h)
+    n = n_pes_of(h)
     if n > 0 and (i.nbytes % n or o.nbytes != i.nbytes):
         raise ValueError("symm: all_to_all: input and output must have the same size, a "
                          "multiple of the team's size %d (%d and %d bytes)"
@@ -214,9 +214,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
     _same_type(o, i, "all_to_all_single")
     if input_split_sizes is None and output_split_sizes is None:
         all_to_all(output, input, team)
-        n = lib.symm_team_n_pes(h)
+        n = n_pes_of(h)
         return [i.shape[0] // n if i.shape else 0] * n
-    n = lib.symm_team_n_pes(h)
+    n = n_pes_of(h)
     if n < 1:
         check(lib.symm_barrier(h))  # raises symm's error for the team
     if i.device[0] == "cuda":
@@ -243,7 +243,17 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 
 
 def _tile(a, what):
-    """symm_tile_t of a 2-D view whose rows are contiguous (stride (ld, 1))."""
+    """(symm_tile_t, symm type, dtype name, on CUDA) of a 2-D view whose rows are
+    contiguous (stride (ld, 1))."""
+    t = _arrays.torch_type(a)
+    if t is not None:  # a tensor: the few reads a tile needs
+        shape = a.shape
+        if len(shape) == 2:
+            rows, cols = shape
+            st = a.stride()
+            if cols <= 1 or st[1] == 1:
+                return (Tile(a.data_ptr(), rows, cols, st[0] if rows > 1 else max(cols, 1)),
+                        t[0], t[2], a.is_cuda)
     i = _arrays.info(a, what)
     if len(i.shape) != 2:
         raise ValueError("symm: %s must be 2-D, not of shape %s" % (what, tuple(i.shape)))
@@ -251,7 +261,12 @@ def _tile(a, what):
     ld = i.strides[0] if rows > 1 else max(cols, 1)
     if cols > 1 and i.strides[1] != 1:
         raise ValueError("symm: %s must have contiguous rows (strides %s)" % (what, i.strides))
-    return Tile(i.ptr, rows, cols, ld), i
+    return Tile(i.ptr, rows, cols, ld), i.type, i.dtype, i.device[0] == "cuda"
+
+
+def _same_tile_type(a, b, what):
+    if a[1] != b[1]:
+        raise TypeError("symm: %s: dtypes differ (%s and %s)" % (what, a[2], b[2]))
 
 
 def _run(team, pool, workers, plain, parallel, *args):
@@ -269,10 +284,17 @@ def _run_tile(cuda, team, pool, workers, plain, parallel, on_stream, *args):
     none is given)."""
     if not cuda:
         return _run(team, pool, workers, plain, parallel, *args)
-    if pool is not None and team is not None:
+    check(getattr(_cuda.lib(), on_stream)(_stream_pool(team, pool), *args, int(workers),
+                                          _cuda.stream()))
+
+
+def _stream_pool(team, pool):
+    """The pool a stream call runs on: pool's, else the team's stream pool."""
+    if pool is None:
+        return _cuda.stream_pool(handle_of(team))
+    if team is not None:
         raise ValueError("symm: pass a team or a pool, not both")
-    p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
-    check(getattr(_cuda.lib(), on_stream)(p, *args, int(workers), _cuda.stream()))
+    return pool.handle
 
 
 def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, workers=0):
@@ -280,26 +302,37 @@ def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, worke
     out_tile (torch.ops.symm_mem.tile_reduce). out_tile may be None on non-roots. With
     pool, the work is split over `workers` threads on the pool's duplicates (0: chosen
     automatically)."""
-    ti, ii = _tile(in_tile, "in_tile")
+    ti = _tile(in_tile, "in_tile")
     if out_tile is None:
-        to = Tile(None, 0, 0, 0)
+        to = (Tile(None, 0, 0, 0),)
     else:
-        to, io = _tile(out_tile, "out_tile")
-        _same_type(ii, io, "tile_reduce")
-    _run_tile(ii.device[0] == "cuda", team, pool, workers, lib.symm_tile_reduce,
-              lib.symm_tile_reduce_parallel, "symm_tile_reduce_on_stream", to, ti, ii.type,
-              _op(op), int(root))
+        to = _tile(out_tile, "out_tile")
+        _same_tile_type(ti, to, "tile_reduce")
+    if ti[3]:
+        check(_cuda.lib().symm_tile_reduce_on_stream(_stream_pool(team, pool), to[0], ti[0],
+                                                     ti[1], _op(op), int(root), int(workers),
+                                                     _cuda.stream()))
+    else:
+        _run(team, pool, workers, lib.symm_tile_reduce, lib.symm_tile_reduce_parallel, to[0],
+             ti[0], ti[1], _op(op), int(root))
     return out_tile
 
 
 def tile_all_reduce(in_tile, out_tile=None, op="sum", team=None, pool=None, workers=0):
     """The reduction into every member's out_tile (symmetric; in place when None)."""
-    ti, ii = _tile(in_tile, "in_tile")
-    to, io = (ti, ii) if out_tile is None else _tile(out_tile, "out_tile")
-    _same_type(ii, io, "tile_all_reduce")
-    _run_tile(ii.device[0] == "cuda", team, pool, workers, lib.symm_tile_allreduce,
-              lib.symm_tile_allreduce_parallel, "symm_tile_allreduce_on_stream", to, ti,
-              ii.type, _op(op))
+    ti = _tile(in_tile, "in_tile")
+    if out_tile is None:
+        to = ti
+    else:
+        to = _tile(out_tile, "out_tile")
+        _same_tile_type(ti, to, "tile_all_reduce")
+    if ti[3]:
+        check(_cuda.lib().symm_tile_allreduce_on_stream(_stream_pool(team, pool), to[0], ti[0],
+                                                        ti[1], _op(op), int(workers),
+                                                        _cuda.stream()))
+    else:
+        _run(team, pool, workers, lib.symm_tile_allreduce, lib.symm_tile_allreduce_parallel,
+             to[0], ti[0], ti[1], _op(op))
     return in_tile if out_tile is None else out_tile
 
 
@@ -314,17 +347,16 @@ def multi_root_tile_reduce(in_tiles, out_tile, roots, op="sum", team=None, pool=
     tiles = (Tile * max(k, 1))()
     typ, cuda = None, False
     for j, t in enumerate(in_tiles):
-        tiles[j], i = _tile(t, "in_tiles[%d]" % j)
-        cuda = i.device[0] == "cuda"
-        if typ is not None and i.type != typ:
+        tiles[j], ityp, _, cuda = _tile(t, "in_tiles[%d]" % j)
+        if typ is not None and ityp != typ:
             raise TypeError("symm: multi_root_tile_reduce: in_tiles differ in dtype")
-        typ = i.type
+        typ = ityp
     if out_tile is None:
         to = Tile(None, 0, 0, 0)
     else:
-        to, io = _tile(out_tile, "out_tile")
-        typ = io.type if typ is None else typ
-        if io.type != typ:
+        to, otyp, _, _ = _tile(out_tile, "out_tile")
+        typ = otyp if typ is None else typ
+        if otyp != typ:
             raise TypeError("symm: multi_root_tile_reduce: out_tile's dtype differs")
     r = (ctypes.c_int * max(k, 1))(*[int(x) for x in roots])
     _run_tile(cuda, team, pool, workers, lib.symm_tile_reduce_multi,
@@ -335,7 +367,7 @@ def multi_root_tile_reduce(in_tiles, out_tile, roots, op="sum", team=None, pool=
 
 def _moe_args(input, out, team, pool):
     h = pool[0].handle if pool is not None else handle_of(team)
-    n = lib.symm_team_n_pes(h)
+    n = n_pes_of(h)
     if n < 1:
         check(lib.symm_barrier(h))
     i, o = _arrays.dense(input, "input"), _arrays.dense(out, "out")
@@ -429,7 +461,7 @@ def all_to_all_vdev_2d(input, out, in_splits, out_splits_offsets=None, team=None
     out_splits_offsets (int64, shape (2, ne*n)): [0][e*n + s] rows from source s for my
     expert e, [1][e*n + s] where they start. Returned (a new array when None)."""
     n, i, o = _moe_args(input, out, team, pool)
-    k = len(in_splits)
+    k = _arrays.length(in_splits)
     if k % n:
         raise ValueError("symm: in_splits has %d entries, not a multiple of the team's %d "
                          "PEs" % (k, n))
@@ -462,10 +494,11 @@ def all_to_all_vdev_2d_offset(input, out, in_splits_offsets, out_splits_offsets=
     a = in_splits_offsets
     torch = _arrays.torch_module()
     if i.device[0] == "cuda":
-        k = int(a.shape[1]) if len(a.shape) == 2 else -1
-        if len(a.shape) != 2 or a.shape[0] != 2 or k % n:
+        shape = a.shape
+        k = int(shape[1]) if len(shape) == 2 else -1
+        if len(shape) != 2 or shape[0] != 2 or k % n:
             raise ValueError("symm: in_splits_offsets must have shape (2, ne*%d), not %s"
-                             % (n, tuple(a.shape)))
+                             % (n, tuple(shape)))
         both = _dev_int64(a, input, i.device[1], 2 * k, "in_splits_offsets")
         res, buf = _dev_out_sizes(out_splits_offsets, input, i.device[1], k,
                                   "out_splits_offsets")

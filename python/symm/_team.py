@@ -20,6 +20,23 @@ def handle_of(team):
     return h
 
 
+# Members by team handle, for the calls that check sizes on the host. A team's size never
+# changes, and a handle names one object until finalize: its serial number comes back
+# only after 2^37 creations on this PE (src/team/team.h). Sizes < 1 (an invalid handle)
+# are not kept.
+_n_pes = {}
+
+
+def n_pes_of(h):
+    """symm_team_n_pes(h), asked once per team."""
+    n = _n_pes.get(h)
+    if n is None:
+        n = lib.symm_team_n_pes(h)
+        if n > 0:
+            _n_pes[h] = n
+    return n
+
+
 class Team:
     """An ordered set of PEs with team-relative numbering 0..n_pes()-1.
     `handle` is symm's symm_team_t, for C and CUDA code."""
