@@ -194,7 +194,8 @@ _PROTOS = {
 def arg_types(args):
     """argtypes of a prototype: 64-bit integers passed by value (handles, sizes) travel as
     c_void_p, which ctypes converts from a Python int in half the time of c_int64 or
-    c_size_t (same width: the register or stack slot holds the same bits)."""
+    c_size_t (same width: the register or stack slot holds the same bits). c_void_p takes
+    Python ints only (not NumPy's): callers pass int(x) of what users give."""
     return [c_void_p if a in (team_t, c_size_t) else a for a in args]
 
 

@@ -11,7 +11,7 @@ import numpy as np
 
 from . import _arrays, _cuda
 from ._lib import MOE_SIDE_MAX, TYPES, MoeSide, check, lib
-from ._ops import _moe_args, _run, _same_type
+from ._ops import _moe_args, _run
 from ._team import handle_of
 
 # What a dispatch returns. counts[e], offsets[e] (ne each): rows received for local expert
@@ -178,8 +178,7 @@ def moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights=None, in_
     float and rounded once (weights None: a plain sum; a token with no expert: zeros).
     topk_idx and topk_rows are the dispatch's; in_rows (default: input's rows) bounds
     the rows other PEs may read. CUDA tensors need workspace=."""
-    n, i, o = _moe_args(input, out, team, pool)
-    _same_type(i, o, "moe_topk_combine")
+    n, i, o = _moe_args(input, out, team, pool)  # input and out of one dtype
     if i.type not in _COMBINE_TYPES:
         raise TypeError("symm: moe_topk_combine: rows of %s (float32, float16 or bfloat16)"
                         % i.dtype)

@@ -159,7 +159,7 @@ class Pool:
         n = lib.symm_pool_size(self.handle)
         if i < 0:
             i += n
-        t = lib.symm_pool_team(self.handle, i) if 0 <= i < n else TEAM_INVALID
+        t = lib.symm_pool_team(self.handle, int(i)) if 0 <= i < n else TEAM_INVALID
         if t == TEAM_INVALID:
             raise IndexError("symm: duplicate %d of a pool of %d" % (i, n))
         return Team(t)
@@ -174,7 +174,8 @@ class Pool:
     def auto_workers(self, work_bytes=None):
         """The worker count that workers=0 gives the parallel forms on this pool."""
         return lib.symm_pool_auto_workers(self.handle,
-                                          (1 << 64) - 1 if work_bytes is None else work_bytes)
+                                          (1 << 64) - 1 if work_bytes is None else
+                                          int(work_bytes))
 
     def destroy(self):
         """Collective over the members (a registry pool: released by its name)."""
