@@ -131,18 +131,19 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
     side = _SIDES[len(sides)]()
     for p, (s_in, s_out) in enumerate(sides):
         si, so = _arrays.dense(s_in, _SIDE_NAMES[p][0]), _arrays.dense(s_out, _SIDE_NAMES[p][1])
-        if not si.shape or not so.shape or si.row_bytes() != so.row_bytes():
+        rb = si.row_bytes()
+        if not si.shape or not so.shape or rb != so.row_bytes():
             raise ValueError("symm: sides[%d]: in and out must have rows of the same size "
                              "(%s, %s)" % (p, tuple(si.shape), tuple(so.shape)))
         if si.shape[0] < tokens or so.shape[0] < o.shape[0]:
             raise ValueError("symm: sides[%d]: in needs a row per token (%d) and out a row per "
                              "row of out (%d), not %s and %s"
                              % (p, tokens, o.shape[0], tuple(si.shape), tuple(so.shape)))
-        if _is_cuda(si) != cuda or _is_cuda(so) != cuda:
+        if (si.device[0] == "cuda") != cuda or (so.device[0] == "cuda") != cuda:
             raise ValueError("symm: sides[%d] must be on the same device as input" % p)
         e = side[p]
         e.in_, e.out, e.row_bytes = (si.ptr if si.nbytes else None,
-                                     so.ptr if so.nbytes else None, si.row_bytes())
+                                     so.ptr if so.nbytes else None, rb)
     counts = _out(out_counts, input, (ne,), "out_counts", cuda)
     offsets = _out(out_offsets, input, (ne,), "out_offsets", cuda)
     rows_of = _out(topk_rows, input, (tokens, k), "topk_rows", cuda)
