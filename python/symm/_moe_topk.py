@@ -21,6 +21,8 @@ from ._team import handle_of
 # out_src argument (None when not given).
 TopkDispatch = namedtuple("TopkDispatch", "counts offsets rows topk_rows src")
 
+_new_dispatch = tuple.__new__  # TopkDispatch without the Python frame of its __new__
+
 _COMBINE_TYPES = (TYPES["float32"], TYPES["float16"], TYPES["bfloat16"])
 # The side argument's array type by the number of sides.
 _SIDES = [MoeSide * max(n, 1) for n in range(MOE_SIDE_MAX + 1)]
@@ -72,9 +74,13 @@ def _out(given, ref, shape, what, cuda):
         if torch is not None and isinstance(ref, torch.Tensor):
             return torch.empty(shape, dtype=torch.int64)
         return np.empty(shape, dtype=np.int64)
-    if (cuda and getattr(given, "is_cuda", False) and given.dtype is _torch().int64 and
-            given.shape == shape and given.is_contiguous()):
-        return given
+    if cuda:
+        try:
+            if (given.dtype is _torch().int64 and given.is_cuda and given.shape == shape and
+                    given.is_contiguous()):
+                return given
+        except AttributeError:
+            pass
     i = _arrays.info(given, what)
     if i.shape != shape or i.dtype != "int64" or not i.contiguous or _is_cuda(i) != cuda:
         raise ValueError("symm: %s must be a contiguous int64 %s array of shape %s (got %s %s "
@@ -159,7 +165,7 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
             int(major_align), side, len(sides), counts.data_ptr(), offsets.data_ptr(),
             None if src is None else src.data_ptr(), nrows.data_ptr(), rows_of.data_ptr(), ws,
             int(workers), _cuda.stream()))
-        return TopkDispatch(counts, offsets, nrows, rows_of, src)
+        return _new_dispatch(TopkDispatch, (counts, offsets, nrows, rows_of, src))
     nrows = ctypes.c_size_t(0)
     _run(team, pool, workers, lib.symm_moe_topk_dispatch, lib.symm_moe_topk_dispatch_parallel,
          o.ptr, o.shape[0], in_ptr, tokens, i.row_bytes(), idx.ctypes.data if idx.size else None,
