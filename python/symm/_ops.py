@@ -181,8 +181,8 @@ class _OutSizes:
         self.given = given if given is not None else _like_int64(ref, (2, n))
         i = _arrays.info(self.given, what)
         if i.shape != (2, n):
-            raise ValueError("symm: %s must have shape (2, %d), not %s" % (what, n,
-                                                                                tuple(i.shape)))
+            raise ValueError("symm: %s must have shape (2, %d), not %s"
+                             % (what, n, tuple(i.shape)))
         if i.dtype == "int64" and i.contiguous and i.device[0] == "cpu":
             self.scratch = None
             self.ptr = i.ptr
