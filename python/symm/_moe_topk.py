@@ -30,7 +30,7 @@ _SIDE_NAMES = [("sides[%d] in" % p, "sides[%d] out" % p) for p in range(MOE_SIDE
 
 
 def _torch():
-    return _arrays.torch_module()
+    return _arrays._torch or _arrays.torch_module()
 
 
 def _is_cuda(i):
@@ -54,11 +54,15 @@ def _host_array(x, dtype, shape, what):
 def _dev_array(x, dtype, shape, ref, dev, what):
     """x as a contiguous tensor of dtype and shape on ref's device (CUDA device dev): x
     itself when it is one (no copy), else a copy there."""
-    t = _arrays.on_device(x, dtype, dev)
-    if t is None:
-        torch = _torch()
-        t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
-        t = t.to(device=ref.device, dtype=dtype).contiguous()
+    try:
+        if (x.dtype is dtype and x.is_cuda and x.is_contiguous() and x.get_device() == dev and
+                x.shape == shape):
+            return x
+    except AttributeError:
+        pass
+    torch = _torch()
+    t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
+    t = t.to(device=ref.device, dtype=dtype).contiguous()
     if t.shape != shape:
         raise ValueError("symm: %s has shape %s, not %s" % (what, tuple(t.shape), shape))
     return t
@@ -189,7 +193,7 @@ def moe_topk_combine(input, out, topk_idx, topk_rows, ne, topk_weights=None, in_
     if i.type not in _COMBINE_TYPES:
         raise TypeError("symm: moe_topk_combine: rows of %s (float32, float16 or bfloat16)"
                         % i.dtype)
-    cuda = _is_cuda(i)
+    cuda = i.device[0] == "cuda"
     idx = _routes(topk_idx, input, i.device[1] if cuda else None)
     tokens, k = idx.shape
     ne = int(ne)
