@@ -185,14 +185,6 @@ def dense(a, what="tensor"):
     return i
 
 
-def torch_type(a):
-    """(symm type, item size, dtype name) of a torch tensor of a type symm carries; None
-    for anything else."""
-    if isinstance(a, _Tensor or _tensor_type()):
-        return _TORCH_TYPES.get(a.dtype) or _torch_types(_torch).get(a.dtype)
-    return None
-
-
 def length(x):
     """len(x), reading a tensor's first dimension (torch's Tensor.__len__ is Python)."""
     if isinstance(x, _Tensor or _tensor_type()):

@@ -23,9 +23,10 @@ _OP_FAST = {k: OPS[v] for k, v in _OP_ALIASES.items() if v}
 
 def _op(op):
     """symm_op_t of "sum", "max", ... or a torch.distributed.ReduceOp."""
-    v = _OP_FAST.get(op) if isinstance(op, str) else None
-    if v is not None:
-        return v
+    try:
+        return _OP_FAST[op]
+    except (KeyError, TypeError):  # not a name, or unhashable
+        pass
     key = op if isinstance(op, str) else getattr(op, "name", None) or str(op).rsplit(".", 1)[-1]
     name = _OP_ALIASES.get(str(key).lower(), False)
     if not name:
@@ -245,8 +246,9 @@ def all_to_all_single(output, input, output_split_sizes=None, input_split_sizes=
 def _tile(a, what):
     """(symm_tile_t, symm type, dtype name, on CUDA) of a 2-D view whose rows are
     contiguous (stride (ld, 1))."""
-    t = _arrays.torch_type(a)
-    if t is not None:  # a tensor: the few reads a tile needs
+    t = (_arrays._TORCH_TYPES.get(a.dtype)
+         if isinstance(a, _arrays._Tensor or _arrays._tensor_type()) else None)
+    if t is not None:  # a tensor of a type symm carries: the few reads a tile needs
         shape = a.shape
         if len(shape) == 2:
             rows, cols = shape
@@ -307,11 +309,15 @@ def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, worke
         to = (Tile(None, 0, 0, 0),)
     else:
         to = _tile(out_tile, "out_tile")
-        _same_tile_type(ti, to, "tile_reduce")
+        if ti[1] != to[1]:
+            _same_tile_type(ti, to, "tile_reduce")
     if ti[3]:
-        check(_cuda.lib().symm_tile_reduce_on_stream(_stream_pool(team, pool), to[0], ti[0],
-                                                     ti[1], _op(op), int(root), int(workers),
-                                                     _cuda.stream()))
+        p = _cuda.stream_pool(handle_of(team)) if pool is None else _stream_pool(team, pool)
+        st = _cuda.lib().symm_tile_reduce_on_stream(p, to[0], ti[0], ti[1],
+                                                    _op(op), int(root),
+                                                    int(workers), _cuda.stream())
+        if st:
+            check(st)
     else:
         _run(team, pool, workers, lib.symm_tile_reduce, lib.symm_tile_reduce_parallel, to[0],
              ti[0], ti[1], _op(op), int(root))
@@ -325,11 +331,15 @@ def tile_all_reduce(in_tile, out_tile=None, op="sum", team=None, pool=None, work
         to = ti
     else:
         to = _tile(out_tile, "out_tile")
-        _same_tile_type(ti, to, "tile_all_reduce")
+        if ti[1] != to[1]:
+            _same_tile_type(ti, to, "tile_all_reduce")
     if ti[3]:
-        check(_cuda.lib().symm_tile_allreduce_on_stream(_stream_pool(team, pool), to[0], ti[0],
-                                                        ti[1], _op(op), int(workers),
-                                                        _cuda.stream()))
+        p = _cuda.stream_pool(handle_of(team)) if pool is None else _stream_pool(team, pool)
+        st = _cuda.lib().symm_tile_allreduce_on_stream(p, to[0], ti[0], ti[1],
+                                                       _op(op),
+                                                       int(workers), _cuda.stream())
+        if st:
+            check(st)
     else:
         _run(team, pool, workers, lib.symm_tile_allreduce, lib.symm_tile_allreduce_parallel,
              to[0], ti[0], ti[1], _op(op))
