@@ -45,7 +45,10 @@
              "microseconds a long wait sleeps between polls (waits past 100 ms sleep at "      \
              "least 1 ms)")                                                                    \
     SYMM_ENV(BARRIER_FANIN, INT, barrier_flat_max, "16", 1, 1000000000,                        \
-             "largest team that uses the one-round all-to-all barrier (else dissemination)")   \
+             "largest team that uses the one-round all-to-all barrier (else dissemination); "  \
+             "a team across groups (SYMM_HOSTS, hosts) within it whose members have at most "  \
+             "3 members each outside their group keeps that barrier, others sync in two "      \
+             "levels")                                                                         \
     SYMM_ENV(COLL_SMALL, SIZE, coll_small, "16K", 0, 64 * SYMM_ENV_TB,                         \
              "bytes up to which collectives read peers' buffers directly in one step")         \
     SYMM_ENV(NODE_CPUS, INT, node_cpus, "0", 0, 1 << 20,                                       \
