@@ -210,11 +210,16 @@ static symm_sync_slot_t *remote_slot(const symm_coll_t *c, int pe)
     return (symm_sync_slot_t *)(same + c->dup->block) + c->me;
 }
 
-/* Words of my slot in pe's block, in order; a failure leaves pe to time out naming me. */
+/* Members of a group whose data words a leader carries to the other leaders in its
+ * signal of an exchange (exchange_two_level); larger groups' words are fetched. */
+#define TL_CARRY_MAX 29
+
+/* Words of slots in pe's block (at most TL_CARRY_MAX + 3), stored in order; a failure
+ * leaves pe to time out naming me. */
 static void remote_store(const symm_coll_t *c, int pe, volatile uint64_t *const *at,
                          const uint64_t *v, int n)
 {
-    uint64_t *dest[3];
+    uint64_t *dest[TL_CARRY_MAX + 3];
     for (int i = 0; i < n; i++)
         dest[i] = (uint64_t *)(uintptr_t)at[i];
     if (symm_transport_remote()->store64(dest, v, n, c->world[pe]))
@@ -231,10 +236,6 @@ void symm_coll_notify_remote(const symm_coll_t *c, int pe, uint64_t ep, uint64_t
     remote_store(c, pe, at, v, 3);
 }
 
-/* Members of a group whose data words a leader carries to the other leaders in its
- * signal of an exchange (exchange_two_level); larger groups' words are fetched. */
-#define TL_CARRY_MAX 29
-
 /* symm_coll_notify_remote from a leader to the leader pe of another group, carrying the
  * data words of episode ep of my group's other members (group g, as they signalled them
  * to me) into their slots of pe's block, before my own words: nobody else writes those
@@ -242,36 +243,30 @@ void symm_coll_notify_remote(const symm_coll_t *c, int pe, uint64_t ep, uint64_t
 static void notify_leader_carry(const symm_coll_t *c, int pe, int g, uint64_t ep, uint64_t data,
                                 uint64_t check)
 {
-    const symm_chunk_t *ch = c->dup->chunk;
-    symm_sync_slot_t *base =
-        (symm_sync_slot_t *)(symm_team_region_ptr(symm_g.me, ch->member_off[pe]) +
-                             c->dup->block);
-    uint64_t *dest[TL_CARRY_MAX + 3];
+    symm_sync_slot_t *base = remote_slot(c, pe) - c->me;
+    volatile uint64_t *at[TL_CARRY_MAX + 3];
     uint64_t v[TL_CARRY_MAX + 3];
     int w = 0;
     for (int j = 0; j < c->n; j++) {
         if (j == c->me || c->pool->group[j] != g) continue;
-        dest[w] = (uint64_t *)(uintptr_t)&base[j].ep[ep & 1].data;
+        at[w] = &base[j].ep[ep & 1].data;
         v[w++] = c->dup->mine[j].ep[ep & 1].data;
     }
     symm_sync_slot_t *s = base + c->me;
-    dest[w] = (uint64_t *)(uintptr_t)&s->ep[ep & 1].data;
+    at[w] = &s->ep[ep & 1].data;
     v[w++] = data;
-    dest[w] = (uint64_t *)(uintptr_t)&s->ep[ep & 1].check;
+    at[w] = &s->ep[ep & 1].check;
     v[w++] = check;
-    dest[w] = (uint64_t *)(uintptr_t)&s->flag;
+    at[w] = &s->flag;
     v[w++] = ep;
-    if (symm_transport_remote()->store64(dest, v, w, c->world[pe]))
-        SYMM_WARN("%s: signalling member %d (PE %d): %s", c->what, pe, c->world[pe],
-                  symm_last_error());
+    remote_store(c, pe, at, v, w);
 }
 
 /* Does leader L's signal to another group's leader carry the data words of L's group
- * (group h)? The same answer on every member: it depends on the team alone. */
+ * (group h)? The same answer on every member: it depends on the group's size alone. */
 static int tl_carries(const symm_coll_t *c, int h)
 {
     const symm_pool_obj_t *p = c->pool;
-    if (c->dup->chunk->member_base[p->lead[h]] && c->pool->group[c->me] != h) return 0;
     int k = 0;
     for (int j = 0; j < c->n; j++)
         k += p->group[j] == h;
@@ -620,7 +615,7 @@ static symm_status_t sync_two_level(symm_coll_t *c, uint64_t value, int carry)
     CHECK(wait_set(c, g, ep, &acc));
     for (int h = 1; h < p->ngroups; h++) {
         int L = p->lead[(g + h) % p->ngroups];
-        if (carry && !c->dup->chunk->member_base[L] && tl_carries(c, g))
+        if (carry && tl_carries(c, g))
             notify_leader_carry(c, L, g, ep, value, acc);
         else
             symm_coll_notify(c, L, ep, value, acc);
