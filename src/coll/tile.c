@@ -286,10 +286,12 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         if (c.pool->remote) {
             word = 0;
             jobs = malloc(sizeof *jobs * (size_t)(a->kind == TILE_ALL ? n : a->nroots));
-            if (jobs) {
-                int nj = tile_far_jobs(a, n, worker, nworkers, direct, esize, jobs);
-                word = symm_tile_far_prepare(&far, &c, jobs, nj, a->type, a->op);
-            }
+            int nj = jobs ? tile_far_jobs(a, n, worker, nworkers, direct, esize, jobs) : 0;
+            int stream = a->kind == TILE_ALL && !direct;
+            for (int j = 0; j < nj && !stream; j++)
+                stream = a->kind == TILE_MULTI &&
+                         (jobs[j].r1 - jobs[j].r0) * jobs[j].rb >= SYMM_TILE_FAR_ROOTED_MIN;
+            if (stream) word = symm_tile_far_prepare(&far, &c, jobs, nj, a->type, a->op);
         }
         /* fp8: the floats of a block (acc_size elements at most) */
         size_t f8_size = symm_reduce_is_fp8(a->type) ? acc_size * sizeof(float) : 0;

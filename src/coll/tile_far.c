@@ -14,7 +14,7 @@
 /* A chunk is about a quarter of a job, within these bounds: small enough that the
  * sender's packing and put overlap the owner's fold, large enough that a put and its
  * counter word (a system call and a message) are a small part of its cost. */
-#define FAR_CHUNK_MIN ((size_t)16 << 10)
+#define FAR_CHUNK_MIN ((size_t)64 << 10)
 
 typedef struct {
     int phase, job;
