@@ -291,7 +291,8 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
             for (int j = 0; j < nj && !stream; j++)
                 stream = a->kind == TILE_MULTI &&
                          (jobs[j].r1 - jobs[j].r0) * jobs[j].rb >= SYMM_TILE_FAR_ROOTED_MIN;
-            if (stream) word = symm_tile_far_prepare(&far, &c, jobs, nj, a->type, a->op);
+            if (stream && jobs)
+                word = symm_tile_far_prepare(&far, &c, jobs, nj, a->type, a->op);
         }
         /* fp8: the floats of a block (acc_size elements at most) */
         size_t f8_size = symm_reduce_is_fp8(a->type) ? acc_size * sizeof(float) : 0;
