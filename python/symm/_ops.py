@@ -299,18 +299,24 @@ def _stream_pool(team, pool):
     return pool.handle
 
 
+def _tile_pair(in_tile, out_tile, fn, in_place):
+    """The in and out tiles of a tile call; out_tile None: in_tile itself (in_place) or
+    no tile (a non-root's)."""
+    ti = _tile(in_tile, "in_tile")
+    if out_tile is None:
+        return ti, (ti if in_place else (Tile(None, 0, 0, 0),))
+    to = _tile(out_tile, "out_tile")
+    if ti[1] != to[1]:
+        _same_tile_type(ti, to, fn)
+    return ti, to
+
+
 def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, workers=0):
     """Every member's 2-D in_tile (the same symmetric tile) reduced into member root's
     out_tile (torch.ops.symm_mem.tile_reduce). out_tile may be None on non-roots. With
     pool, the work is split over `workers` threads on the pool's duplicates (0: chosen
     automatically)."""
-    ti = _tile(in_tile, "in_tile")
-    if out_tile is None:
-        to = (Tile(None, 0, 0, 0),)
-    else:
-        to = _tile(out_tile, "out_tile")
-        if ti[1] != to[1]:
-            _same_tile_type(ti, to, "tile_reduce")
+    ti, to = _tile_pair(in_tile, out_tile, "tile_reduce", None)
     if ti[3]:
         p = _cuda.stream_pool(handle_of(team)) if pool is None else _stream_pool(team, pool)
         st = _cuda.lib().symm_tile_reduce_on_stream(p, to[0], ti[0], ti[1],
@@ -326,13 +332,7 @@ def tile_reduce(in_tile, out_tile, root=0, op="sum", team=None, pool=None, worke
 
 def tile_all_reduce(in_tile, out_tile=None, op="sum", team=None, pool=None, workers=0):
     """The reduction into every member's out_tile (symmetric; in place when None)."""
-    ti = _tile(in_tile, "in_tile")
-    if out_tile is None:
-        to = ti
-    else:
-        to = _tile(out_tile, "out_tile")
-        if ti[1] != to[1]:
-            _same_tile_type(ti, to, "tile_all_reduce")
+    ti, to = _tile_pair(in_tile, out_tile, "tile_all_reduce", True)
     if ti[3]:
         p = _cuda.stream_pool(handle_of(team)) if pool is None else _stream_pool(team, pool)
         st = _cuda.lib().symm_tile_allreduce_on_stream(p, to[0], ti[0], ti[1],
