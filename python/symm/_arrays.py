@@ -110,15 +110,20 @@ def _torch_info(a, what, strides):
     t = _TORCH_TYPES.get(a.dtype) or _torch_types(_torch).get(a.dtype)
     if t is None:
         raise TypeError("symm: %s has dtype %s, which symm does not carry" % (what, a.dtype))
+    return _tensor_info(a, t, tuple(a.stride()) if strides else None, a.is_contiguous())
+
+
+def _tensor_info(a, t, strides, contiguous):
+    """ArrayInfo of a torch tensor a of symm type t (is_cuda, get_device() and is_cpu read
+    the tensor's fields; a.device builds an object)."""
     i = ArrayInfo()
     i.type, i.itemsize, i.dtype = t
     i.ptr = a.data_ptr()
     i.numel = n = a.numel()
     i.nbytes = n * t[1]
     i.shape = a.shape
-    i.strides = tuple(a.stride()) if strides else None
-    i.contiguous = a.is_contiguous()
-    # is_cuda and get_device() read the tensor's fields; a.device builds an object.
+    i.strides = strides
+    i.contiguous = contiguous
     if a.is_cuda:
         d = a.get_device()
         i.device = _CUDA_DEVS.get(d) or _CUDA_DEVS.setdefault(d, ("cuda", d))
@@ -167,18 +172,7 @@ def dense(a, what="tensor"):
     """info() of a contiguous array (ValueError otherwise), without its strides."""
     t = _TORCH_TYPES.get(a.dtype) if isinstance(a, _Tensor or _tensor_type()) else None
     if t is not None and a.is_cuda and a.is_contiguous():
-        # The calls on CUDA tensors: _torch_info's reads, in one frame.
-        i = ArrayInfo()
-        i.type, i.itemsize, i.dtype = t
-        i.ptr = a.data_ptr()
-        i.numel = n = a.numel()
-        i.nbytes = n * t[1]
-        i.shape = a.shape
-        i.strides = None
-        i.contiguous = True
-        d = a.get_device()
-        i.device = _CUDA_DEVS.get(d) or _CUDA_DEVS.setdefault(d, ("cuda", d))
-        return i
+        return _tensor_info(a, t, None, True)  # the calls on CUDA tensors, in few frames
     i = _np_info(a, what, False) if isinstance(a, np.ndarray) else _torch_info(a, what, False)
     if not i.contiguous:
         raise ValueError("symm: %s must be contiguous (shape %s)" % (what, tuple(i.shape)))
