@@ -858,6 +858,162 @@ static void test_objects_differ(void)
     case_all(sh, 8, SYMM_INT32, SYMM_OP_SUM); /* the team still works */
 }
 
+/* ---------------------------------------------------------------- large tiles */
+/* Tiles of up to 2.2 MB, so that between members that share no memory the rows travel in
+ * several chunks of the fetching path's stages: the rooted and multi forms with several
+ * roots, the allreduce banded and whole, on WORLD and on a team of
+ * the world in reverse order (a sub-team of the first half, too, where there are 3 PEs
+ * or more), with odd shapes, random data and a serial reference in team order. */
+#define LARGE_BYTES ((size_t)5 << 20)
+
+static void large_ref(symm_team_t team, uint8_t *ref, shape_t s, size_t out_ld, symm_type_t t,
+                      symm_op_t op, uint64_t tag)
+{
+    size_t sz = symm_type_size(t);
+    int tn = symm_team_n_pes(team);
+    uint8_t v[8];
+    for (size_t r = 0; r < s.rows; r++)
+        for (size_t c = 0; c < s.cols; c++) {
+            uint8_t *acc = ref + (r * out_ld + c) * sz;
+            gen(t, tag, symm_team_world_pe(team, 0), r * s.cols + c, acc);
+            for (int m = 1; m < tn; m++) {
+                gen(t, tag, symm_team_world_pe(team, m), r * s.cols + c, v);
+                ref_op(t, op, acc, v);
+            }
+        }
+}
+
+static symm_tile_t large_fill(uint8_t *base, shape_t s, symm_type_t t, uint64_t tag)
+{
+    size_t sz = symm_type_size(t);
+    memset(base, 0x5c, ((s.rows - 1) * s.ld + s.cols) * sz);
+    for (size_t r = 0; r < s.rows; r++)
+        for (size_t c = 0; c < s.cols; c++)
+            gen(t, tag, me, r * s.cols + c, base + (r * s.ld + c) * sz);
+    return (symm_tile_t){base, s.rows, s.cols, s.ld};
+}
+
+static void large_check(const uint8_t *out, const uint8_t *ref, shape_t s, size_t out_ld,
+                        symm_type_t t, const char *what)
+{
+    size_t sz = symm_type_size(t);
+    for (size_t r = 0; r < s.rows; r++)
+        CHECK_BYTES(out + r * out_ld * sz, ref + r * out_ld * sz, s.cols * sz,
+                    "large %s %s %zux%zu ld %zu, row %zu", what, symm_type_name(t), s.rows,
+                    s.cols, s.ld, r);
+    /* the gaps between rows are not written */
+    for (size_t r = 0; r + 1 < s.rows && out_ld > s.cols; r++)
+        CHECK_ALL_BYTES(out + (r * out_ld + s.cols) * sz, SENTINEL, (out_ld - s.cols) * sz,
+                        "large %s: gap after row %zu", what, r);
+}
+
+static void large_cases(symm_team_t team, uint8_t *lin, uint8_t *lout, uint8_t *lref,
+                        test_rng_t *rng)
+{
+    static const struct {
+        shape_t s;
+        symm_type_t t;
+        symm_op_t op;
+    } cases[] = {
+        {{1, 5000, 5000}, SYMM_DOUBLE, SYMM_OP_SUM},  /* one long row */
+        {{1700, 131, 137}, SYMM_FLOAT, SYMM_OP_SUM},  /* 0.9 MB */
+        {{2150, 128, 131}, SYMM_DOUBLE, SYMM_OP_MAX}, /* 2.2 MB: allreduce bands wrap */
+        {{6001, 67, 67}, SYMM_INT32, SYMM_OP_SUM},    /* contiguous rows */
+        {{9000, 9, 16}, SYMM_UINT8, SYMM_OP_XOR},     /* many short rows */
+        {{811, 333, 340}, SYMM_BF16, SYMM_OP_SUM},    /* 0.5 MB of 2-byte elements */
+    };
+    int tn = symm_team_n_pes(team), tme = symm_team_my_pe(team);
+    uint64_t tag0 = tagc; /* tagc moves on every PE alike, in or out of the team */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        shape_t s = cases[i].s;
+        symm_type_t t = cases[i].t;
+        symm_op_t op = cases[i].op;
+        size_t sz = symm_type_size(t), out_ld = s.cols + (i % 2) * 3;
+        size_t span = ((s.rows - 1) * s.ld + s.cols) * sz;
+        size_t ospan = ((s.rows - 1) * out_ld + s.cols) * sz;
+        CHECK_TRUE(span <= LARGE_BYTES / 2 && ospan <= LARGE_BYTES / 2, "case %zu fits", i);
+        /* rooted */
+        int root = (int)test_rng_below(rng, (uint64_t)tn);
+        uint64_t tag = tag0++;
+        symm_tile_t in = large_fill(lin, s, t, tag), out = {lout, s.rows, s.cols, out_ld};
+        memset(lout, SENTINEL, ospan);
+        CHECK_OK(symm_tile_reduce(team, out, in, t, op, root));
+        if (tme == root) {
+            large_ref(team, lref, s, out_ld, t, op, tag);
+            large_check(lout, lref, s, out_ld, t, "rooted");
+        }
+        CHECK_OK(symm_sync(team));
+        /* allreduce, out of place (banded, or whole when small) */
+        tag = tag0++;
+        in = large_fill(lin, s, t, tag);
+        memset(lout, SENTINEL, ospan);
+        CHECK_OK(symm_tile_allreduce(team, out, in, t, op));
+        large_ref(team, lref, s, out_ld, t, op, tag);
+        large_check(lout, lref, s, out_ld, t, "all");
+        /* allreduce in place */
+        tag = tag0++;
+        in = large_fill(lin, s, t, tag);
+        CHECK_OK(symm_tile_allreduce(team, in, in, t, op));
+        large_ref(team, lref, s, s.ld, t, op, tag);
+        for (size_t r = 0; r < s.rows; r++)
+            CHECK_BYTES(lin + r * s.ld * sz, lref + r * s.ld * sz, s.cols * sz,
+                        "large in-place all %s row %zu", symm_type_name(t), r);
+        CHECK_OK(symm_sync(team));
+        /* two roots, tiles of the same shape side by side in lin */
+        if (tn >= 2 && 2 * span <= LARGE_BYTES) {
+            int roots[2] = {(root + 1) % tn, root};
+            symm_tile_t tiles[2];
+            tag = tag0;
+            tag0 += 2;
+            tiles[0] = large_fill(lin, s, t, tag);
+            tiles[1] = large_fill(lin + LARGE_BYTES / 2, s, t, tag + 1);
+            int mine = tme == roots[0] ? 0 : tme == roots[1] ? 1 : -1;
+            memset(lout, SENTINEL, ospan);
+            CHECK_OK(symm_tile_reduce_multi(
+                team, mine >= 0 ? out : (symm_tile_t){NULL, 0, 0, 0}, tiles, roots, 2, t, op));
+            if (mine >= 0) {
+                large_ref(team, lref, s, out_ld, t, op, tag + (uint64_t)mine);
+                large_check(lout, lref, s, out_ld, t, "multi");
+            }
+            CHECK_OK(symm_sync(team));
+        }
+    }
+}
+
+static void test_large(void)
+{
+    uint8_t *lin = symm_malloc(LARGE_BYTES), *lout = symm_malloc(LARGE_BYTES / 2);
+    uint8_t *lref = malloc(LARGE_BYTES / 2);
+    CHECK_TRUE(lin && lout && lref, "large buffers");
+    memset(lref, SENTINEL, LARGE_BYTES / 2);
+    test_rng_t rng;
+    test_rng_seed(&rng, test_mix(seed, 4242));
+    large_cases(SYMM_TEAM_WORLD, lin, lout, lref, &rng);
+    int ranks[64], n = npes < 64 ? npes : 64;
+    for (int k = 0; k < n; k++)
+        ranks[k] = n - 1 - k;
+    symm_team_t rev = SYMM_TEAM_INVALID;
+    if (me < n) {
+        CHECK_OK(symm_team_create(ranks, n, &rev));
+        large_cases(rev, lin, lout, lref, &rng);
+        CHECK_OK(symm_team_destroy(rev));
+    }
+    tagc += 1000; /* the same on every PE, whichever teams it was in */
+    if (npes >= 3) {
+        symm_team_t half;
+        CHECK_OK(symm_team_split_strided(SYMM_TEAM_WORLD, 0, 1, (npes + 1) / 2, &half));
+        if (half != SYMM_TEAM_INVALID) {
+            large_cases(half, lin, lout, lref, &rng);
+            CHECK_OK(symm_team_destroy(half));
+        }
+    }
+    tagc += 1000;
+    CHECK_OK(symm_barrier_all());
+    free(lref);
+    CHECK_OK(symm_free(lout));
+    CHECK_OK(symm_free(lin));
+}
+
 int main(void)
 {
     force_node_cpus();
@@ -874,6 +1030,7 @@ int main(void)
     test_shapes();
     test_random();
     test_in_place();
+    test_large();
     test_workers();
     test_auto_workers();
     test_bad_input();
