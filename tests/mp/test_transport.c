@@ -120,12 +120,14 @@ int main(void)
         free(full);
     }
 
-    /* store64: words land in the right neighbour's copy */
+    /* store64: words land in the right neighbour's copy (across groups a message that
+     * the neighbour applies when it waits: after the barrier) */
     {
         uint64_t v[3] = {test_rng_next(&r), test_rng_next(&r), test_rng_next(&r)}, got[3];
         uint64_t *at[3] = {&words[40 + me % 8], &words[50 + me % 8], &words[60 + me % 4]};
         CHECK_OK(symm_barrier_all());
         CHECK_OK(t->store64(at, v, 3, right));
+        CHECK_OK(symm_barrier_all());
         for (int i = 0; i < 3; i++)
             CHECK_OK(symm_get(&got[i], at[i], 8, right));
         CHECK_TRUE(got[0] == v[0] && got[1] == v[1] && got[2] == v[2], "store64 to PE %d",
