@@ -144,26 +144,40 @@ static void signals_ring(int me, int npes)
     CHECK_OK(symm_free(data));
 }
 
-/* "timeout": the last PE stays away from a barrier on a duplicate of the world for longer
- * than SYMM_TIMEOUT (3 s); every other PE's wait ends naming it, and the PE that comes
- * late finds the team broken. The pool is then destroyed and symm finalizes as usual. */
+/* "timeout": the last PE stays away from a barrier on a duplicate of the world until every
+ * other PE's wait has outlasted SYMM_TIMEOUT (3 s); every other PE's wait ends naming it, and
+ * the PE that comes late finds the team broken. The pool is then destroyed and symm finalizes
+ * as usual. */
 static void remote_timeout(int me, int npes)
 {
+    uint64_t *gone = symm_malloc(sizeof *gone);
+    CHECK_TRUE(gone != NULL, "symm_malloc");
+    CHECK_OK(symm_atomic64(SYMM_AMO_SET, gone, 0, 0, me, NULL));
     symm_pool_t pool;
     CHECK_OK(symm_pool_create(SYMM_TEAM_WORLD, 1, &pool));
     symm_team_t t = symm_pool_team(pool, 0);
     char name[32];
     snprintf(name, sizeof name, "(world %d)", npes - 1);
     if (me == npes - 1) {
-        struct timespec late = {4, 500000000};
+        /* late until every other PE has given up (each says so once its wait has ended,
+         * however long the loaded cores kept it from noticing), then within their
+         * destroy's timeout */
+        struct timespec late = {2, 0};
         nanosleep(&late, NULL);
+        uint64_t v = 0;
+        for (int i = 0; i < 20 && v < (uint64_t)(npes - 1); i++)
+            if (symm_signal_wait_until(gone, SYMM_CMP_GE, (uint64_t)(npes - 1), &v)) v = 0;
+        CHECK_TRUE(v >= (uint64_t)(npes - 1), "the other PEs gave up (%llu of %d)",
+                   (unsigned long long)v, npes - 1);
         CHECK_STATUS(symm_barrier(t), SYMM_ERR_TIMEOUT);
     } else {
         CHECK_STATUS(symm_barrier(t), SYMM_ERR_TIMEOUT);
         CHECK_TRUE(strstr(symm_last_error(), name) != NULL, "the message names %s: %s", name,
                    symm_last_error());
+        CHECK_OK(symm_atomic64(SYMM_AMO_ADD, gone, 1, 0, npes - 1, NULL));
     }
     CHECK_OK(symm_pool_destroy(pool));
+    CHECK_OK(symm_free(gone));
 }
 
 int main(int argc, char **argv)
