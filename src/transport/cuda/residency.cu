@@ -5,17 +5,11 @@
  * driver decides: measured rather than assumed. */
 #include <stdint.h>
 
+#include "symm_device.cuh"
 #include "transport/cuda/cuda_launch.h"
 
 namespace
 {
-
-__device__ __forceinline__ uint64_t now_ns()
-{
-    uint64_t t;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-    return t;
-}
 
 /* Every block counts itself in *count (a word of the GPU's lead PE, shared by every PE
  * on the GPU), then waits until total blocks have arrived or spin_ns have passed; *met
@@ -28,7 +22,7 @@ __global__ void __launch_bounds__(512, 1)
     if (threadIdx.x) return;
     hold[0] = 1;
     atomicAdd(count, 1u);
-    const uint64_t t0 = now_ns();
+    const uint64_t t0 = symm_detail::globaltimer();
     for (;;) {
         unsigned seen;
         asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
@@ -39,7 +33,7 @@ __global__ void __launch_bounds__(512, 1)
             atomicAdd(met, 1u);
             return;
         }
-        if (now_ns() - t0 > spin_ns) return;
+        if (symm_detail::globaltimer() - t0 > spin_ns) return;
         __nanosleep(200);
     }
 }
