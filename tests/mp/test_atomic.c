@@ -154,24 +154,16 @@ static void concurrent_phase(uint32_t *w32, uint64_t *w64, uint64_t *fetched, ui
         CHECK_OK(symm_barrier_all());
 
         /* cswap race: exactly one PE wins each of 20 rounds */
-        int groups = 0;
-        for (int j = 0; j < npes; j++)
-            groups |= symm_ptr(w32, j) == NULL;
         for (int round = 0; round < 20; round++) {
             if (me == t) { /* by atomics: across groups MPI's atomics see only their own */
                 CHECK_OK(symm_atomic32(SYMM_AMO_SET, w32, 0, 0, t, NULL));
                 CHECK_OK(symm_atomic64(SYMM_AMO_SET, w64, 7, 0, t, NULL));
             }
             CHECK_OK(symm_barrier_all());
-            /* Across groups the owner's compare-and-swap on its own word is a CPU atomic,
-             * which the other PEs' MPI atomics (emulated by Open MPI 4's osc/rdma) do not
-             * see (docs/API.md): there the owner sits the race out. */
             uint32_t f32 = 1;
             uint64_t f64 = 0;
-            if (me != t || !groups) {
-                CHECK_OK(symm_atomic32(SYMM_AMO_CSWAP, w32, (uint32_t)me + 100, 0, t, &f32));
-                CHECK_OK(symm_atomic64(SYMM_AMO_CSWAP, w64, (uint64_t)me << 40, 7, t, &f64));
-            }
+            CHECK_OK(symm_atomic32(SYMM_AMO_CSWAP, w32, (uint32_t)me + 100, 0, t, &f32));
+            CHECK_OK(symm_atomic64(SYMM_AMO_CSWAP, w64, (uint64_t)me << 40, 7, t, &f64));
             uint32_t won = f32 == 0;
             CHECK_TRUE(won || f32 == 1 || (f32 >= 100 && f32 < 100 + (uint32_t)npes),
                        "cswap fetched %u", f32);

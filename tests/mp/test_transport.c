@@ -120,13 +120,24 @@ int main(void)
         free(full);
     }
 
-    /* store64: words land in the right neighbour's copy (across groups a message that
-     * the neighbour applies when it waits: after the barrier) */
+    /* store64: words land in the right neighbour's copy. Across groups (and through the
+     * MPI table even within one) a store is a message that the neighbour applies when it
+     * waits, not ordered with a barrier among the members of one group: each PE waits for
+     * the words its left neighbour sends, whose values both sides derive from the seed. */
     {
-        uint64_t v[3] = {test_rng_next(&r), test_rng_next(&r), test_rng_next(&r)}, got[3];
+        uint64_t v[3], want_in[3], got[3];
+        for (int i = 0; i < 3; i++) {
+            v[i] = (test_seed() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(me * 3 + i)) | 1;
+            want_in[i] = (test_seed() * 0x9e3779b97f4a7c15ull ^ (uint64_t)(left * 3 + i)) | 1;
+        }
         uint64_t *at[3] = {&words[40 + me % 8], &words[50 + me % 8], &words[60 + me % 4]};
+        uint64_t *in[3] = {&words[40 + left % 8], &words[50 + left % 8], &words[60 + left % 4]};
+        for (int i = 0; i < 3; i++)
+            *in[i] = 0;
         CHECK_OK(symm_barrier_all());
         CHECK_OK(t->store64(at, v, 3, right));
+        for (int i = 0; i < 3; i++)
+            CHECK_OK(symm_wait_until_uint64(in[i], SYMM_CMP_EQ, want_in[i]));
         CHECK_OK(symm_barrier_all());
         for (int i = 0; i < 3; i++)
             CHECK_OK(symm_get(&got[i], at[i], 8, right));

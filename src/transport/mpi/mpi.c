@@ -258,26 +258,26 @@ static symm_status_t tm_fetch_op_locked(symm_amo_t op, void *dest, const void *v
     return SYMM_SUCCESS;
 }
 
-/* A compare-and-swap on this PE's own word is a CPU one: Open MPI 4's osc/rdma over its
- * shared-memory BTL crashes on MPI_Compare_and_swap to the calling rank (the emulated
- * atomic is sent to an endpoint that does not exist for oneself). That BTL's atomics are
- * carried out by the target's CPU, so the two kinds agree there; a NIC whose atomics are
- * not coherent with the CPU's would not make that promise. */
+/* A 64-bit compare-and-swap on this PE's own word is a CPU one under Open MPI: its
+ * osc/rdma crashes on a 64-bit MPI_Compare_and_swap to the calling rank (the BTL atomic is
+ * sent to an endpoint that does not exist for oneself). Its 64-bit atomics are carried out
+ * by the target's CPU (the shared-memory BTL's, or the active messages that emulate them
+ * where a BTL has none), so a CPU compare-and-swap is atomic with them. Its 32-bit ones
+ * take the target's accumulate lock, then get and put, which a CPU atomic would race:
+ * those, to oneself too, go through MPI like everyone else's. */
+#ifdef OPEN_MPI
+#define TM_CSWAP64_SELF_BY_CPU 1
+#else
+#define TM_CSWAP64_SELF_BY_CPU 0
+#endif
 static symm_status_t tm_cswap_locked(void *dest, const void *cond, const void *value,
                                      MPI_Datatype ty, int pe, void *old)
 {
-    if (pe == symm_g.me) {
-        if (ty == MPI_UINT64_T) {
-            uint64_t c = *(const uint64_t *)cond;
-            __atomic_compare_exchange_n((uint64_t *)dest, &c, *(const uint64_t *)value, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            *(uint64_t *)old = c;
-        } else {
-            uint32_t c = *(const uint32_t *)cond;
-            __atomic_compare_exchange_n((uint32_t *)dest, &c, *(const uint32_t *)value, 0,
-                                        __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
-            *(uint32_t *)old = c;
-        }
+    if (TM_CSWAP64_SELF_BY_CPU && pe == symm_g.me && ty == MPI_UINT64_T) {
+        uint64_t c = *(const uint64_t *)cond;
+        __atomic_compare_exchange_n((uint64_t *)dest, &c, *(const uint64_t *)value, 0,
+                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        *(uint64_t *)old = c;
         return SYMM_SUCCESS;
     }
     TM_CHECK(MPI_Compare_and_swap(value, cond, old, ty, pe, disp_of(dest), tm.win),
