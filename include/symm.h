@@ -394,7 +394,9 @@ symm_status_t symm_alltoallv(symm_team_t team, void *dest, size_t dest_capacity,
  * Tiles are read in place: no packing, any ld, odd sizes, single rows or columns.
  * Cost: a one-word exchange (inputs ready, and every member's arguments valid: a bad
  * argument on one member fails the call on all, naming it, and nothing is written), the
- * reads, and a closing sync (a banded allreduce: one more sync between its phases). */
+ * reads, and a closing sync (a banded allreduce: one more sync between its phases, none
+ * on a team whose members are all in different groups, where rows and results travel as
+ * packed chunks between the groups). */
 typedef struct {
     void *base;
     size_t rows;

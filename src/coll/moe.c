@@ -232,6 +232,35 @@ static symm_status_t peer_failed(const char *fn, symm_coll_tname_t *tn, const sy
                           fn, symm_coll_tname(tn), s, c->world[s], symm_strerror(theirs));
 }
 
+/* A member that far source s reaches only through the transport reads s's segments for
+ * it in one get of their span (into a local buffer, then copied to their places) where
+ * there are several, the span is at most twice the rows they hold and at most this many
+ * bytes: a get is a system call and a round trip (about 2 us over Open MPI's shared-memory
+ * BTL without xpmem), a copy of a few KiB far less. */
+#define A2A_SPAN_MAX ((size_t)64 << 10)
+
+/* The span of source s's segments for me (index e: cnt[s*ne + e] rows at srcoff[...] of
+ * its in), in rows from *lo_out, or 0 where it is not worth one get. */
+static size_t a2a_span(const a2a_args_t *a, int s, const size_t *cnt, const size_t *srcoff,
+                       size_t *lo_out)
+{
+    size_t lo = SIZE_MAX, hi = 0, rows = 0, bytes;
+    int segs = 0;
+    for (int e = 0; e < a->ne; e++) {
+        size_t k = (size_t)s * a->ne + e;
+        if (!cnt[k]) continue;
+        segs++;
+        rows += cnt[k];
+        lo = srcoff[k] < lo ? srcoff[k] : lo;
+        hi = srcoff[k] + cnt[k] > hi ? srcoff[k] + cnt[k] : hi; /* checked: no overflow */
+    }
+    if (segs < 2 || hi - lo > 2 * rows || mul_overflows(hi - lo, a->row_bytes, &bytes) ||
+        bytes > A2A_SPAN_MAX)
+        return 0;
+    *lo_out = lo;
+    return hi - lo;
+}
+
 static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int nworkers,
                              const a2a_args_t *a, symm_status_t pre)
 {
@@ -357,6 +386,25 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
      * read again by this call. Measured at 2 PEs on 2 cores: 256 KiB dispatch 1.38x ->
      * 1.78x MPI's bandwidth with streaming stores, 1-64 MiB about 1.3x -> 1.5x. */
     int nt = (hi - lo) * a->row_bytes >= SYMM_COLL_NT_MIN / 4;
+    /* Spans of far sources (A2A_SPAN_MAX), for the plain forms: a worker of a pool
+     * moves a band of the rows, which may cut a span. */
+    uint8_t *span = NULL, *spanned = NULL;
+    if (c.pool->remote && nworkers == 1 && a->row_bytes) {
+        span = aligned_alloc(4096, A2A_SPAN_MAX);
+        spanned = calloc((size_t)n, 1);
+    }
+    for (int s = 0; span && spanned && s < n; s++) {
+        size_t slo, srows;
+        if (symm_coll_near(&c, s) || !(srows = a2a_span(a, s, cnt, srcoff, &slo))) continue;
+        symm_coll_far_get(&c, span, src_in[s] + slo * a->row_bytes, srows * a->row_bytes, s);
+        for (int e = 0; e < ne; e++) {
+            size_t k = (size_t)s * ne + e;
+            size_t o = a->kind == A2A_DISPATCH ? (size_t)e * n + s : k;
+            symm_coll_copy((uint8_t *)a->out + dstoff[o] * a->row_bytes,
+                           span + (srcoff[k] - slo) * a->row_bytes, cnt[k] * a->row_bytes, 0);
+        }
+        spanned[s] = 1;
+    }
     for (int i = 0; i < outer && pos < hi; i++) {
         for (int j = 0; j < inner && pos < hi; j++) {
             int s = a->kind == A2A_DISPATCH ? j : i, e = a->kind == A2A_DISPATCH ? i : j;
@@ -364,12 +412,14 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
             size_t seg_lo = pos, seg_hi = pos + cnt[k];
             pos = seg_hi;
             size_t a0 = seg_lo > lo ? seg_lo : lo, a1 = seg_hi < hi ? seg_hi : hi;
-            if (a0 >= a1) continue;
+            if (a0 >= a1 || (spanned && spanned[s])) continue;
             symm_coll_get(&c, (uint8_t *)a->out + (dstoff[o] + (a0 - seg_lo)) * a->row_bytes,
                           src_in[s] + (srcoff[k] + (a0 - seg_lo)) * a->row_bytes,
                           (a1 - a0) * a->row_bytes, s, nt);
         }
     }
+    free(spanned);
+    free(span);
     if (worker == 0) {
         for (int i = 0; i < outer; i++)
             for (int j = 0; j < inner; j++) {

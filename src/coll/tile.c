@@ -19,6 +19,7 @@
 
 #include "coll/coll.h"
 #include "coll/reduce_ops.h"
+#include "coll/tile_far.h"
 #include "coll/tile_moe.h"
 #include "core/config.h"
 #include "team/team.h"
@@ -180,6 +181,39 @@ static uint64_t tile_word(const tile_args_t *a, size_t esize)
     return a->kind == TILE_ALL ? 0 : out_word(&a->out, esize);
 }
 
+/* The jobs of a call on a team with members in other groups (tile_far.h), into jobs
+ * (n entries for the allreduce, nroots for the rooted forms); returns their count. The
+ * rooted forms: each root folds its tile (this worker's band of rows); the allreduce:
+ * each member folds a band and spreads it, or, small (direct), every member folds the
+ * whole tile. */
+static int tile_far_jobs(const tile_args_t *a, int n, int worker, int nworkers, int direct,
+                         size_t esize, symm_tile_job_t *jobs)
+{
+    int nj = 0;
+    for (int t = 0; t < (a->kind == TILE_ALL ? n : a->nroots); t++) {
+        const symm_tile_t *ti = &a->in[a->kind == TILE_ALL ? 0 : t];
+        if (tile_empty(ti)) continue;
+        size_t lo, hi, mlo = 0, mhi;
+        symm_coll_band(ti->rows, (size_t)nworkers, (size_t)worker, &lo, &hi);
+        mhi = hi - lo;
+        if (a->kind == TILE_ALL && !direct)
+            symm_coll_band(hi - lo, (size_t)n, (size_t)t, &mlo, &mhi);
+        jobs[nj++] = (symm_tile_job_t){
+            .in = ti->base,
+            .out = a->out.base,
+            .ild = ti->ld * esize,
+            .old = a->out.ld * esize,
+            .rb = ti->cols * esize,
+            .r0 = lo + mlo,
+            .r1 = lo + mhi,
+            .owner = a->kind == TILE_ALL ? t : a->roots[t],
+            .spread = a->kind == TILE_ALL && !direct,
+            .in_place = same_tile(&a->out, ti),
+        };
+    }
+    return nj;
+}
+
 static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int nworkers,
                               const tile_args_t *a, symm_status_t pre)
 {
@@ -213,6 +247,9 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     tile_fold_t f = {.op = a->op, .type = a->type, .esize = esize};
     uint64_t *words = malloc(sizeof(uint64_t) * (size_t)n);
     uint8_t *bufs = NULL;
+    symm_tile_far_t far = {0};
+    symm_tile_job_t *jobs = NULL;
+    int far_on = 0;
     if (!words) {
         symm_coll_leave(&c);
         return symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d members", fn,
@@ -221,6 +258,11 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
     mine = pre ? pre : tile_validate(fn, tn, &c, a, &k);
     const symm_tile_t *in = a->kind == TILE_ALL ? &a->in[0] : k >= 0 ? &a->in[k] : NULL;
     uint64_t word = 0;
+    /* A small allreduce (not in place) is reduced whole by every member: one sync and the
+     * copy-out phase saved, the same bytes (same order). Every member decides alike: the
+     * shapes, places and type are in the fingerprint. */
+    int direct = !mine && a->kind == TILE_ALL && !tile_empty(in) && !same_tile(&a->out, in) &&
+                 in->rows * in->cols * esize <= symm_config.coll_small;
     if (!mine) {
         f.kern = symm_reduce_kernel(a->type, a->op);
         /* A block buffer when out is an in tile (in place: a block is read whole before
@@ -238,6 +280,20 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
         f.blk = c.pool->remote ? SYMM_COLL_FAR_CHUNK : SYMM_COLL_CHUNK;
         size_t acc_size = ((f.blk > row ? f.blk : row) + 63) & ~(size_t)63;
         word = tile_word(a, esize);
+        /* Members in other groups: rows travel packed in streams (tile_far.c) where every
+         * member has scratch for them; the exchanged word says where mine is (the out
+         * word serves only teams whose members are all mapped). */
+        if (c.pool->remote) {
+            word = 0;
+            jobs = malloc(sizeof *jobs * (size_t)(a->kind == TILE_ALL ? n : a->nroots));
+            int nj = jobs ? tile_far_jobs(a, n, worker, nworkers, direct, esize, jobs) : 0;
+            int stream = a->kind == TILE_ALL && !direct;
+            for (int j = 0; j < nj && !stream; j++)
+                stream = a->kind == TILE_MULTI &&
+                         (jobs[j].r1 - jobs[j].r0) * jobs[j].rb >= SYMM_TILE_FAR_ROOTED_MIN;
+            if (stream && jobs)
+                word = symm_tile_far_prepare(&far, &c, jobs, nj, a->type, a->op);
+        }
         /* fp8: the floats of a block (acc_size elements at most) */
         size_t f8_size = symm_reduce_is_fp8(a->type) ? acc_size * sizeof(float) : 0;
         f.stage_size = c.pool->remote ? 2 * acc_size : 0;
@@ -259,11 +315,13 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
      * fingerprint), and where everyone's out lies. */
     c.local = mine;
     CHECK_GOTO(symm_coll_exchange(&c, NULL, word, words), st, out_free);
-    /* A small allreduce (not in place) is reduced whole by every member: one sync and the
-     * copy-out phase saved, the same bytes (same order). Every member decides alike: the
-     * shapes, places and type are in the fingerprint. */
-    int direct = a->kind == TILE_ALL && !tile_empty(in) && !same_tile(&a->out, in) &&
-                 in->rows * in->cols * esize <= symm_config.coll_small;
+    far_on = c.pool->remote && symm_tile_far_agreed(&c, words);
+    if (far_on) {
+        st = symm_tile_far_run(&far, words);
+        /* a wait that gave up broke the team: no episode follows */
+        if (c.dup->broken) goto out_free;
+        goto out_sync;
+    }
     /* Rooted forms: if every member passed the same symmetric out tile, all share the
      * work, each reducing its band of every tile into that tile's root; else each root
      * reduces its tile alone. Every member sees the same words: the same choice. So
@@ -311,12 +369,15 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
             }
         }
     }
+out_sync:
     /* Peers may still be reading my in (and, for allreduce, my out). */
     {
         symm_status_t st2 = symm_coll_sync(&c);
         if (!st) st = st2;
     }
 out_free:
+    symm_tile_far_release(&far);
+    free(jobs);
     free(bufs);
     free(words);
     symm_coll_leave(&c);

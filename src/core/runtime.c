@@ -269,26 +269,39 @@ void symm_abort(int code, const char *why)
 }
 
 /* ---------------------------------------------------------------- team region */
-symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out)
+/* 0, or -1 if the region has no room. clear: zero what an earlier allocation may have
+ * left (sync state); scratch skips it. */
+static int team_region_alloc(size_t size, int clear, uint64_t *off_out)
 {
     pthread_mutex_lock(&symm_g.team_lock);
     int rc = symm_arena_alloc(&symm_g.team_arena, size, 64, off_out);
     uint64_t fresh = team_fresh_from;
     if (!rc && *off_out + size > team_fresh_from) team_fresh_from = *off_out + size;
     pthread_mutex_unlock(&symm_g.team_lock);
-    if (rc)
-        return symm_error_set(SYMM_ERR_NO_MEMORY,
-                              "team region full: %zu bytes asked, %zu of %zu in use "
-                              "(raise SYMM_TEAM_HEAP_SIZE)",
-                              size, (size_t)symm_g.team_arena.used, symm_g.team_size);
+    if (rc) return -1;
     /* Synchronisation state starts at zero: a block reused after a destroyed team
      * must not carry old flags. Fresh memory is not cleared: the predefined teams are
      * made without an exchange, so a faster peer may already have signalled into them
      * while this PE is still in symm_init; a memset would erase its signal. */
-    if (*off_out < fresh)
+    if (clear && *off_out < fresh)
         memset(symm_team_region_ptr(symm_g.me, *off_out), 0,
                (size_t)(fresh - *off_out < size ? fresh - *off_out : size));
+    return 0;
+}
+
+symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out)
+{
+    if (team_region_alloc(size, 1, off_out))
+        return symm_error_set(SYMM_ERR_NO_MEMORY,
+                              "team region full: %zu bytes asked, %zu of %zu in use "
+                              "(raise SYMM_TEAM_HEAP_SIZE)",
+                              size, (size_t)symm_g.team_arena.used, symm_g.team_size);
     return SYMM_SUCCESS;
+}
+
+int symm_team_region_scratch(size_t size, uint64_t *off_out)
+{
+    return team_region_alloc(size, 0, off_out);
 }
 
 void symm_team_region_free(uint64_t off)

@@ -198,8 +198,12 @@ void symm_core_boot_fds_close(void);
 /* Validates a symmetric range and a PE; records the error with the caller's name. */
 symm_status_t symm_check_remote(const char *fn, const void *addr, size_t n, int pe);
 
-/* Team-region allocation (local to this PE, thread-safe). */
+/* Team-region allocation (local to this PE, thread-safe), cleared to zero. */
 symm_status_t symm_team_region_alloc(size_t size, uint64_t *off_out);
+/* The same, left as the last user left it: scratch inside the segment (the MPI
+ * transport's window), where a get into it is one copy (Open MPI's osc/rdma moves a
+ * get into memory outside the window through a bounce buffer, about 14x slower). */
+int symm_team_region_scratch(size_t size, uint64_t *off_out); /* -1: no room (no message) */
 void symm_team_region_free(uint64_t off);
 
 #endif

@@ -353,6 +353,18 @@ static symm_status_t wait_failed(const symm_coll_t *c, uint64_t ep, symm_status_
                           list[0] ? list : "(all arrived as it gave up)");
 }
 
+symm_status_t symm_coll_wait_fail(symm_coll_t *c, int pe, symm_status_t st, double waited)
+{
+    dup_break(c, st, c->me);
+    if (st != SYMM_ERR_TIMEOUT) return st;
+    char buf[96];
+    return symm_error_set(SYMM_ERR_TIMEOUT,
+                          "%s on %s: timed out after %.1f s (SYMM_TIMEOUT) waiting for "
+                          "PE %d (world %d); the team is now unusable on every member",
+                          c->what, team_name(c->team, buf, sizeof buf), waited, pe,
+                          c->world[pe]);
+}
+
 /* Member pe's slot says it broke the duplicate (or is further ahead than the protocol
  * allows, which only a poison can be): break it here too and fail with its reason,
  * naming the members still missing from episode ep. */

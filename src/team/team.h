@@ -231,6 +231,13 @@ void symm_coll_leave(symm_coll_t *c);
  * still leaves the collective). */
 symm_status_t symm_coll_fail(symm_coll_t *c, symm_status_t st);
 
+/* A wait of a collective outside its episodes (for data that a member announces by
+ * store64 on the remote transport) gave up after waited seconds with st (a timeout or
+ * a failed PE) while member pe had not come: breaks the duplicate as an episode's wait
+ * does, so that every member fails instead of waiting in turn, and returns the error
+ * (which the call returns at once, running no further episode). */
+symm_status_t symm_coll_wait_fail(symm_coll_t *c, int pe, symm_status_t st, double waited);
+
 /* One episode on the internal world team, for calls that every PE makes with the same
  * arguments (symmetric allocation): every PE passed the same args (a hash) and succeeded
  * locally (local_ok), or every PE returns an error: the status local_fail of the

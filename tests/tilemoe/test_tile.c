@@ -860,8 +860,8 @@ static void test_objects_differ(void)
 
 /* ---------------------------------------------------------------- large tiles */
 /* Tiles of up to 2.2 MB, so that between members that share no memory the rows travel in
- * several chunks of the fetching path's stages: the rooted and multi forms with several
- * roots, the allreduce banded and whole, on WORLD and on a team of
+ * several chunks and the rings of slots wrap (coll/tile_far.c): the rooted and multi
+ * forms with several roots, the allreduce banded and whole, on WORLD and on a team of
  * the world in reverse order (a sub-team of the first half, too, where there are 3 PEs
  * or more), with odd shapes, random data and a serial reference in team order. */
 #define LARGE_BYTES ((size_t)5 << 20)
