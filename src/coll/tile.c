@@ -41,9 +41,11 @@ typedef struct tile_args {
  * allreduce's out) are in the call's 64-bit fingerprint: members that pass others get
  * COLL_MISMATCH in the first exchange, naming the lowest one that differs, and a member
  * whose arguments are bad fails that exchange for everyone. The exchanged word says, in
- * the rooted forms, where out lies (63 bits; 0: out is not symmetric): a different out
- * is allowed there, it only stops the sharing of the work. */
-#define TILE_OUT_BITS 63
+ * the rooted forms, where out lies (62 bits; 0: out is not symmetric): a different out
+ * is allowed there, it only stops the sharing of the work. It never has the bit of a
+ * member ready to stream (SYMM_TILE_FAR_WORD), so that the streams run only where every
+ * member's word has it. */
+#define TILE_OUT_BITS 62
 #define TILE_OUT_MASK (((uint64_t)1 << TILE_OUT_BITS) - 1)
 
 static int tile_empty(const symm_tile_t *t)
@@ -315,7 +317,7 @@ static symm_status_t tile_run(const char *fn, symm_team_t team, int worker, int 
      * fingerprint), and where everyone's out lies. */
     c.local = mine;
     CHECK_GOTO(symm_coll_exchange(&c, NULL, word, words), st, out_free);
-    far_on = c.pool->remote && symm_tile_far_agreed(&c, words);
+    far_on = symm_tile_far_agreed(&c, words);
     if (far_on) {
         st = symm_tile_far_run(&far, words);
         /* a wait that gave up broke the team: no episode follows */

@@ -212,8 +212,7 @@ uint64_t symm_tile_far_prepare(symm_tile_far_t *t, symm_coll_t *c, symm_tile_job
                                int njobs, symm_type_t type, symm_op_t op)
 {
     memset(t, 0, sizeof *t);
-    int n = c->n, me = c->me;
-    const int *group = c->pool->group;
+    int n = c->n, me = c->me, near = 0;
     t->c = c;
     t->jobs = jobs;
     t->njobs = njobs;
@@ -243,14 +242,21 @@ uint64_t symm_tile_far_prepare(symm_tile_far_t *t, symm_coll_t *c, symm_tile_job
     t->out_to = t->mem;
     t->in_from = t->out_to + n;
     t->peer_off = (uint64_t *)(t->in_from + n);
-    int nrings = 0;
+    /* Which peers stream is read from the reach bits, as view() reads them: a peer that
+     * is not mapped here streams, whatever its group (a team's bits may be cleared to
+     * send everything through the transport). Reach is mutual, so the sender and the
+     * receiver of a stream agree that it exists; each ring is named by its sender's
+     * member number, which both know, not by a rank among the far members, which only
+     * the receiver knows. */
+    int nrings = n - 1;
     for (int s = 0; s < n; s++) {
         far_stream_t *in = &t->in_from[s], *out = &t->out_to[s];
-        in->far = out->far = s != me && group[s] != group[me];
+        if (s == me) continue;
+        in->far = out->far = !symm_coll_near(c, s);
+        near |= !in->far;
         if (!in->far) continue;
-        in->ring = nrings++;
-        for (int j = 0; j < me; j++)
-            out->ring += group[j] != group[s];
+        in->ring = s - (s > me);
+        out->ring = me - (me > s);
         in->total = stream_len(t, s, me);
         in->cur = cur_start(t, s, me);
         out->total = stream_len(t, me, s);
@@ -264,7 +270,7 @@ uint64_t symm_tile_far_prepare(symm_tile_far_t *t, symm_coll_t *c, symm_tile_job
     t->pack = t->base + t->hdr + (size_t)nrings * FAR_RING * t->slot;
     t->acc = t->pack + t->slot;
     t->f8acc = f8 ? (float *)(t->acc + t->slot) : NULL;
-    return SYMM_TILE_FAR_WORD | t->off;
+    return SYMM_TILE_FAR_WORD | (near ? SYMM_TILE_FAR_NEAR : 0) | t->off;
 }
 
 int symm_tile_far_agreed(const symm_coll_t *c, const uint64_t *words)
@@ -287,8 +293,11 @@ symm_status_t symm_tile_far_run(symm_tile_far_t *t, const uint64_t *words)
 {
     symm_coll_t *c = t->c;
     int n = c->n, me = c->me;
-    for (int s = 0; s < n; s++)
-        t->peer_off[s] = words[s] & ~SYMM_TILE_FAR_WORD;
+    int near = 0;
+    for (int s = 0; s < n; s++) {
+        t->peer_off[s] = words[s] & ~(SYMM_TILE_FAR_WORD | SYMM_TILE_FAR_NEAR);
+        near |= (words[s] & SYMM_TILE_FAR_NEAR) != 0;
+    }
     const uint64_t *arrived = (const uint64_t *)t->base, *freed = arrived + n;
     far_cur_t red = {1, 0, t->njobs ? t->jobs[0].r0 : 0};
     red_settle(t, &red);
@@ -350,12 +359,13 @@ symm_status_t symm_tile_far_run(symm_tile_far_t *t, const uint64_t *words)
             return symm_coll_wait_fail(c, who < 0 ? (me + 1) % n : who, st,
                                        symm_wait_elapsed(&w));
     }
-    /* Spread jobs of the members I reach: read in place once every owner has folded
-     * (a sync on a two-level team, the same choice on every member). */
+    /* Spread jobs of the owners I reach: read in place once every owner has folded. The
+     * sync that says so is taken where any member reaches another (its word's NEAR
+     * bit): the same choice on every member, whatever its own reach. */
     int spread = 0;
     for (int j = 0; j < t->njobs; j++)
         spread |= t->jobs[j].spread;
-    if (!c->pool->two_level || !spread) return SYMM_SUCCESS;
+    if (!near || !spread) return SYMM_SUCCESS;
     CHECK(symm_coll_sync(c));
     for (int j = 0; j < t->njobs; j++) {
         const symm_tile_job_t *b = &t->jobs[j];

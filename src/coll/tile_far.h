@@ -61,18 +61,23 @@ typedef struct symm_tile_far {
  * one (small tiles) never. */
 #define SYMM_TILE_FAR_ROOTED_MIN ((size_t)32 << 10)
 
-/* The exchanged word of a member whose scratch is ready: its offset with this bit. */
+/* The exchanged word of a member whose scratch is ready: its offset with this bit, and
+ * SYMM_TILE_FAR_NEAR where it reaches another member by load/store (its spread results
+ * are then read in place after a sync, which every member takes if any word has it). */
 #define SYMM_TILE_FAR_WORD ((uint64_t)1 << 62)
+#define SYMM_TILE_FAR_NEAR ((uint64_t)1 << 61)
 
-/* Takes the jobs (kept, not copied) and allocates this member's scratch. Returns the
- * word to send in the call's first exchange: SYMM_TILE_FAR_WORD | offset, or 0 where
- * this member has no room (every member then takes the path that fetches rows). */
+/* Takes the jobs (kept, not copied) and allocates this member's scratch: a ring for
+ * each other member (used for those it does not reach). Returns the word to send in
+ * the call's first exchange: SYMM_TILE_FAR_WORD | [SYMM_TILE_FAR_NEAR] | offset, or 0
+ * where this member has no room (every member then takes the path that fetches rows). */
 uint64_t symm_tile_far_prepare(symm_tile_far_t *t, symm_coll_t *c, symm_tile_job_t *jobs,
                                int njobs, symm_type_t type, symm_op_t op);
 /* 1 if every member's word says it is ready: the same answer on every member. */
 int symm_tile_far_agreed(const symm_coll_t *c, const uint64_t *words);
-/* Runs the streams and folds of every job; on a two-level team, then a sync and the
- * copy of spread jobs from the owners this member reaches. A transfer that fails is
+/* Runs the streams and folds of every job; where a member reaches another (a NEAR bit
+ * in words), then a sync and the copy of spread jobs from the owners this member
+ * reaches. A transfer that fails is
  * this member's failure (c->local), agreed in the caller's closing sync; a wait that
  * gives up breaks the team (c->dup->broken): the caller returns at once. */
 symm_status_t symm_tile_far_run(symm_tile_far_t *t, const uint64_t *words);
