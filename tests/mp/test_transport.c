@@ -5,12 +5,129 @@
  * put/get/put_signal, strided rows and slot stores of random bytes read back through the
  * public calls, and random sequences of 64- and 32-bit atomics against a serial model;
  * and collectives on a team whose reach bits are cleared, which then move every byte
- * through that table, checked against the load/store results. */
+ * through that table, checked against the load/store results; tiles of about 1 MB that
+ * way against a serial reference. */
 #include "common/test_util.h"
 #include "team/team.h"
 #include "transport/transport.h"
 
 static int me, npes;
+
+/* ---------------------------------------------------------------- tiles of ~1 MB */
+/* Tiles of about 1 MB with odd strides on a team of every PE: through load/store, or
+ * with the team's reach bits cleared (far), which makes its tile calls stream packed rows
+ * between members through the transport table (coll/tile_far.c): an allreduce of doubles
+ * (MAX) out of place, a rooted reduction of floats (SUM) and an allreduce of floats in
+ * place, against a serial reference in team order. */
+#define BIG_BYTES ((size_t)1200 << 10)
+#define BIG_GAP   0xa5
+
+static double big_double(uint64_t tag, int pe, size_t i)
+{
+    uint64_t h = test_mix(tag, ((uint64_t)pe << 40) | i);
+    return (double)((int64_t)(h >> 11) - ((int64_t)1 << 52)) * 0x1p-30;
+}
+
+/* small integers: a float sum of any order is exact */
+static float big_float(uint64_t tag, int pe, size_t i)
+{
+    return (float)((int)(test_mix(tag, ((uint64_t)pe << 40) | i) % 8191) - 4095);
+}
+
+static void big_tiles(symm_team_t team, int far, uint64_t tag, uint8_t *bin, uint8_t *bout,
+                      uint8_t *bref)
+{
+    symm_pool_obj_t *p;
+    symm_dup_t *d;
+    CHECK_OK(symm_team_lookup("test", team, &p, &d));
+    int n = p->n, remote = p->remote;
+    uint8_t *reach = malloc((size_t)n);
+    CHECK_TRUE(reach != NULL, "malloc");
+    memcpy(reach, p->reach, (size_t)n);
+    if (far) {
+        memset(p->reach, 0, (size_t)n);
+        p->reach[p->me] = 1;
+        p->remote = n - 1;
+    }
+    const char *how = far ? "through the transport table" : "as the team reaches";
+    /* allreduce of doubles, MAX: in rows 137 elements apart, out rows 133 apart */
+    {
+        size_t rows = 1021, cols = 131, ild = 137, old = 133;
+        double *in = (double *)bin, *out = (double *)bout, *want = (double *)bref;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < cols; c++) {
+                size_t i = r * cols + c;
+                in[r * ild + c] = big_double(tag, me, i);
+                double m = big_double(tag, symm_team_world_pe(team, 0), i);
+                for (int j = 1; j < n; j++) {
+                    double v = big_double(tag, symm_team_world_pe(team, j), i);
+                    m = v > m ? v : m;
+                }
+                want[i] = m;
+            }
+        memset(out, BIG_GAP, ((rows - 1) * old + cols) * sizeof *out);
+        CHECK_OK(symm_tile_allreduce(team, (symm_tile_t){out, rows, cols, old},
+                                     (symm_tile_t){in, rows, cols, ild}, SYMM_DOUBLE,
+                                     SYMM_OP_MAX));
+        for (size_t r = 0; r < rows; r++) {
+            CHECK_BYTES(out + r * old, want + r * cols, cols * sizeof *out,
+                        "tile_allreduce of doubles %s (tag %llx): row %zu", how,
+                        (unsigned long long)tag, r);
+            if (r + 1 < rows)
+                CHECK_ALL_BYTES(out + r * old + cols, BIG_GAP, (old - cols) * sizeof *out,
+                                "tile_allreduce of doubles %s: gap after row %zu", how, r);
+        }
+    }
+    /* rooted reduction of floats, SUM: in rows 129 apart, out rows 131 apart */
+    {
+        size_t rows = 2003, cols = 127, ild = 129, old = 131;
+        int root = (int)(tag % (uint64_t)n);
+        float *in = (float *)bin, *out = (float *)bout, *want = (float *)bref;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < cols; c++) {
+                size_t i = r * cols + c;
+                in[r * ild + c] = big_float(tag, me, i);
+                float sum = big_float(tag, symm_team_world_pe(team, 0), i);
+                for (int j = 1; j < n; j++)
+                    sum += big_float(tag, symm_team_world_pe(team, j), i);
+                want[i] = sum;
+            }
+        memset(out, BIG_GAP, ((rows - 1) * old + cols) * sizeof *out);
+        CHECK_OK(symm_tile_reduce(team, (symm_tile_t){out, rows, cols, old},
+                                  (symm_tile_t){in, rows, cols, ild}, SYMM_FLOAT, SYMM_OP_SUM,
+                                  root));
+        for (size_t r = 0; r < rows && p->me == root; r++) {
+            CHECK_BYTES(out + r * old, want + r * cols, cols * sizeof *out,
+                        "tile_reduce of floats to %d %s: row %zu", root, how, r);
+            if (r + 1 < rows)
+                CHECK_ALL_BYTES(out + r * old + cols, BIG_GAP, (old - cols) * sizeof *out,
+                                "tile_reduce of floats %s: gap after row %zu", how, r);
+        }
+    }
+    /* allreduce of floats in place, SUM: rows 175 apart */
+    {
+        size_t rows = 1499, cols = 171, ld = 175;
+        float *io = (float *)bin, *want = (float *)bref;
+        for (size_t r = 0; r < rows; r++)
+            for (size_t c = 0; c < cols; c++) {
+                size_t i = r * cols + c;
+                io[r * ld + c] = big_float(tag + 1, me, i);
+                float sum = big_float(tag + 1, symm_team_world_pe(team, 0), i);
+                for (int j = 1; j < n; j++)
+                    sum += big_float(tag + 1, symm_team_world_pe(team, j), i);
+                want[i] = sum;
+            }
+        symm_tile_t t = {io, rows, cols, ld};
+        CHECK_OK(symm_tile_allreduce(team, t, t, SYMM_FLOAT, SYMM_OP_SUM));
+        for (size_t r = 0; r < rows; r++)
+            CHECK_BYTES(io + r * ld, want + r * cols, cols * sizeof *io,
+                        "tile_allreduce of floats in place %s: row %zu", how, r);
+    }
+    memcpy(p->reach, reach, (size_t)n);
+    p->remote = remote;
+    free(reach);
+    CHECK_OK(symm_barrier(team));
+}
 
 static uint64_t model(symm_amo_t op, uint64_t *cur, uint64_t v)
 {
@@ -275,7 +392,28 @@ int main(void)
     free(reach);
     CHECK_OK(symm_barrier(team));
     CHECK_OK(symm_free(x));
+
+    /* ~1 MB tiles as the team reaches and with its reach bits cleared; then twice on a
+     * team made afresh in the region the first one left, where the scratch of a tile
+     * call is not cleared. */
+    uint8_t *bin = symm_malloc(BIG_BYTES), *bout = symm_malloc(BIG_BYTES);
+    uint8_t *bref = malloc(BIG_BYTES);
+    int *all = malloc(sizeof(int) * (size_t)npes);
+    CHECK_TRUE(bin && bout && bref && all, "tile buffers");
+    uint64_t btag = test_mix(test_seed(), 77);
+    for (int far = 0; far < 2; far++, btag += 2)
+        big_tiles(team, far, btag, bin, bout, bref);
     CHECK_OK(symm_team_destroy(team));
+    for (int i = 0; i < npes; i++)
+        all[i] = i;
+    CHECK_OK(symm_team_create(all, npes, &team));
+    for (int k = 0; k < 2; k++, btag += 2)
+        big_tiles(team, 1, btag, bin, bout, bref);
+    CHECK_OK(symm_team_destroy(team));
+    free(all);
+    free(bref);
+    CHECK_OK(symm_free(bout));
+    CHECK_OK(symm_free(bin));
 
     free(src);
     free(back);
