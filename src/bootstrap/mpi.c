@@ -14,6 +14,7 @@
 
 #ifdef SYMM_HAVE_MPI
 #include <mpi.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -281,6 +282,69 @@ static symm_status_t mpi_setup(int *rank_out, int *npes_out)
     return SYMM_SUCCESS;
 }
 
+/* A PE killed by a signal must be named: Open MPI's mpirun names the rank it saw die,
+ * but MPICH's Hydra names only the process id, and on stdout. So from the rendezvous
+ * until symm_finalize, a PE that gets a fatal signal which it can catch names itself on
+ * stderr, then dies of the signal as it would have (exit status and core file alike).
+ * Only where nobody else handles the signal: the program, MPI (Open MPI prints its own
+ * report of SIGABRT, SIGBUS, SIGFPE and SIGSEGV) and the sanitizers keep theirs. */
+static const struct {
+    int sig;
+    const char *name;
+} fatal_signals[] = {{SIGABRT, "SIGABRT"},
+                     {SIGBUS, "SIGBUS"},
+                     {SIGFPE, "SIGFPE"},
+                     {SIGILL, "SIGILL"},
+                     {SIGSEGV, "SIGSEGV"}};
+#define FATAL_SIGNALS ((int)(sizeof fatal_signals / sizeof fatal_signals[0]))
+static int fatal_installed[FATAL_SIGNALS];
+/* Written before the handlers are set: "[symm pe 2] error: killed by signal 6 (SIGABRT)" */
+static char fatal_line[FATAL_SIGNALS][80];
+
+static void mpi_fatal_signal(int sig)
+{
+    /* write(2) and raise(3) alone, both async-signal-safe. SA_RESETHAND has put the
+     * default action back, which the raised signal meets once this handler returns. */
+    for (int i = 0; i < FATAL_SIGNALS; i++)
+        if (fatal_signals[i].sig == sig) {
+            ssize_t w = write(STDERR_FILENO, fatal_line[i], strlen(fatal_line[i]));
+            (void)w;
+        }
+    raise(sig);
+}
+
+static void mpi_fatal_signals_catch(int rank)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = mpi_fatal_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < FATAL_SIGNALS; i++) {
+        snprintf(fatal_line[i], sizeof fatal_line[i],
+                 "[symm pe %d] error: killed by signal %d (%s)\n", rank, fatal_signals[i].sig,
+                 fatal_signals[i].name);
+        if (sigaction(fatal_signals[i].sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
+            fatal_installed[i] = sigaction(fatal_signals[i].sig, &sa, NULL) == 0;
+    }
+}
+
+/* Back to the default action, where the handler is still mine. */
+static void mpi_fatal_signals_release(void)
+{
+    struct sigaction dfl, cur;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int i = 0; i < FATAL_SIGNALS; i++) {
+        if (fatal_installed[i] && sigaction(fatal_signals[i].sig, NULL, &cur) == 0 &&
+            cur.sa_handler == mpi_fatal_signal)
+            sigaction(fatal_signals[i].sig, &dfl, NULL);
+        fatal_installed[i] = 0;
+    }
+}
+
 symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
 {
     symm_status_t st;
@@ -318,6 +382,7 @@ symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *ou
         }
         return rc == MPI_SUCCESS ? mpi_unwind(st) : st;
     }
+    mpi_fatal_signals_catch(rank);
     *out = b;
     return SYMM_SUCCESS;
 }
@@ -333,6 +398,7 @@ symm_status_t symm_boot_mpi_allgather(const void *mine, size_t n, void *all)
 
 void symm_boot_mpi_finalize(void)
 {
+    mpi_fatal_signals_release();
     mpi_unwind(SYMM_SUCCESS);
 }
 
