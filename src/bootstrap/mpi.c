@@ -80,9 +80,11 @@ static struct {
     int called_init; /* symm_init called MPI_Init: symm_finalize calls MPI_Finalize */
     int ended_mpi;   /* symm called MPI_Finalize: MPI cannot start again */
     int abandoned;   /* a symm_init failed after the rendezvous: no PE may try again */
+    int open;        /* from the rendezvous to symm_finalize: an exit must end the job */
+    int rank;        /* in MPI_COMM_WORLD, while open */
     MPI_Comm world;  /* symm's duplicate of MPI_COMM_WORLD, apart from the program's */
     MPI_Comm node;   /* its PEs of my group: this host's, or a block of them (SYMM_HOSTS) */
-} boot_mpi = {0, 0, 0, MPI_COMM_NULL, MPI_COMM_NULL};
+} boot_mpi = {0, 0, 0, 0, -1, MPI_COMM_NULL, MPI_COMM_NULL};
 
 int symm_boot_mpi_initialized(void)
 {
@@ -345,6 +347,32 @@ static void mpi_fatal_signals_release(void)
     }
 }
 
+/* A PE that exits between the rendezvous and symm_finalize (returning from main, exit,
+ * or after a symm_init that failed on it alone) leaves the others waiting for it. Open
+ * MPI's mpirun ends the job with an error when a rank exits without MPI_Finalize; MPICH's
+ * Hydra kills the others too, but its own exit status is that of whichever rank it looked
+ * at, 0 where that is the one that left. So the PE says why it leaves and calls
+ * MPI_Abort: the job fails under every launcher, naming it. */
+static void mpi_exit_check(int status, void *arg)
+{
+    (void)arg;
+    if (!boot_mpi.open || !symm_boot_mpi_initialized()) return;
+    boot_mpi.open = 0;
+    symm_log_write(SYMM_LOG_ERROR,
+                   "PE %d exits with status %d without calling symm_finalize: MPI_Abort "
+                   "ends the job",
+                   boot_mpi.rank, status);
+    MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+}
+
+static void mpi_exit_watch(int rank)
+{
+    static int registered;
+    boot_mpi.rank = rank;
+    boot_mpi.open = 1;
+    if (!registered) registered = on_exit(mpi_exit_check, NULL) == 0;
+}
+
 symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
 {
     symm_status_t st;
@@ -383,6 +411,7 @@ symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *ou
         return rc == MPI_SUCCESS ? mpi_unwind(st) : st;
     }
     mpi_fatal_signals_catch(rank);
+    mpi_exit_watch(rank);
     *out = b;
     return SYMM_SUCCESS;
 }
@@ -398,6 +427,7 @@ symm_status_t symm_boot_mpi_allgather(const void *mine, size_t n, void *all)
 
 void symm_boot_mpi_finalize(void)
 {
+    boot_mpi.open = 0;
     mpi_fatal_signals_release();
     mpi_unwind(SYMM_SUCCESS);
 }
@@ -405,7 +435,7 @@ void symm_boot_mpi_finalize(void)
 void symm_boot_mpi_close(void)
 {
     /* MPI_Comm_free and MPI_Finalize are collective: the other PEs may be anywhere. The
-     * process exits with MPI up, which mpirun counts as a failure, as it should. */
+     * process exits with MPI up, and its exit ends the job (mpi_exit_check). */
     boot_mpi.node = boot_mpi.world = MPI_COMM_NULL;
     boot_mpi.abandoned = 1;
 }

@@ -11,7 +11,7 @@
 #            another launcher, without namespaces, or where MPI offers no one-sided
 #            communication between the two)
 #   exit0    PE 1 of 4 returns from main without symm_finalize: the job ends non-zero
-#            long before SYMM_TIMEOUT
+#            long before SYMM_TIMEOUT, PE 1 saying why (Hydra's own status could be 0)
 #   reinit   symm_init after symm_finalize, where symm_init started MPI, fails saying why
 #   fanin    one PE sets another SYMM_BARRIER_FANIN: every PE's symm_init refuses it, and
 #            the job ends cleanly (every PE failed alike, so none is killed mid-report)
@@ -71,6 +71,8 @@ exit0)
     run_job "run_mpi_launch: $CASE" "$@" -n 4 "$PROG" exit0 1
     [ "$rc" -ne 0 ] || fail "the job exited 0 although PE 1 never called symm_finalize"
     [ "$(count "PE 1 returns from main")" -eq 1 ] || fail "PE 1 did not quit as planned"
+    [ "$(count "PE 1 exits with status 0 without calling symm_finalize")" -eq 1 ] ||
+        fail "PE 1 did not say that it left without symm_finalize"
     [ "$(count "finished every barrier")" -eq 0 ] || fail "a PE finished every barrier"
     ;;
 reinit)
