@@ -14,6 +14,7 @@
 
 #ifdef SYMM_HAVE_MPI
 #include <mpi.h>
+#include <signal.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -79,9 +80,11 @@ static struct {
     int called_init; /* symm_init called MPI_Init: symm_finalize calls MPI_Finalize */
     int ended_mpi;   /* symm called MPI_Finalize: MPI cannot start again */
     int abandoned;   /* a symm_init failed after the rendezvous: no PE may try again */
+    int open;        /* from the rendezvous to symm_finalize: an exit must end the job */
+    int rank;        /* in MPI_COMM_WORLD, while open */
     MPI_Comm world;  /* symm's duplicate of MPI_COMM_WORLD, apart from the program's */
     MPI_Comm node;   /* its PEs of my group: this host's, or a block of them (SYMM_HOSTS) */
-} boot_mpi = {0, 0, 0, MPI_COMM_NULL, MPI_COMM_NULL};
+} boot_mpi = {0, 0, 0, 0, -1, MPI_COMM_NULL, MPI_COMM_NULL};
 
 int symm_boot_mpi_initialized(void)
 {
@@ -281,6 +284,95 @@ static symm_status_t mpi_setup(int *rank_out, int *npes_out)
     return SYMM_SUCCESS;
 }
 
+/* A PE killed by a signal must be named: Open MPI's mpirun names the rank it saw die,
+ * but MPICH's Hydra names only the process id, and on stdout. So from the rendezvous
+ * until symm_finalize, a PE that gets a fatal signal which it can catch names itself on
+ * stderr, then dies of the signal as it would have (exit status and core file alike).
+ * Only where nobody else handles the signal: the program, MPI (Open MPI prints its own
+ * report of SIGABRT, SIGBUS, SIGFPE and SIGSEGV) and the sanitizers keep theirs. */
+static const struct {
+    int sig;
+    const char *name;
+} fatal_signals[] = {{SIGABRT, "SIGABRT"},
+                     {SIGBUS, "SIGBUS"},
+                     {SIGFPE, "SIGFPE"},
+                     {SIGILL, "SIGILL"},
+                     {SIGSEGV, "SIGSEGV"}};
+#define FATAL_SIGNALS ((int)(sizeof fatal_signals / sizeof fatal_signals[0]))
+static int fatal_installed[FATAL_SIGNALS];
+/* Written before the handlers are set: "[symm pe 2] error: killed by signal 6 (SIGABRT)" */
+static char fatal_line[FATAL_SIGNALS][80];
+
+static void mpi_fatal_signal(int sig)
+{
+    /* write(2) and raise(3) alone, both async-signal-safe. SA_RESETHAND has put the
+     * default action back, which the raised signal meets once this handler returns. */
+    for (int i = 0; i < FATAL_SIGNALS; i++)
+        if (fatal_signals[i].sig == sig) {
+            ssize_t w = write(STDERR_FILENO, fatal_line[i], strlen(fatal_line[i]));
+            (void)w;
+        }
+    raise(sig);
+}
+
+static void mpi_fatal_signals_catch(int rank)
+{
+    struct sigaction sa, old;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = mpi_fatal_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < FATAL_SIGNALS; i++) {
+        snprintf(fatal_line[i], sizeof fatal_line[i],
+                 "[symm pe %d] error: killed by signal %d (%s)\n", rank, fatal_signals[i].sig,
+                 fatal_signals[i].name);
+        if (sigaction(fatal_signals[i].sig, NULL, &old) == 0 && !(old.sa_flags & SA_SIGINFO) &&
+            old.sa_handler == SIG_DFL)
+            fatal_installed[i] = sigaction(fatal_signals[i].sig, &sa, NULL) == 0;
+    }
+}
+
+/* Back to the default action, where the handler is still mine. */
+static void mpi_fatal_signals_release(void)
+{
+    struct sigaction dfl, cur;
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    for (int i = 0; i < FATAL_SIGNALS; i++) {
+        if (fatal_installed[i] && sigaction(fatal_signals[i].sig, NULL, &cur) == 0 &&
+            cur.sa_handler == mpi_fatal_signal)
+            sigaction(fatal_signals[i].sig, &dfl, NULL);
+        fatal_installed[i] = 0;
+    }
+}
+
+/* A PE that exits between the rendezvous and symm_finalize (returning from main, exit,
+ * or after a symm_init that failed on it alone) leaves the others waiting for it. Open
+ * MPI's mpirun ends the job with an error when a rank exits without MPI_Finalize; MPICH's
+ * Hydra kills the others too, but its own exit status is that of whichever rank it looked
+ * at, 0 where that is the one that left. So the PE says why it leaves and calls
+ * MPI_Abort: the job fails under every launcher, naming it. */
+static void mpi_exit_check(int status, void *arg)
+{
+    (void)arg;
+    if (!boot_mpi.open || !symm_boot_mpi_initialized()) return;
+    boot_mpi.open = 0;
+    symm_log_write(SYMM_LOG_ERROR,
+                   "PE %d exits with status %d without calling symm_finalize: MPI_Abort "
+                   "ends the job",
+                   boot_mpi.rank, status);
+    MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
+}
+
+static void mpi_exit_watch(int rank)
+{
+    static int registered;
+    boot_mpi.rank = rank;
+    boot_mpi.open = 1;
+    if (!registered) registered = on_exit(mpi_exit_check, NULL) == 0;
+}
+
 symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *out)
 {
     symm_status_t st;
@@ -318,6 +410,8 @@ symm_status_t symm_boot_mpi_init(int my_seg_fd, size_t seg_size, symm_boot_t *ou
         }
         return rc == MPI_SUCCESS ? mpi_unwind(st) : st;
     }
+    mpi_fatal_signals_catch(rank);
+    mpi_exit_watch(rank);
     *out = b;
     return SYMM_SUCCESS;
 }
@@ -333,13 +427,15 @@ symm_status_t symm_boot_mpi_allgather(const void *mine, size_t n, void *all)
 
 void symm_boot_mpi_finalize(void)
 {
+    boot_mpi.open = 0;
+    mpi_fatal_signals_release();
     mpi_unwind(SYMM_SUCCESS);
 }
 
 void symm_boot_mpi_close(void)
 {
     /* MPI_Comm_free and MPI_Finalize are collective: the other PEs may be anywhere. The
-     * process exits with MPI up, which mpirun counts as a failure, as it should. */
+     * process exits with MPI up, and its exit ends the job (mpi_exit_check). */
     boot_mpi.node = boot_mpi.world = MPI_COMM_NULL;
     boot_mpi.abandoned = 1;
 }

@@ -21,10 +21,11 @@
 /* Mailbox for creating a team from a rank list: PE s writes into slot s of the
  * receiver's header; the receiver acknowledges in slot r of the sender's ack array.
  * Every word has one writer (transport/shm/mbox.c). */
+#define SYMM_MBOX_WORDS 6 /* the most words of one message */
 typedef struct symm_mbox {
     volatile uint64_t seq;       /* number of messages s has posted to this PE */
     volatile uint64_t withdrawn; /* the last of them that s took back */
-    uint64_t data[6];
+    uint64_t data[SYMM_MBOX_WORDS];
 } __attribute__((aligned(64))) symm_mbox_t;
 
 typedef struct symm_mbox_ack {

@@ -5,9 +5,11 @@
 # the job must leave no files in /dev/shm or /tmp.
 #
 # LAUNCHER is symmrun's path, or an MPI launcher with its options ("mpiexec
-# --oversubscribe"): under mpirun, mpirun names the rank it saw die, and after symm_abort
-# the other PEs' waits name PE 2, its code and reason (mpirun's own status is the first
-# non-zero exit it sees, theirs or PE 2's). With SYMM_HOSTS set, the PEs form groups
+# --oversubscribe"): under mpirun, the rank killed by SIGABRT is named by the launcher
+# (Open MPI's mpirun) or by the PE itself on its way down (MPICH's Hydra names only the
+# process id, on stdout), and after symm_abort the other PEs' waits name PE 2, its code
+# and reason (mpirun's own status is the first non-zero exit it sees, theirs or PE 2's;
+# Hydra's may be the SIGTERM it sent the others). With SYMM_HOSTS set, the PEs form groups
 # that share no memory, so none can read PE 2's note: PE 2's own report of its
 # symm_abort names the code and reason, and mpirun ends the job.
 #
@@ -79,8 +81,8 @@ elif [ "$MODE" = symm_abort ]; then
     has 'job aborted: PE 2 aborted the job \(code 7\): deliberate abort' ||
         fail "no PE's wait gave PE 2's symm_abort code and reason"
 else
-    has 'rank 2 .*(signal 6|SIGABRT|Abort)' ||
-        fail "the launcher's stderr does not say rank 2 was killed by SIGABRT"
+    has '(rank 2 |\[symm pe 2\] ).*(signal 6|SIGABRT|Abort)' ||
+        fail "neither the launcher nor PE 2 says on stderr that rank 2 was killed by SIGABRT"
 fi
 if [ "$mode" = private ]; then
     left=$(printf '%s\n' "$res" | sed -n 's/^LEFT *//p' | sed 's/ *$//')

@@ -1,8 +1,9 @@
 #!/bin/sh
 # fake_ssh.sh [options] HOST COMMAND... — stands in for ssh as Open MPI's launch agent
-# (--mca plm_rsh_agent) so that one machine plays several hosts: COMMAND (Open MPI's
-# daemon) runs here, in a UTS namespace of its own whose host name is HOST. Its ranks
-# then count as another host's, so a multi-host layout can be tested on one machine.
+# (--mca plm_rsh_agent) or Hydra's (-launcher ssh -launcher-exec) so that one machine
+# plays several hosts: COMMAND (Open MPI's daemon, Hydra's proxy) runs here, in a UTS
+# namespace of its own whose host name is HOST. Its ranks then count as another host's,
+# so a multi-host layout can be tested on one machine.
 while [ $# -gt 0 ]; do
     case $1 in
     -*) shift ;;

@@ -3,14 +3,15 @@
 # MPI launcher (BIN holds the build's programs):
 #   demo     mpirun -n 4 moe_demo is one job of 4 PEs, verified
 #   none     with SYMM_BOOTSTRAP=none every rank is its own 1-PE job, as asked
-#   hosts    4 ranks on two hosts (played by one machine, fake_ssh.sh): each host's PEs
+#   hosts    4 ranks on two hosts (played by one machine, fake_ssh.sh as the launcher's
+#            ssh: Open MPI's plm_rsh_agent, Hydra's -launcher-exec): each host's PEs
 #            form a group of 2 that shares no memory with the other, reached through
-#            MPI one-sided communication over TCP (Open MPI's osc/pt2pt, which Debian
-#            leaves out by default), and test_mpi_hosts passes (Open MPI only; skipped
-#            without namespaces, or where MPI offers no one-sided communication between
-#            the two)
+#            MPI one-sided communication (over TCP with Open MPI: its osc/pt2pt, which
+#            Debian leaves out by default), and test_mpi_hosts passes (skipped with
+#            another launcher, without namespaces, or where MPI offers no one-sided
+#            communication between the two)
 #   exit0    PE 1 of 4 returns from main without symm_finalize: the job ends non-zero
-#            long before SYMM_TIMEOUT
+#            long before SYMM_TIMEOUT, PE 1 saying why (Hydra's own status could be 0)
 #   reinit   symm_init after symm_finalize, where symm_init started MPI, fails saying why
 #   fanin    one PE sets another SYMM_BARRIER_FANIN: every PE's symm_init refuses it, and
 #            the job ends cleanly (every PE failed alike, so none is killed mid-report)
@@ -42,19 +43,23 @@ none)
     [ "$(count "moe_demo: 1 PEs x")" -eq 2 ] || fail "SYMM_BOOTSTRAP=none did not give 1-PE jobs"
     ;;
 hosts)
+    here=$(cd "$(dirname "$0")" && pwd)
     case $("$1" --version 2>&1) in
-    *"Open MPI"* | *OpenRTE*) ;;
-    *) echo "run_mpi_launch: SKIP: playing two hosts needs Open MPI's launch agent option"
+    *"Open MPI"* | *OpenRTE*)
+        set -- "$@" --mca plm_rsh_agent "$here/fake_ssh.sh" --mca osc pt2pt,rdma,sm \
+            --host symmhost1:2,symmhost2:2 ;;
+    *HYDRA*) # MPICH's and Intel MPI's mpiexec
+        set -- "$@" -launcher ssh -launcher-exec "$here/fake_ssh.sh" \
+            -hosts symmhost1:2,symmhost2:2 ;;
+    *) echo "run_mpi_launch: SKIP: playing two hosts needs Open MPI's or Hydra's ssh options"
        exit $SKIP ;;
     esac
     unshare -u true 2>/dev/null || unshare -ru true 2>/dev/null || {
         echo "run_mpi_launch: SKIP: no UTS namespace (unshare -u) to play a second host"
         exit $SKIP
     }
-    here=$(cd "$(dirname "$0")" && pwd)
     LIMIT=90 # every one-sided operation over TCP waits for its target to enter MPI
-    run_job "run_mpi_launch: $CASE" "$@" --mca plm_rsh_agent "$here/fake_ssh.sh" \
-        --mca osc pt2pt,rdma,sm --host symmhost1:2,symmhost2:2 -n 4 "$BIN/test_mpi_hosts"
+    run_job "run_mpi_launch: $CASE" "$@" -n 4 "$BIN/test_mpi_hosts"
     if [ "$(count "MPI_Win_create to PE")" -gt 0 ]; then
         echo "run_mpi_launch: SKIP: this MPI has no one-sided component between its hosts"
         exit $SKIP
@@ -66,6 +71,8 @@ exit0)
     run_job "run_mpi_launch: $CASE" "$@" -n 4 "$PROG" exit0 1
     [ "$rc" -ne 0 ] || fail "the job exited 0 although PE 1 never called symm_finalize"
     [ "$(count "PE 1 returns from main")" -eq 1 ] || fail "PE 1 did not quit as planned"
+    [ "$(count "PE 1 exits with status 0 without calling symm_finalize")" -eq 1 ] ||
+        fail "PE 1 did not say that it left without symm_finalize"
     [ "$(count "finished every barrier")" -eq 0 ] || fail "a PE finished every barrier"
     ;;
 reinit)

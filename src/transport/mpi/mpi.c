@@ -4,8 +4,9 @@
  * the whole job. Every RMA operation is complete at its target when it returns
  * (MPI_Win_flush). Words that atomics touch are only ever touched through MPI's
  * accumulate family, plain stores included (MPI_REPLACE), since MPI makes accumulates
- * atomic only against each other. The words of sync slots (store64) travel as small
- * messages that their owner applies to its own segment when it makes progress. */
+ * atomic only against each other. The words of sync slots and rank-list mailboxes
+ * (store64) travel as small messages that their owner applies to its own segment when it
+ * makes progress. */
 #include "transport/transport.h"
 
 #include <limits.h>
@@ -286,16 +287,16 @@ static symm_status_t tm_cswap_locked(void *dest, const void *cond, const void *v
     return SYMM_SUCCESS;
 }
 
-/* The words of a sync slot, which only their one writer ever stores and only their owner
- * loads, as one message of (displacement, value) pairs per TM_WORDS_MAX words, which the
- * owner applies in order when it drains (tm_drain_locked): one MPI_Send of a few dozen
- * bytes where RMA would take a put and a flush per ordered word (each a system call of
- * about 2 us over Open MPI's shared-memory BTL without xpmem), and, like a put, nothing
- * that waits for the target to enter MPI (a message this small goes eagerly), so a late
- * member holds nobody inside MPI past its SYMM_TIMEOUT. Every RMA operation of this
- * transport is complete at its target on return, so data that a signal announces is
- * there before the message leaves; the memory sync first makes this PE's own stores
- * (data that peers will get) visible to the window's remote readers. */
+/* The words of a sync slot or a mailbox, which only their one writer ever stores and only
+ * their owner loads, as one message of (displacement, value) pairs per TM_WORDS_MAX words,
+ * which the owner applies in order when it drains (tm_drain_locked): one MPI_Send of a few
+ * dozen bytes where RMA would take a put and a flush per ordered word (each a system call of
+ * about 2 us over Open MPI's shared-memory BTL without xpmem), and nothing that waits
+ * for the target to enter MPI (a message this small goes eagerly; under MPICH even a put
+ * waits for it), so a late member holds nobody inside MPI past its SYMM_TIMEOUT. Every RMA
+ * operation of this transport is complete at its target on return, so data that a signal
+ * announces is there before the message leaves; the memory sync first makes this PE's own
+ * stores (data that peers will get) visible to the window's remote readers. */
 static symm_status_t tm_store64_locked(uint64_t *const *dest, const uint64_t *value, int n,
                                        int pe)
 {

@@ -1,19 +1,23 @@
 /* mbox.c — the mailboxes of rank-list team creation, in every PE's segment header:
  * PE s writes slot s of the receiver's header, the receiver acknowledges in its slot of
  * the sender's. Every word has one writer and is read only by the PE whose header holds
- * it, so a PE of another group (not mapped here) is reached by plain puts: none waits
- * for its target to enter MPI, and every wait of a creation stays bounded by
- * SYMM_TIMEOUT. */
+ * it. A PE of another group (not mapped here) gets its words by the transport's store64,
+ * small messages that land when it next makes progress: an RMA put would be complete at
+ * its target on return, but MPICH completes one only once the target enters MPI, so a
+ * member that is late (or never comes) would hold the others inside MPI_Win_flush past
+ * SYMM_TIMEOUT. With messages every wait of a creation stays bounded by SYMM_TIMEOUT. */
 #include "core/wait.h"
 #include "transport/shm/shm.h"
 #include "transport/transport.h"
 
-/* pe's copy of the word at my address w = v, complete there on return, and ordered
- * before this PE's next load: a store and a full fence where pe is mapped here, a put
- * (complete at pe on return) elsewhere. Take and withdraw below each store one word and
- * then load the other's, so at least one of the two sees the other's store; the
- * transport's store64 would not do: its words land when their owner next makes
- * progress, so both could load before either store landed. */
+/* pe's copy of the word at my address w = v. Where pe is mapped here: a store and a full
+ * fence, so the word is in place before this PE's next load; take and withdraw below
+ * each store one word and then load the other's, so at least one of the two sees the
+ * other's store. Elsewhere a message, which lands when pe next drains its messages (as it
+ * does before it loads a word that another group writes, word_get): a take and a
+ * withdrawal crossing each other may then both go unseen, and the late member keeps the
+ * team that the one who gave up on it does not have (as when it takes the message just
+ * before that member times out); its first collective on it times out naming the other. */
 static symm_status_t word_put(volatile uint64_t *w, uint64_t v, int pe)
 {
     if (symm_g.seg[pe]) {
@@ -22,13 +26,14 @@ static symm_status_t word_put(volatile uint64_t *w, uint64_t v, int pe)
         symm_shm_fence();
         return SYMM_SUCCESS;
     }
-    return symm_transport_remote()->put((void *)(uintptr_t)w, &v, sizeof v, pe);
+    uint64_t *dest = (uint64_t *)(uintptr_t)w;
+    return symm_transport_remote()->store64(&dest, &v, 1, pe);
 }
 
 /* A word of my own header, as its writer last stored it. */
 static uint64_t word_get(const volatile uint64_t *w, int writer)
 {
-    /* what a put brought is visible to this PE's loads after the transport's flush */
+    /* what another group's PE stored lands here in the transport's flush */
     if (!symm_g.seg[writer]) symm_transport_remote()->flush();
     return __atomic_load_n(w, __ATOMIC_SEQ_CST);
 }
@@ -47,22 +52,34 @@ symm_status_t symm_mbox_send(int pe, const uint64_t *data, int nwords)
                                   pe, symm_wait_elapsed(&w));
         if (st) return st;
     }
-    if (symm_g.seg[pe]) {
-        symm_mbox_t *at = symm_shm_ptr(box, pe);
-        for (int i = 0; i < nwords; i++)
-            at->data[i] = data[i];
-    } else {
-        CHECK(symm_transport_remote()->put(box->data, data, (size_t)nwords * sizeof *data, pe));
+    uint64_t seq = symm_g.mbox_sent[pe] + 1;
+    if (!symm_g.seg[pe]) {
+        /* one message: the data words, then the number, which lands last */
+        uint64_t *dest[SYMM_MBOX_WORDS + 1], value[SYMM_MBOX_WORDS + 1];
+        for (int i = 0; i < nwords; i++) {
+            dest[i] = &box->data[i];
+            value[i] = data[i];
+        }
+        dest[nwords] = (uint64_t *)(uintptr_t)&box->seq;
+        value[nwords] = seq;
+        CHECK(symm_transport_remote()->store64(dest, value, nwords + 1, pe));
+        symm_g.mbox_sent[pe] = seq;
+        return SYMM_SUCCESS;
     }
-    /* after the data: a store or put that lands once the data has */
-    return word_put(&box->seq, ++symm_g.mbox_sent[pe], pe);
+    symm_mbox_t *at = symm_shm_ptr(box, pe);
+    for (int i = 0; i < nwords; i++)
+        at->data[i] = data[i];
+    symm_g.mbox_sent[pe] = seq;
+    /* after the data: a store that lands once the data has */
+    return word_put(&box->seq, seq, pe);
 }
 
 /* The sender stores the message's number into the receiver's withdrawn word, then looks
  * whether the receiver said it takes it; the receiver says so, then looks at the
  * withdrawn word. Whichever looks second sees the other's store: a withdrawal that finds
  * no take is seen by the receiver, which then drops the message. (Both may see each
- * other's: then both fail the creation, as the sender has already.) */
+ * other's: then both fail the creation, as the sender has already.) Across groups the
+ * stores are messages, which both may miss (word_put). */
 int symm_mbox_withdraw(int pe)
 {
     uint64_t k = symm_g.mbox_sent[pe];
