@@ -2,6 +2,10 @@
 torch.ops.symm_mem.all_to_all_vdev_2d / all_to_all_vdev_2d_offset (NVSHMEM) on the same
 random inputs and splits: several major_align values, zero splits, a PE that sends
 nothing, an expert that receives nothing, and a combine whose input offsets leave gaps.
+Both are held to a serial reference (every PE regenerates every PE's inputs from their
+seeds): symm must match it; where torch's op leaves it (seen with torch 2.11 and NVSHMEM
+3.4.5, several ranks on one GPU: now and then a few rows of a zero-heavy case), that is
+reported as a note on torch, and symm is compared with torch wherever torch matches it.
 Needs a GPU and a torch with NVSHMEM; with several PEs on one GPU, CUDA MPS and an MPS
 share per PE (CUDA_MPS_ACTIVE_THREAD_PERCENTAGE), as NVSHMEM refuses team calls without.
 
@@ -38,6 +42,44 @@ def splits_of(me, n, ne, how, case):
     return sp
 
 
+def reference(torch, me, n, case, cap_in, hidden, dtype):
+    """What PE me receives: its expert-major splits/offsets (as a list of two lists) and,
+    per (expert, source) segment, (offset, count, the rows expected there); and what the
+    gapped combine of check_case returns to it ([splits, offsets, rows])."""
+    ne, align = CASES[case][0], CASES[case][1]
+    xs = []
+    for s in range(n):
+        g = torch.Generator(device=DEV).manual_seed(1000 * case + s)
+        xs.append(torch.randn((cap_in, hidden), generator=g, device=DEV).to(dtype))
+    sps = [splits_of(s, n, ne, CASES[case][4], case) for s in range(n)]
+    counts, offs, segs, at = [], [], [], 0
+    for e in range(ne):
+        at = start = (at + align - 1) // align * align
+        for s in range(n):
+            c = int(sps[s][me * ne + e])
+            o_in = int(sps[s][:me * ne + e].sum())
+            counts.append(c)
+            offs.append(at)
+            segs.append((at, c, xs[s][o_in:o_in + c]))
+            at += c
+        if at == start:
+            at += align  # an expert that receives nothing still holds major_align rows
+    # The combine of gapped inputs: PE d's segment (e, s) sits at (e * n + s) * 9 of its
+    # second draw, sp_d[e * n + s] rows long; PE me gets, packed, (d, e) for every d, e.
+    gcounts, goffs, grows, at = [], [], [], 0
+    for d in range(n):
+        g = torch.Generator(device=DEV).manual_seed(1000 * case + d)
+        torch.randn((cap_in, hidden), generator=g, device=DEV)
+        gx = torch.randn((9 * n * ne, hidden), generator=g, device=DEV).to(dtype)
+        for e in range(ne):
+            c = int(sps[d][e * n + me])
+            gcounts.append(c)
+            goffs.append(at)
+            grows.append(gx[(e * n + me) * 9:(e * n + me) * 9 + c])
+            at += c
+    return [counts, offs], segs, [gcounts, goffs, torch.cat(grows)]
+
+
 def check_case(torch, sm, group, me, n, case):
     """One case: both dispatches and combines on the same data; returns the failures."""
     import symm
@@ -71,18 +113,29 @@ def check_case(torch, sm, group, me, n, case):
     torch.cuda.synchronize()
     symm.barrier()
 
-    fails = []
+    fails, torch_off = [], []  # symm's failures; where torch's op left the reference
+
+    def judge(who, ok, what):
+        if not ok:
+            (fails if who == "symm" else torch_off).append("%s %s" % (who, what))
+        return ok
+
     torch.ops.symm_mem.all_to_all_vdev_2d(t_in, t_out, t_sp, t_so, group, major_align=align)
     s_so = symm.moe_dispatch(s_in, s_out, t_sp.clone(), major_align=align)
     torch.cuda.synchronize()
     symm.cuda_check()
-    if not torch.equal(t_so, s_so):
+    # The serial reference: every source PE's rows, regenerated here from its seed; symm
+    # is held to it, and to torch's output wherever torch's output matches it too.
+    ref_so, segs, ref_gap = reference(torch, me, n, case, cap_in, hidden, dtype)
+    for who, so, out in (("torch", t_so, t_out), ("symm", s_so, s_out)):
+        if judge(who, so.tolist() == ref_so, "dispatch splits/offsets %s, expected %s"
+                 % (so.tolist(), ref_so)):
+            for o, c, want in segs:
+                judge(who, torch.equal(out[o:o + c], want),
+                      "dispatch rows %d..%d differ from the reference" % (o, o + c))
+    if not torch_off and not torch.equal(t_so, s_so):
         fails.append("dispatch splits/offsets: torch %s, symm %s" % (t_so.tolist(),
                                                                      s_so.tolist()))
-    else:
-        for c, o in zip(s_so[0].tolist(), s_so[1].tolist()):
-            if not torch.equal(t_out[o:o + c], s_out[o:o + c]):
-                fails.append("dispatch rows %d..%d differ" % (o, o + c))
     # The round trip.
     torch.ops.symm_mem.all_to_all_vdev_2d_offset(t_out, t_back, t_so, t_so2, group)
     s_so2 = symm.moe_combine(s_out, s_back, s_so)
@@ -91,8 +144,9 @@ def check_case(torch, sm, group, me, n, case):
     if not torch.equal(t_so2, s_so2):
         fails.append("combine splits/offsets: torch %s, symm %s" % (t_so2.tolist(),
                                                                     s_so2.tolist()))
-    if not (torch.equal(t_back, s_back) and torch.equal(s_back[:rows], x[:rows])):
-        fails.append("combine rows differ")
+    for who, back in (("torch", t_back), ("symm", s_back)):
+        bad = (back[:rows] != x[:rows]).any(dim=1).nonzero().flatten().tolist()
+        judge(who, not bad, "combine: rows %s of %d differ from the input" % (bad[:8], rows))
     # A combine whose input segments sit at offsets with gaps (not a prefix sum).
     stride = 9
     gap = torch.stack((torch.from_numpy(sp), torch.arange(n * ne) * stride)).to(DEV)
@@ -111,22 +165,35 @@ def check_case(torch, sm, group, me, n, case):
     s_so3 = symm.moe_combine(s_gin, s_back, gap)
     torch.cuda.synchronize()
     symm.cuda_check()
-    if not (torch.equal(t_so3, s_so3) and torch.equal(t_back, s_back)):
-        fails.append("combine with gapped input offsets differs")
+    got_rows = int(sum(ref_gap[0]))
+    for who, so, back in (("torch", t_so3, t_back), ("symm", s_so3, s_back)):
+        if judge(who, so.tolist() == ref_gap[0:2], "gapped combine splits/offsets %s, "
+                 "expected %s" % (so.tolist(), ref_gap[0:2])):
+            judge(who, torch.equal(back[:got_rows], ref_gap[2]),
+                  "gapped combine rows differ from the reference")
     torch.cuda.synchronize()
     symm.barrier()
-    return ["case %d (ne %d, major_align %d, %s, %s): %s" % (case, ne, align, dt, how, f)
-            for f in fails]
+    tag = "case %d (ne %d, major_align %d, %s, %s): " % (case, ne, align, dt, how)
+    return [tag + f for f in fails], [tag + f for f in torch_off]
 
 
 def run_checks(torch, sm, group, me, n):
-    """Every case on every PE; returns (cases failed on this PE, their failures)."""
-    failed, fails = 0, []
+    """Every case on every PE; returns (cases failed on this PE, their failures, where
+    torch's ops left the serial reference)."""
+    failed, fails, torch_off = 0, [], []
     for case in range(len(CASES)):
-        f = check_case(torch, sm, group, me, n, case)
+        f, t = check_case(torch, sm, group, me, n, case)
         failed += bool(f)
         fails += f
-    return failed, fails
+        torch_off += t
+    return failed, fails, torch_off
+
+
+def say_torch_off(me, torch_off):
+    """torch's own deviations from the reference: reported, not symm's failures."""
+    for t in torch_off:
+        print("PE %d: note: torch.ops.symm_mem left the serial reference (symm did not): %s"
+              % (me, t), flush=True)
 
 
 def why_not(torch):
@@ -176,7 +243,8 @@ def test_dispatch_combine_match_torch_symm_mem():
     group = dist.group.WORLD.group_name
     if hasattr(sm, "enable_symm_mem_for_group"):
         sm.enable_symm_mem_for_group(group)
-    _, fails = run_checks(torch, sm, group, me, n)
+    _, fails, torch_off = run_checks(torch, sm, group, me, n)
+    say_torch_off(me, torch_off)
     assert not fails, "\n".join(fails)
 
 
@@ -215,20 +283,22 @@ def main(argv):
     if hasattr(sm, "enable_symm_mem_for_group"):
         sm.enable_symm_mem_for_group(group)
     symm.init(cuda=True)
-    failed, fails = run_checks(torch, sm, group, me, n)
+    failed, fails, torch_off = run_checks(torch, sm, group, me, n)
     for f in fails:
         print("PE %d: FAILED %s" % (me, f), flush=True)
-    bad = torch.tensor([failed])
+    say_torch_off(me, torch_off)
+    bad = torch.tensor([failed, len(torch_off)])
     dist.all_reduce(bad)
     if me == 0:
         print("test_torch_symm_mem (%d PEs, torch %s): %d cases on every PE, counted per PE"
               % (n, torch.__version__, len(CASES)))
-        print("%d passed, %d failed" % (len(CASES) * n - int(bad), int(bad)), flush=True)
+        print("torch.ops.symm_mem off the serial reference: %d times" % int(bad[1]))
+        print("%d passed, %d failed" % (len(CASES) * n - int(bad[0]), int(bad[0])), flush=True)
     torch.cuda.synchronize()
     dist.barrier()
     symm.finalize()
     dist.destroy_process_group()
-    return 1 if int(bad) else 0
+    return 1 if int(bad[0]) else 0
 
 
 if __name__ == "__main__":
