@@ -1,7 +1,7 @@
 /* mpi_anchor.c — symm-bench-mpi: the MPI anchor of symm-bench. The same suites (teams,
  * coll, tile, moe), the same sizes, iteration counts, buffer rotation, timing and data
  * checks (tools/bench/bench_util.h, coll_spec.h), measured with MPI calls instead of
- * symm's. scripts/bench-cpu.sh runs it under mpirun right before symm-bench and hands its
+ * symm's; and rma, the cost of MPI's one-sided operations under symm's transport. scripts/bench-cpu.sh runs it under mpirun right before symm-bench and hands its
  * rows to symm-bench (--anchor) for the ratio columns. */
 #include <math.h>
 #include <mpi.h>
@@ -684,6 +684,83 @@ static int mpi_suite_moe(void)
     return total_wrong ? 1 : 0;
 }
 
+/* ---------------------------------------------------------------- rma */
+/* The floor under symm's transport between hosts: one-sided operations on a window made
+ * as symm makes its own (MPI_Win_create over the process's memory, one MPI_Win_lock_all
+ * epoch), each rank to the next; beside them MPI_Alltoallv of the same bytes per rank
+ * and a local memcpy. What an operation of symm between groups can cost at least. */
+typedef enum { RMA_PUT, RMA_GET, RMA_A2AV, RMA_COPY, RMA_COUNT } rma_op_t;
+static const char *rma_name[RMA_COUNT] = {"put_flush", "get_flush", "alltoallv", "memcpy"};
+
+static bench_stat_t rma_time(rma_op_t op, MPI_Win win, char *mine, char *other, size_t bytes,
+                             int *cnts, int *displs, int iters)
+{
+    int reps = mo.reps, peer = (me + 1) % npes;
+    double *v = calloc((size_t)reps, sizeof *v);
+    for (int r = 0; r < reps; r++) {
+        MCHECK(MPI_Barrier(MPI_COMM_WORLD));
+        double t0 = bench_now();
+        for (int i = 0; i < iters; i++) {
+            if (op == RMA_PUT) {
+                MCHECK(MPI_Put(mine, (int)bytes, MPI_BYTE, peer, 0, (int)bytes, MPI_BYTE, win));
+                MCHECK(MPI_Win_flush(peer, win));
+            } else if (op == RMA_GET) {
+                MCHECK(MPI_Get(other, (int)bytes, MPI_BYTE, peer, 0, (int)bytes, MPI_BYTE, win));
+                MCHECK(MPI_Win_flush(peer, win));
+            } else if (op == RMA_A2AV) {
+                MCHECK(MPI_Alltoallv(mine, cnts, displs, MPI_BYTE, other, cnts, displs,
+                                     MPI_BYTE, MPI_COMM_WORLD));
+            } else {
+                memcpy(other, mine, bytes);
+            }
+        }
+        v[r] = avg_all(1e6 * (bench_now() - t0) / iters);
+    }
+    bench_stat_t s = bench_stats(v, reps);
+    free(v);
+    return s;
+}
+
+static int suite_rma(void)
+{
+    size_t max = mo.max_size;
+    char *base = region(max), *mine = region(max), *other = region(max);
+    for (size_t i = 0; i < max; i++)
+        mine[i] = (char)(i * 7 + (size_t)me);
+    MPI_Win win;
+    MCHECK(MPI_Win_create(base, (MPI_Aint)max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MCHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
+    int *cnts = calloc(2 * (size_t)npes, sizeof *cnts), *displs = cnts + npes;
+    PRINT("# symm-bench-mpi rma: %d ranks, a window from MPI_Win_create in one lock_all "
+          "epoch, each rank to the next; alltoallv: size bytes per rank, size/n to each; "
+          "median of %d repetitions of the average over ranks\n%12s", npes, mo.reps,
+          "# size(B)");
+    for (int op = 0; op < RMA_COUNT; op++)
+        PRINT(" %14s", rma_name[op]);
+    PRINT("   (us)\n");
+    for (size_t z = mo.min_size; z <= max; z *= 2) {
+        for (int i = 0; i < npes; i++) {
+            cnts[i] = (int)(z / (size_t)npes);
+            displs[i] = i * cnts[i];
+        }
+        PRINT("%12zu", z);
+        for (int op = 0; op < RMA_COUNT; op++) {
+            bench_stat_t s = rma_time((rma_op_t)op, win, mine, other, z, cnts, displs,
+                                      bench_iters_for(z, mo.quick));
+            PRINT(" %14.3f", s.median);
+            row("rma", rma_name[op], (int64_t)z, s, 0);
+        }
+        PRINT("\n");
+    }
+    MCHECK(MPI_Win_unlock_all(win));
+    MCHECK(MPI_Win_free(&win));
+    free(cnts);
+    free(base);
+    free(mine);
+    free(other);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     int provided = 0;
@@ -706,6 +783,8 @@ int main(int argc, char **argv)
         rc = mpi_suite_tile();
     } else if (!strcmp(mo.suite, "moe")) {
         rc = mpi_suite_moe();
+    } else if (!strcmp(mo.suite, "rma")) {
+        rc = suite_rma();
     } else {
         PRINT("symm-bench-mpi: unknown suite %s\n", mo.suite);
         rc = 2;
