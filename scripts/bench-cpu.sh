@@ -70,6 +70,13 @@ if [ $hosts = 1 ] && [ $have_mpi = 0 ]; then
     echo "bench-cpu.sh: --hosts runs symm under $MPIRUN, which (or symm-bench-mpi) is missing" >&2
     exit 2
 fi
+# The MPI's name and version: Open MPI's first line, or the version line of MPICH's Hydra.
+mpi_name() {
+    "$MPIRUN" --version 2>&1 | awk 'NR == 1 { first = $0 }
+        /Open MPI/ { print; done = 1; exit }
+        /HYDRA/ { hydra = 1 } hydra && /Version:/ { print "MPICH (Hydra) " $2; done = 1; exit }
+        END { if (!done) print first }'
+}
 mpi_flags=()
 if [ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | grep -q "Open MPI"; then
     mpi_flags+=(--oversubscribe --bind-to none)
@@ -87,7 +94,7 @@ SUMMARY=$OUT/summary.tsv
     echo "# symm CPU benchmarks, $(date -u +%Y-%m-%dT%H:%M:%SZ), $(uname -n), $(nproc) CPUs,"\
          "$(lscpu 2>/dev/null | sed -n 's/^Model name: *//p'),"\
          "git ${SYMM_GIT_REV:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo '?')}"
-    echo "# anchor: $([ $have_mpi = 1 ] && "$MPIRUN" --version 2>&1 | head -1 || echo none)"
+    echo "# anchor: $([ $have_mpi = 1 ] && mpi_name || echo none)"
     echo "# load average at start: $(cut -d' ' -f1-3 /proc/loadavg) (other work on the machine skews both sides)"
     [ $hosts = 1 ] && echo "# symm: under $MPIRUN, SYMM_HOSTS=${HOSTS:-the PE count} (PEs in groups that share no memory)"
     printf "np\tsuite\top\tsize\tmedian_us\tmin_us\tmax_us\textra\tanchor_us\tratio\n"
