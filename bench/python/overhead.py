@@ -8,7 +8,8 @@ rep), and the spread of the package's.
 --backend numpy|torch: the host calls on NumPy arrays (the default) or torch CPU tensors;
 torch adds the torch.ops.symm custom op of all_reduce (the dispatcher's cost).
 --cuda: the stream calls on CUDA tensors against the bare symm_*_on_stream calls with the
-stream handle read once: the host time to issue a call (needs a GPU and torch).
+stream handle read once: the host time to issue a call (needs a GPU and torch); and the
+same calls made ready once by symm.prepare ("prepared ..." rows), issued again.
 --cuda-stub: the same CUDA cases without a GPU, to see the Python layer's own time: a
 stub libsymm_cuda whose every function returns at once (built here with cc), CPU tensors
 that say they are on CUDA device 0, and the C functions behind torch's current-device and
@@ -217,6 +218,11 @@ def cuda_cases(n, stub):
     ]
     cases.append(("torch.ops.symm.all_reduce_", lambda: torch.ops.symm.all_reduce_(
         x, "sum", 0), lambda: c.symm_allreduce_on_stream(TEAM_WORLD, px, px, 1, f64, add, s)))
+    # The same calls made ready once by symm.prepare, then issued again.
+    for name, py, cf in list(cases):
+        if name.split(" ")[0] in ("all_reduce", "tile_all_reduce", "moe_dispatch", "moe_combine",
+                                  "moe_topk_dispatch", "moe_topk_combine"):
+            cases.append(("prepared " + name, symm.prepare(py), cf))
     # Not a symm call: torch.cuda.current_stream().cuda_stream against the raw query the
     # package makes (_cuda.stream()) in the C column.
     cases.append(("(current stream query)", lambda: torch.cuda.current_stream().cuda_stream,

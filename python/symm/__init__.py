@@ -16,6 +16,7 @@ import sys
 
 from . import _boot, _cuda, _heap, _team
 from ._arrays import set_default_backend, torch_module as _torch_module
+from ._cuda import prepare
 from ._heap import collect_garbage, empty, peer, zeros
 from ._lib import LIB_PATH, SymmError, check as _check, lib as _c
 from ._moe_topk import TopkDispatch, cuda_topk_workspace, moe_topk_combine, moe_topk_dispatch
@@ -147,6 +148,6 @@ __all__ = [
     "tile_reduce", "tile_all_reduce", "multi_root_tile_reduce", "all_to_all_vdev",
     "all_to_all_vdev_2d", "all_to_all_vdev_2d_offset", "moe_dispatch", "moe_combine",
     "moe_topk_dispatch", "moe_topk_combine", "TopkDispatch", "cuda_topk_workspace",
-    "LIB_PATH", "cuda_device", "cuda_check", "cuda_workspace", "get_include",
+    "LIB_PATH", "cuda_device", "cuda_check", "cuda_workspace", "prepare", "get_include",
     "get_library_dir",
 ]

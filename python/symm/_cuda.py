@@ -56,8 +56,53 @@ _PROTOS = {
 }
 
 
+# While symm.prepare records a call: the stream calls it made, as (function, arguments).
+_record = None
+# How many times an operation on CUDA tensors copied an argument to the device or took a
+# scratch buffer (a copy that a prepared call would not make again).
+copies = [0]
+
+
+class _Recorder:
+    """libsymm_cuda as a recorded call sees it: the stream calls are noted, not made."""
+
+    def __init__(self, real):
+        self._real = real
+
+    def __getattr__(self, name):
+        fn = getattr(self._real, name)
+        if not name.endswith("_on_stream"):
+            return fn
+
+        def note(*args):
+            _record.append((fn, args))
+            return 0
+
+        return note
+
+
 def lib():
     """libsymm_cuda, loaded on first use (ImportError where symm was built without CUDA)."""
+    if _record is not None:
+        return _Recorder(_load())
+    return _state["lib"] or _load()
+
+
+def record(call):
+    """The stream calls that call() makes, recorded and not made (for symm.prepare), and
+    whether it copied an argument; call's result."""
+    global _record
+    if _record is not None:
+        raise RuntimeError("symm.prepare: already recording a call (prepare is not reentrant)")
+    _record, before = [], copies[0]
+    try:
+        result = call()
+        return _record, copies[0] != before, result
+    finally:
+        _record = None
+
+
+def _load():
     if _state["lib"] is None:
         path = os.environ.get("SYMM_CUDA_LIBRARY")
         if not path:
@@ -147,3 +192,52 @@ def workspace(n, ne):
         raise ValueError("symm: no MoE workspace for %d PEs x %d experts (made for up to %d x "
                          "%d): pass workspace=symm.cuda_workspace(n, ne)" % (n, ne, ws[1], ws[2]))
     return ws[0]
+
+
+class Prepared:
+    """A stream call on CUDA tensors, made ready by symm.prepare: calling it issues the
+    same call again on the current stream, on the same tensors (whose contents may
+    change), and returns what the first call returned."""
+
+    __slots__ = ("_calls", "_keep", "result")
+
+    def __init__(self, calls, keep, result):
+        self._calls, self._keep, self.result = calls, keep, result
+
+    def __call__(self):
+        s = stream()
+        for fn, args in self._calls:
+            rc = fn(*args, s)
+            if rc:
+                check(rc)
+        return self.result
+
+
+def prepare(op, *args, **kwargs):
+    """op(*args, **kwargs), an operation of symm on CUDA tensors (or a function that makes
+    such operations, which are all recorded), ready to be issued again:
+    the returned callable makes the same call on the current stream with the Python
+    layer's reading of its arguments done once, here (the call's checks, pointers,
+    sizes, its team's pool). Every tensor the call reads or writes must stay as it is
+    (same storage, shape and dtype; its contents may change between calls), and
+    everything the call reads must already be on the device in the dtype it reads (a
+    list of splits, say, is refused: the call would copy it to the device each time).
+    Nothing is issued by prepare itself."""
+    from ._arrays import torch_module
+    torch = torch_module()
+    on_gpu = torch is not None and (kwargs.get("device") == "cuda" or any(
+        isinstance(a, torch.Tensor) and a.is_cuda for a in args))
+    # symm's own operations are checked before anything runs; a function of one's own
+    # that makes symm's stream calls is recorded as it is.
+    if not on_gpu and (torch is None or getattr(op, "__module__", "").startswith("symm")):
+        raise ValueError("symm.prepare takes an operation on CUDA tensors (or device='cuda'), "
+                         "not one on CPU arrays")
+    calls, copied, result = record(lambda: op(*args, **kwargs))
+    if copied:
+        raise ValueError("symm.prepare: %s copied an argument to the device (splits, indices "
+                         "or weights not contiguous on the device in the dtype it reads, or "
+                         "an output it writes through a scratch): pass them as such tensors"
+                         % getattr(op, "__name__", op))
+    if not calls:
+        raise ValueError("symm.prepare: %s made no stream call" % getattr(op, "__name__", op))
+    return Prepared([(fn, a[:-1]) for fn, a in calls], (args, kwargs), result)

@@ -63,6 +63,7 @@ def _dev_array(x, dtype, shape, ref, dev, what):
     torch = _torch()
     t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x))
     t = t.to(device=ref.device, dtype=dtype).contiguous()
+    _cuda.copies[0] += 1
     if t.shape != shape:
         raise ValueError("symm: %s has shape %s, not %s" % (what, tuple(t.shape), shape))
     return t

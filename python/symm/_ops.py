@@ -398,6 +398,7 @@ def _dev_int64(x, ref, dev, n, what):
         t = x if isinstance(x, torch.Tensor) else torch.as_tensor(np.asarray(x),
                                                                   dtype=torch.int64)
         t = t.to(device=ref.device, dtype=torch.int64).contiguous()
+        _cuda.copies[0] += 1
     if t.numel() != n:
         raise ValueError("symm: %s has %d entries, not %d" % (what, t.numel(), n))
     return t
@@ -417,6 +418,7 @@ def _dev_out_sizes(given, ref, dev, n, what):
     buf = _arrays.on_device(given, torch.int64, dev)
     if buf is None:
         buf = torch.empty((2, n), dtype=torch.int64, device=ref.device)
+        _cuda.copies[0] += 1
     return given, buf
 
 

@@ -240,3 +240,15 @@ def test_init_with_a_store_in_fresh_processes():
     outs = [p.communicate(timeout=120)[0] for p in procs]
     for r, (p, out) in enumerate(zip(procs, outs)):
         assert p.returncode == 0 and out.split()[-2:] == ["ok", str(r)], out
+
+
+def test_prepare_refuses_cpu_arrays_and_runs_nothing():
+    x = symm.empty((5,), "float64")
+    x[:] = data(5, "float64", 91, me())
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        symm.prepare(symm.all_reduce, x)
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        symm.prepare(symm.barrier)
+    # nothing ran: x is this PE's own data still, and every PE is still in step
+    np.testing.assert_array_equal(x, data(5, "float64", 91, me()))
+    symm.barrier()

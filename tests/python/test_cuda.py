@@ -242,6 +242,129 @@ def test_all_reduce_in_a_cuda_graph():
     symm.barrier()
 
 
+def test_prepared_all_reduce_and_barrier():
+    """symm.prepare: nothing issued by prepare itself; each call of the prepared all_reduce
+    on fresh data equals the serial fold."""
+    x = cuda((3001,), "float32", (93, -1, me()))
+    p = symm.prepare(symm.all_reduce, x, op="max")
+    b = symm.prepare(symm.barrier, device="cuda")
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(x.cpu().numpy(), data(3001, "float32", 93, -1, me()))
+    symm.barrier()
+    for it in range(5):
+        x.copy_(torch.from_numpy(data(3001, "float32", 93, it, me())))
+        assert p() is x
+        b()
+        want = fold([data(3001, "float32", 93, it, q) for q in range(n())], "max")
+        np.testing.assert_array_equal(x.cpu().numpy(), want)
+    symm.cuda_check()
+    symm.barrier()
+
+
+def test_prepared_moe_follows_device_splits():
+    """A prepared dispatch and combine read their splits on the device at each call: new
+    splits and rows each time, against the CPU path on the same data."""
+    ne, align, cols = 3, 4, 16
+    cap = 8 * n() * ne * n() + ne * align
+    gin = symm.empty((cap, cols), "float32", device="cuda")
+    gout = symm.zeros((cap, cols), "float32", device="cuda")
+    back = symm.zeros((cap, cols), "float32", device="cuda")
+    gsp = torch.zeros(n() * ne, dtype=torch.int64, device="cuda")
+    gso = torch.zeros((2, n() * ne), dtype=torch.int64, device="cuda")
+    gso2 = torch.zeros((2, n() * ne), dtype=torch.int64, device="cuda")
+    d = symm.prepare(symm.moe_dispatch, gin, gout, gsp, gso, major_align=align)
+    c = symm.prepare(symm.moe_combine, gout, back, gso, gso2)
+    cin = symm.empty((cap, cols), "float32", backend="numpy")
+    cout = symm.empty((cap, cols), "float32", backend="numpy")
+    for it in range(4):
+        r = np.random.default_rng([94, it, me()])
+        splits = r.integers(0, 8, size=n() * ne)
+        rows = int(splits.sum())
+        mine = data((rows, cols), "float32", 95, it, me())
+        cin[:rows] = mine
+        cout[...] = 0
+        cso = symm.moe_dispatch(cin, cout, splits, major_align=align)
+        gin[:rows] = torch.from_numpy(mine)
+        gout.zero_()
+        gsp.copy_(torch.from_numpy(splits))
+        torch.cuda.synchronize()
+        symm.barrier()
+        assert d() is gso
+        c()
+        np.testing.assert_array_equal(gso.cpu().numpy(), cso)
+        np.testing.assert_array_equal(gout.cpu().numpy(), cout)
+        np.testing.assert_array_equal(gso2[0].cpu().numpy(), splits)
+        np.testing.assert_array_equal(back[:rows].cpu().numpy(), mine)
+        symm.barrier()
+    symm.cuda_check()
+
+
+def test_prepared_topk_equals_the_plain_calls():
+    """Prepared top-k dispatch and weighted combine on new routings, weights and rows at
+    each call, bytewise as the plain calls on the same data."""
+    T, H, k, ne = 29, 32, 4, 2
+    cap = n() * T * k + ne
+    ws = symm.cuda_topk_workspace(n(), ne, T, k)
+    inp = symm.empty((T, H), "float32", device="cuda")
+    idx = torch.zeros((T, k), dtype=torch.int64, device="cuda")
+    w = torch.zeros((T, k), dtype=torch.float32, device="cuda")
+    outs = [torch.zeros((cap, H), device="cuda") for _ in range(2)]
+    meta = [[torch.zeros(s, dtype=torch.int64, device="cuda") for s in ((ne,), (ne,), (1,),
+                                                                        (T, k))]
+            for _ in range(2)]
+    eo = symm.empty((cap, H), "float32", device="cuda")
+    backs = [torch.zeros((T, H), device="cuda") for _ in range(2)]
+
+    def dispatch(j):
+        return symm.moe_topk_dispatch(inp, outs[j], idx, ne, major_align=1,
+                                      out_counts=meta[j][0], out_offsets=meta[j][1],
+                                      out_rows=meta[j][2], topk_rows=meta[j][3], workspace=ws)
+
+    def combine(j):
+        return symm.moe_topk_combine(eo, backs[j], idx, meta[j][3], ne, topk_weights=w,
+                                     workspace=ws)
+
+    pd = symm.prepare(dispatch, 1)
+    pc = symm.prepare(combine, 1)
+    for it in range(4):
+        r = np.random.default_rng([96, it, me()])
+        idx.copy_(torch.from_numpy(r.integers(-1, n() * ne, size=(T, k))))
+        w.copy_(torch.from_numpy(r.uniform(0, 1, size=(T, k)).astype(np.float32)))
+        inp.copy_(torch.from_numpy(data((T, H), "float32", 97, it, me())))
+        for o in outs:
+            o.zero_()
+        torch.cuda.synchronize()
+        symm.barrier()
+        dispatch(0)
+        eo.copy_(outs[0] * 2 - 1)
+        torch.cuda.synchronize()
+        symm.barrier()
+        combine(0)
+        torch.cuda.synchronize()
+        symm.barrier()
+        assert pd().topk_rows is meta[1][3]
+        pc()
+        torch.cuda.synchronize()
+        rows = int(meta[0][2].item())
+        assert rows == int(meta[1][2].item())
+        assert torch.equal(outs[0][:rows], outs[1][:rows])
+        for a, b in zip(meta[0], meta[1]):
+            assert torch.equal(a, b)
+        assert torch.equal(backs[0], backs[1])
+        symm.barrier()
+    symm.cuda_check()
+
+
+def test_prepare_refuses_what_it_would_copy():
+    gin = symm.empty((64, 8), "float32", device="cuda")
+    gout = symm.empty((64, 8), "float32", device="cuda")
+    with pytest.raises(ValueError, match="copied an argument"):
+        symm.prepare(symm.moe_dispatch, gin, gout, [1] * n())  # splits as a list
+    with pytest.raises(ValueError, match="CUDA tensors"):
+        symm.prepare(symm.all_reduce, np.zeros(3))
+    symm.barrier()
+
+
 def test_errors_on_the_gpu():
     local = torch.zeros(16, device="cuda")
     with pytest.raises(symm.SymmError) as e:
