@@ -213,7 +213,7 @@ class Prepared:
         return self.result
 
 
-def prepare(op, *args, **kwargs):
+def prepare(op, /, *args, **kwargs):
     """op(*args, **kwargs), an operation of symm on CUDA tensors (or a function that makes
     such operations, which are all recorded), ready to be issued again:
     the returned callable makes the same call on the current stream with the Python

@@ -245,11 +245,11 @@ def test_all_reduce_in_a_cuda_graph():
 def test_prepared_all_reduce_and_barrier():
     """symm.prepare: nothing issued by prepare itself; each call of the prepared all_reduce
     on fresh data equals the serial fold."""
-    x = cuda((3001,), "float32", (93, -1, me()))
+    x = cuda((3001,), "float32", (93, 99, me()))
     p = symm.prepare(symm.all_reduce, x, op="max")
     b = symm.prepare(symm.barrier, device="cuda")
     torch.cuda.synchronize()
-    np.testing.assert_array_equal(x.cpu().numpy(), data(3001, "float32", 93, -1, me()))
+    np.testing.assert_array_equal(x.cpu().numpy(), data(3001, "float32", 93, 99, me()))
     symm.barrier()
     for it in range(5):
         x.copy_(torch.from_numpy(data(3001, "float32", 93, it, me())))
