@@ -112,9 +112,13 @@ SYMM_HD topk_args topk_combine_args(void *out, size_t tokens, const void *in, si
 
 /* ---------------------------------------------------------------- the member's barrier */
 /* All nparts blocks of this member meet (a generation barrier on two words of the
- * member's own workspace, which must start at 0 and are left ready for the next call).
- * Writes before it are visible to every block after it. 0, or SYMM_ERR_TIMEOUT in every
- * thread of a block that waited past the team's timeout. */
+ * member's own workspace, which must start at 0 and are left ready for the next call;
+ * nothing of it is fixed at launch, so a CUDA graph replays it as it is). The nparts
+ * blocks must be resident together. Writes before it are visible to every block after it:
+ * each block's arrival is a release (a fence, then the count), the last one's acquire
+ * (the count, then a fence) comes before its release of the generation, which the others
+ * acquire; each block's threads meet its thread 0 on __syncthreads, before and after. 0,
+ * or SYMM_ERR_TIMEOUT in every thread of a block that waited past the team's timeout. */
 SYMM_DEV int topk_grid_barrier(const symm_dev_team_t &t, uint64_t *ws, uint32_t nparts)
 {
     using namespace symm_detail;
@@ -127,6 +131,8 @@ SYMM_DEV int topk_grid_barrier(const symm_dev_team_t &t, uint64_t *ws, uint32_t 
         __threadfence();
         const unsigned long long old = atomicAdd((unsigned long long *)count, 1ull);
         if (old + 1 == nparts) {
+            /* acquire: the other blocks' writes before their arrivals */
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
             st_relaxed_gpu(count, 0);
             st_release_gpu(gen, g0 + 1);
         } else {
