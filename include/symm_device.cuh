@@ -206,10 +206,13 @@ SYMM_DEV int symm_dev_moe_combine_block(const symm_dev_team_t &t, void *out,
  * - ws: a workspace of symm_tm_topk_ws_bytes(n, ne, tokens, k) bytes for this member's
  *   tokens (a combine needs the size for 0 tokens) in the GPU symmetric heap, 16-byte
  *   aligned, zeroed once before its first use (cudaMemset): the member's blocks meet on
- *   two of its words, which every call leaves ready for the next. One call at a time per
- *   workspace; two calls that follow each other in one kernel use different ones.
+ *   words of it (a barrier, the flags of a spread route), which every call leaves ready
+ *   for the next. One call at a time per workspace; two calls that follow each other in
+ *   one kernel use different ones.
  * - block 0 of each member runs the rounds between members on its duplicate t (the other
- *   blocks' duplicates are not used); the other blocks wait for it on the workspace.
+ *   blocks' duplicates are not used); the other blocks wait for it on the workspace, and
+ *   from SYMM_PLAN_TOPK_SPREAD (4096) slots on route the member's slots with it. The
+ *   nparts blocks of a member must be resident together.
  * Every member reaches the same verdict (a bad expert id or argument anywhere, an output
  * beyond a member's out_capacity, a topk_rows entry beyond its member's rows): every
  * block of every member returns it and nothing is written. */

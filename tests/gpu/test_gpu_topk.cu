@@ -5,13 +5,17 @@
  * float/fp16/bf16 combines bit for bit the CPU's float accumulation; the decode shape
  * (128 tokens of 7168 fp8 bytes with 56 float scales, top-8, bf16 combine of 7168);
  * the stream forms with 1, 2, 3 and the automatic block count, the per-block device forms
- * from a kernel of our own; concurrent sub-teams (2-D split) and 1-PE teams; a bad expert
- * id, an output one row short and a member's bad in failing every PE with nothing written,
- * and the team working afterwards; the stream forms captured in CUDA graphs and replayed;
- * the low-latency forms (symm_moe_topk_dispatch_ll_on_stream / _combine_ll_on_stream) on
- * random routings and the decode shape, directly and from CUDA graphs, a member with too
- * many tokens failing every PE. --quick: fewer cases and no decode shape (for
- * compute-sanitizer). */
+ * from a kernel of our own; the route spread over every block of a member (up to 1024
+ * tokens, k 8 and 5, 3/4/5 and the automatic block count, over 256 experts with
+ * major_align 1, members on both sides of SYMM_PLAN_TOPK_SPREAD in one call, blocks of 128
+ * threads, a dispatch captured in a CUDA graph and replayed on new data); concurrent
+ * sub-teams (2-D split) and 1-PE teams; bad expert ids, a NULL in that routes tokens, an
+ * output one row short and a member's bad in failing every PE with nothing written, and
+ * the team working afterwards, on a small shape and on a spread one; the stream forms
+ * captured in CUDA graphs and replayed; the low-latency forms
+ * (symm_moe_topk_dispatch_ll_on_stream / _combine_ll_on_stream) on random routings and the
+ * decode shape, directly and from CUDA graphs, a member with too many tokens failing every
+ * PE. --quick: fewer cases and no decode shape (for compute-sanitizer). */
 #include "gpu_test.h"
 #include "symm_device.cuh"
 #include "tilemoe/topk_ref.h"
@@ -20,14 +24,17 @@ static int me, npes, quick; /* quick: fewer cases (under compute-sanitizer) */
 static uint64_t seed;
 
 #define MAXTOK   128
+#define MANYTOK  1024 /* the spread route's cases: up to 8192 slots a member */
 #define MAXK     8
 #define BIGRB    7168
 #define MAXSIDE  3
 #define MAXHID   7168
 #define SENTINEL 0xC3
 #define SRC_SENT 0x5a
-/* rows a member may receive: every slot of every token of 4 PEs, plus padding */
-#define MAXROWS (4 * MAXTOK * MAXK + 32 * 128)
+/* rows a member may receive: every slot of every token of 4 PEs, plus padding; MANYROWS
+ * for rows of at most 100 bytes (MAXROWS rows of BIGRB bytes, at most MANYROWS rows) */
+#define MAXROWS  (4 * MAXTOK * MAXK + 32 * 128)
+#define MANYROWS (4 * MANYTOK * MAXK + 32 * 128)
 
 static uint8_t *din, *dside[MAXSIDE], *deo; /* GPU symmetric */
 static uint8_t *ws[2];                      /* GPU symmetric workspaces */
@@ -93,7 +100,7 @@ typedef struct {
     std::vector<uint8_t> out, side[MAXSIDE], cout;
     std::vector<symm_moe_src_t> src;
     std::vector<int64_t> trows;
-    size_t counts[32], offsets[32], rows;
+    size_t counts[TOPK_REF_MAXNE], offsets[TOPK_REF_MAXNE], rows;
 } host_t;
 
 /* My inputs on the device; *in_null: this member passes NULL ins (it routes nothing). */
@@ -128,12 +135,12 @@ static size_t upload(const tcase_t *tc, const topk_routes_t *R, int *in_null)
     }
     GT_CUDA(gt_memset_sync(dout, SENTINEL, (size_t)MAXROWS * BIGRB));
     for (int p = 0; p < MAXSIDE; p++)
-        GT_CUDA(gt_memset_sync(dsideout[p], SENTINEL, (size_t)MAXROWS * 256));
-    GT_CUDA(gt_memset_sync(dsrc, SRC_SENT, sizeof(symm_moe_src_t) * MAXROWS));
+        GT_CUDA(gt_memset_sync(dsideout[p], SENTINEL, (size_t)MANYROWS * 256));
+    GT_CUDA(gt_memset_sync(dsrc, SRC_SENT, sizeof(symm_moe_src_t) * MANYROWS));
     GT_CUDA(gt_memset_sync(dcout, SENTINEL, (size_t)MAXTOK * MAXHID * 4));
-    GT_CUDA(gt_memset_sync(dtrows, 0x77, sizeof(int64_t) * MAXTOK * MAXK));
-    GT_CUDA(gt_memset_sync(dcounts, 0x77, sizeof(size_t) * 32));
-    GT_CUDA(gt_memset_sync(doffsets, 0x77, sizeof(size_t) * 32));
+    GT_CUDA(gt_memset_sync(dtrows, 0x77, sizeof(int64_t) * MANYTOK * MAXK));
+    GT_CUDA(gt_memset_sync(dcounts, 0x77, sizeof(size_t) * TOPK_REF_MAXNE));
+    GT_CUDA(gt_memset_sync(doffsets, 0x77, sizeof(size_t) * TOPK_REF_MAXNE));
     GT_CUDA(gt_memset_sync(drows, 0x77, sizeof(size_t)));
     return T;
 }
@@ -244,7 +251,7 @@ static void round_trip(const tcase_t *tc, symm_pool_t pool, const char *what, in
     symm_moe_side_t side[MAXSIDE];
     sides_of(tc, nul, side);
     size_t cap = (size_t)MAXROWS * BIGRB / tc->rb;
-    if (cap > MAXROWS) cap = MAXROWS;
+    if (cap > MANYROWS) cap = MANYROWS;
     char w[160];
     snprintf(w, sizeof w, "%s (n %d k %d ne %d align %zu rb %zu nside %d nblocks %d)", what,
              tc->c.n, tc->c.k, tc->c.ne, tc->c.align, tc->rb, tc->nside, tc->nblocks);
@@ -319,6 +326,117 @@ static void test_graphs(symm_pool_t pool)
         random_case(&tc, SYMM_TEAM_WORLD, 600 + (uint64_t)it);
         round_trip(&tc, pool, "CUDA graph", 2);
     }
+}
+
+/* ---------------------------------------------------------------- the spread route */
+/* From SYMM_PLAN_TOPK_SPREAD slots on, a member of several blocks routes its slots in every
+ * block, below it in its lead block alone; members of one call may do either. */
+static size_t spread_tokens(int k) /* the fewest tokens of a spread route */
+{
+    return (SYMM_PLAN_TOPK_SPREAD + (size_t)k - 1) / (size_t)k;
+}
+static int spread_ne(void) /* more than 256 experts in the team: counted in the workspace */
+{
+    return 300 / npes + 1;
+}
+
+/* Up to MANYTOK tokens a member, at least mintok; ne 0: the random case's. */
+static void spread_case(tcase_t *tc, uint64_t tag, int k, int ne, size_t align, int nblocks,
+                        size_t mintok)
+{
+    random_case(tc, SYMM_TEAM_WORLD, tag);
+    tc->c.k = k;
+    if (ne) {
+        tc->c.ne = ne;
+        tc->c.align = align;
+    }
+    tc->c.maxtok = MANYTOK;
+    tc->c.mintok = mintok;
+    tc->nblocks = nblocks;
+}
+
+/* The dispatch captured once in a CUDA graph and replayed on new routes and rows of the
+ * same shape (every member's tokens fixed): the member's barrier and route flags live in
+ * its workspace, nothing of the route is fixed at capture. The combine runs directly
+ * after each replay. */
+static void test_spread_graph(symm_pool_t pool)
+{
+    tcase_t tc;
+    spread_case(&tc, 1750, 8, 16, 16, 0, 700);
+    tc.c.maxtok = 700;
+    tc.c.empty = -1;
+    tc.null_in = 0;
+    symm_moe_side_t side[MAXSIDE];
+    sides_of(&tc, 0, side);
+    const size_t cap = MANYROWS; /* rows of at most 100 bytes */
+    cudaGraph_t g = nullptr;
+    cudaGraphExec_t ge = nullptr;
+    for (int v = 0; v < (quick ? 2 : 3); v++) {
+        tc.c.tag = test_mix(seed, 1760 + (uint64_t)v); /* new routes and rows */
+        topk_routes_t R;
+        topk_ref_routes(&tc.c, &R);
+        int nul;
+        const size_t T = upload(&tc, &R, &nul);
+        GT_TRUE(T == 700 && !nul, "the graph's case: %zu tokens", T);
+        char w[160];
+        snprintf(
+            w, sizeof w,
+            "spread route, CUDA graph replay %d (n %d k %d ne %d align %zu rb %zu nside %d)", v,
+            tc.c.n, tc.c.k, tc.c.ne, tc.c.align, tc.rb, tc.nside);
+        if (!ge) {
+            GT_CUDA(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed));
+            const symm_status_t st = symm_moe_topk_dispatch_on_stream(
+                pool, dout, cap, din, T, tc.rb, didx, tc.c.k, tc.c.ne, tc.c.align,
+                tc.nside ? side : NULL, tc.nside, dcounts, doffsets, dsrc, drows, dtrows, ws[0],
+                tc.nblocks, stream);
+            GT_CUDA(cudaStreamEndCapture(stream, &g));
+            GT_OK(st);
+            GT_CUDA(cudaGraphInstantiate(&ge, g, 0));
+        }
+        for (int r = 0; r < (v ? 1 : 2); r++)
+            GT_CUDA(cudaGraphLaunch(ge, stream));
+        GT_CUDA(cudaStreamSynchronize(stream));
+        GT_OK(symm_cuda_check());
+        host_t h;
+        download(&tc, T, &h, cap);
+        check_dispatch(&tc, &R, &h, cap, w);
+        upload_expert_out(&tc, &h);
+        GT_OK(symm_moe_topk_combine_on_stream(
+            pool, dcout, T, h.rows ? deo : NULL, h.rows, tc.hidden, tc.type, didx, dtrows,
+            tc.weighted ? dw : NULL, tc.c.k, tc.c.ne, ws[0], tc.nblocks, stream));
+        GT_CUDA(cudaStreamSynchronize(stream));
+        GT_OK(symm_cuda_check());
+        check_combine(&tc, &R, T, w);
+        topk_ref_routes_free(&tc.c, &R);
+    }
+    GT_CUDA(cudaGraphExecDestroy(ge));
+    GT_CUDA(cudaGraphDestroy(g));
+}
+
+static void test_spread(symm_pool_t pool)
+{
+    static const struct {
+        int k, ne;
+        size_t align;
+        int nblocks;
+        int below; /* tokens from below the threshold up */
+        const char *what;
+    } v[] = {
+        {8, 8, 16, 0, 0, "spread route"},
+        {5, 32, 128, 3, 0, "spread route"},
+        {8, -1, 1, 4, 0, "spread route, over 256 experts"},
+        {5, 0, 0, 5, 1, "spread route or not, by member"},
+    };
+    for (int i = 0; i < 4; i++) {
+        if (quick && i % 2) continue;
+        tcase_t tc;
+        const int ne = v[i].ne < 0 ? spread_ne() : v[i].ne;
+        const size_t least = spread_tokens(v[i].k);
+        spread_case(&tc, 1700 + 2 * (uint64_t)i, v[i].k, ne, v[i].align, v[i].nblocks,
+                    v[i].below ? least - least / 8 : least);
+        round_trip(&tc, pool, v[i].what);
+    }
+    test_spread_graph(pool);
 }
 
 /* ---------------------------------------------------------------- low-latency forms */
@@ -584,10 +702,18 @@ static void test_device_forms(symm_pool_t pool)
     symm_moe_side_t *dsides;
     GT_CUDA(cudaMalloc(&drc, sizeof(int)));
     GT_CUDA(cudaMalloc(&dsides, sizeof(symm_moe_side_t) * MAXSIDE));
-    for (int it = 0; it < (quick ? 2 : 4); it++) {
+    const int nit = (quick ? 2 : 4) + 1;
+    for (int it = 0; it < nit; it++) {
+        /* the last: many tokens, routed in every block of 128 threads */
+        const bool many = it == nit - 1;
         tcase_t tc;
         random_case(&tc, SYMM_TEAM_WORLD, 700 + (uint64_t)it);
         tc.c.maxtok = 48;
+        if (many) {
+            tc.c.k = 8;
+            tc.c.maxtok = MANYTOK;
+            tc.c.mintok = spread_tokens(8);
+        }
         topk_routes_t R;
         topk_ref_routes(&tc.c, &R);
         int nul;
@@ -599,7 +725,7 @@ static void test_device_forms(symm_pool_t pool)
         dev_args a;
         memset(&a, 0, sizeof a);
         a.out = dout;
-        a.cap = MAXROWS;
+        a.cap = MANYROWS; /* rows of at most 100 bytes */
         a.in = nul ? NULL : din;
         a.tokens = T;
         a.rb = tc.rb;
@@ -617,7 +743,7 @@ static void test_device_forms(symm_pool_t pool)
         a.ws = ws[it % 2];
         a.rc = drc;
         void *args[] = {&dp, &a};
-        const int nb = 1 + it % 3, threads = it % 2 ? 128 : 256;
+        const int nb = many ? 3 : 1 + it % 3, threads = many || it % 2 ? 128 : 256;
         GT_OK(symm_cuda_launch((const void *)k_dev_dispatch, dim3(nb), dim3(threads), args, 0,
                                stream));
         GT_CUDA(cudaStreamSynchronize(stream));
@@ -626,8 +752,9 @@ static void test_device_forms(symm_pool_t pool)
         GT_CUDA(gt_memcpy_sync(&rc, drc, sizeof rc, cudaMemcpyDeviceToHost));
         GT_TRUE(rc == 0, "device dispatch returned %d", rc);
         host_t h;
-        download(&tc, T, &h, MAXROWS);
-        check_dispatch(&tc, &R, &h, MAXROWS, "device dispatch");
+        download(&tc, T, &h, MANYROWS);
+        check_dispatch(&tc, &R, &h, MANYROWS,
+                       many ? "device dispatch, spread" : "device dispatch");
         upload_expert_out(&tc, &h);
         a.cout = dcout;
         a.eo = h.rows ? deo : NULL;
@@ -642,7 +769,7 @@ static void test_device_forms(symm_pool_t pool)
         GT_OK(symm_cuda_check());
         GT_CUDA(gt_memcpy_sync(&rc, drc, sizeof rc, cudaMemcpyDeviceToHost));
         GT_TRUE(rc == 0, "device combine returned %d", rc);
-        check_combine(&tc, &R, T, "device combine");
+        check_combine(&tc, &R, T, many ? "device combine, spread" : "device combine");
         topk_ref_routes_free(&tc.c, &R);
     }
     cudaFree(dsides);
@@ -699,11 +826,15 @@ static void check_untouched(const char *what)
     GT_TRUE(r == 0x7777777777777777ull, "%s: out_rows written", what);
 }
 
-static void test_failures(symm_pool_t pool)
+/* The failures on a small shape, and on one that every member routes in every block
+ * (spread: MANYTOK tokens of k = 4 a member, SYMM_PLAN_TOPK_SPREAD slots or more each):
+ * every PE fails alike, nothing written, and the team works afterwards. */
+static void test_failures(symm_pool_t pool, bool spread)
 {
     tcase_t tc;
-    random_case(&tc, SYMM_TEAM_WORLD, 1100);
-    tc.c.maxtok = 32;
+    random_case(&tc, SYMM_TEAM_WORLD, spread ? 1120 : 1100);
+    tc.c.maxtok = spread ? MANYTOK : 32;
+    tc.c.mintok = spread ? MANYTOK : 0;
     tc.c.empty = -1;
     tc.c.none_every = 0;
     tc.c.k = 4;
@@ -711,63 +842,84 @@ static void test_failures(symm_pool_t pool)
     tc.rb = 32;
     tc.nside = 0;
     tc.null_in = 0;
-    tc.nblocks = 2;
+    tc.nblocks = spread ? 4 : 2;
+    const int nb = tc.nblocks;
+    const char *shape = spread ? "spread" : "small";
+    char w[160];
     topk_routes_t R;
     topk_ref_routes(&tc.c, &R);
     int nul;
     size_t T = upload(&tc, &R, &nul);
     GT_TRUE(T > 0, "tokens");
+    GT_TRUE(!spread || T * 4 >= SYMM_PLAN_TOPK_SPREAD, "%zu tokens: no spread route", T);
     const int last = npes - 1;
-    /* a bad expert id on the last PE: every PE fails, nothing written */
-    std::vector<int64_t> bad(R.idx[tc.rank], R.idx[tc.rank] + T * 4);
-    bad[T * 4 - 1] = (int64_t)npes * 3;
-    if (me == last)
-        GT_CUDA(
-            gt_memcpy_sync(didx, bad.data(), T * 4 * sizeof(int64_t), cudaMemcpyHostToDevice));
-    GT_OK(symm_moe_topk_dispatch_on_stream(pool, dout, MAXROWS, din, T, 32, didx, 4, 3,
-                                           tc.c.align, NULL, 0, dcounts, doffsets, dsrc, drows,
-                                           dtrows, ws[0], 2, stream));
-    expect_device_failure(SYMM_ERR_INVALID_ARG, "bad expert id");
-    check_untouched("bad expert id");
-    if (me == last)
-        GT_CUDA(gt_memcpy_sync(didx, R.idx[tc.rank], T * 4 * sizeof(int64_t),
-                               cudaMemcpyHostToDevice));
+    int last_routes = 0;
+    for (size_t x = 0; x < R.tokens[last] * 4; x++)
+        last_routes |= R.idx[last][x] >= 0;
+    /* a bad expert id on the last PE (past the experts in its last slot, then negative a
+     * third of the way): every PE fails, nothing written */
+    for (int b = 0; b < 2; b++) {
+        std::vector<int64_t> bad(R.idx[tc.rank], R.idx[tc.rank] + T * 4);
+        if (b == 0)
+            bad[T * 4 - 1] = (int64_t)npes * 3;
+        else
+            bad[T * 4 / 3] = -2;
+        if (me == last)
+            GT_CUDA(gt_memcpy_sync(didx, bad.data(), T * 4 * sizeof(int64_t),
+                                   cudaMemcpyHostToDevice));
+        GT_OK(symm_moe_topk_dispatch_on_stream(pool, dout, MANYROWS, din, T, 32, didx, 4, 3,
+                                               tc.c.align, NULL, 0, dcounts, doffsets, dsrc,
+                                               drows, dtrows, ws[0], nb, stream));
+        snprintf(w, sizeof w, "bad expert id %lld (%s)", (long long)(b ? -2 : npes * 3), shape);
+        expect_device_failure(SYMM_ERR_INVALID_ARG, w);
+        check_untouched(w);
+        if (me == last)
+            GT_CUDA(gt_memcpy_sync(didx, R.idx[tc.rank], T * 4 * sizeof(int64_t),
+                                   cudaMemcpyHostToDevice));
+    }
+    /* a NULL in on the last PE, which routes tokens */
+    if (last_routes) {
+        GT_OK(symm_moe_topk_dispatch_on_stream(
+            pool, dout, MANYROWS, me == last ? NULL : din, T, 32, didx, 4, 3, tc.c.align, NULL,
+            0, dcounts, doffsets, dsrc, drows, dtrows, ws[0], nb, stream));
+        snprintf(w, sizeof w, "a NULL in that routes tokens (%s)", shape);
+        expect_device_failure(SYMM_ERR_INVALID_ARG, w);
+        check_untouched(w);
+    }
     /* the last PE's output one row short */
-    size_t cnt[32], start[32];
+    size_t cnt[TOPK_REF_MAXNE], start[TOPK_REF_MAXNE];
     size_t need = topk_ref_layout(&tc.c, &R, last, cnt, start, NULL, -1, NULL);
-    GT_OK(symm_moe_topk_dispatch_on_stream(pool, dout, me == last ? need - 1 : MAXROWS, din, T,
+    GT_OK(symm_moe_topk_dispatch_on_stream(pool, dout, me == last ? need - 1 : MANYROWS, din, T,
                                            32, didx, 4, 3, tc.c.align, NULL, 0, dcounts,
-                                           doffsets, dsrc, drows, dtrows, ws[0], 2, stream));
-    expect_device_failure(SYMM_ERR_OVERFLOW, "one row short");
-    check_untouched("one row short");
+                                           doffsets, dsrc, drows, dtrows, ws[0], nb, stream));
+    snprintf(w, sizeof w, "one row short (%s)", shape);
+    expect_device_failure(SYMM_ERR_OVERFLOW, w);
+    check_untouched(w);
     /* PE 0's in outside the GPU heap: it fails at once, the others on the device */
     void *local;
     GT_CUDA(cudaMalloc(&local, T * 32));
     symm_status_t st = symm_moe_topk_dispatch_on_stream(
-        pool, dout, MAXROWS, me == 0 ? local : din, T, 32, didx, 4, 3, tc.c.align, NULL, 0,
-        dcounts, doffsets, dsrc, drows, dtrows, ws[0], 2, stream);
+        pool, dout, MANYROWS, me == 0 ? local : din, T, 32, didx, 4, 3, tc.c.align, NULL, 0,
+        dcounts, doffsets, dsrc, drows, dtrows, ws[0], nb, stream);
+    snprintf(w, sizeof w, "PE 0's in outside the heap (%s)", shape);
     if (me == 0) {
-        GT_TRUE(st == SYMM_ERR_NOT_SYMMETRIC, "in outside the heap: %d (%s)", (int)st,
-                symm_last_error());
+        GT_TRUE(st == SYMM_ERR_NOT_SYMMETRIC, "%s: %d (%s)", w, (int)st, symm_last_error());
         GT_CUDA(cudaStreamSynchronize(stream));
         (void)symm_cuda_check();
     } else {
         GT_OK(st);
-        expect_device_failure(SYMM_ERR_NOT_SYMMETRIC, "PE 0's in outside the heap");
+        expect_device_failure(SYMM_ERR_NOT_SYMMETRIC, w);
     }
-    check_untouched("PE 0's in outside the heap");
+    check_untouched(w);
     GT_CUDA(cudaFree(local));
     /* combine: a row beyond its member's in on the last PE */
-    tc.nblocks = 2;
-    round_trip(&tc, pool, "before the combine failures"); /* dtrows, deo as for a combine */
+    snprintf(w, sizeof w, "before the combine failures (%s)", shape);
+    round_trip(&tc, pool, w); /* dtrows, deo as for a combine */
     host_t h;
-    download(&tc, T, &h, MAXROWS);
+    download(&tc, T, &h, MANYROWS);
     size_t q = 0;
     while (q < T * 4 && R.idx[tc.rank][q] < 0)
         q++;
-    int last_routes = 0;
-    for (size_t x = 0; x < R.tokens[last] * 4; x++)
-        last_routes |= R.idx[last][x] >= 0;
     if (last_routes) {
         std::vector<int64_t> br(h.trows.begin(), h.trows.begin() + T * 4);
         if (me == last) {
@@ -778,14 +930,16 @@ static void test_failures(symm_pool_t pool)
         GT_CUDA(gt_memset_sync(dcout, SENTINEL, (size_t)MAXTOK * MAXHID * 4));
         GT_OK(symm_moe_topk_combine_on_stream(pool, dcout, T, h.rows ? deo : NULL, h.rows,
                                               tc.hidden, tc.type, didx, dtrows, NULL, 4, 3,
-                                              ws[0], 2, stream));
-        expect_device_failure(SYMM_ERR_INVALID_ARG, "combine row beyond in");
+                                              ws[0], nb, stream));
+        snprintf(w, sizeof w, "combine row beyond in (%s)", shape);
+        expect_device_failure(SYMM_ERR_INVALID_ARG, w);
         std::vector<uint8_t> o(4096);
         GT_CUDA(gt_memcpy_sync(o.data(), dcout, o.size(), cudaMemcpyDeviceToHost));
-        CHECK_ALL_BYTES(o.data(), SENTINEL, o.size(), "failed combine wrote out");
+        CHECK_ALL_BYTES(o.data(), SENTINEL, o.size(), "failed combine wrote out (%s)", shape);
     }
     /* the team still works */
-    round_trip(&tc, pool, "after failures");
+    snprintf(w, sizeof w, "after failures (%s)", shape);
+    round_trip(&tc, pool, w);
     topk_ref_routes_free(&tc.c, &R);
 }
 
@@ -800,12 +954,12 @@ int main(int argc, char **argv)
     GT_CUDA(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     din = (uint8_t *)symm_gpu_malloc((size_t)MAXTOK * BIGRB);
     for (int p = 0; p < MAXSIDE; p++) {
-        dside[p] = (uint8_t *)symm_gpu_malloc((size_t)MAXTOK * 256);
-        GT_CUDA(cudaMalloc(&dsideout[p], (size_t)MAXROWS * 256));
+        dside[p] = (uint8_t *)symm_gpu_malloc((size_t)MANYTOK * 256);
+        GT_CUDA(cudaMalloc(&dsideout[p], (size_t)MANYROWS * 256));
         GT_TRUE(dside[p] != NULL, "allocation");
     }
     deo = (uint8_t *)symm_gpu_malloc((size_t)MAXROWS * MAXHID * 2);
-    ws_bytes = symm_cuda_moe_topk_workspace_bytes(npes, 32, MAXTOK, MAXK);
+    ws_bytes = symm_cuda_moe_topk_workspace_bytes(npes, spread_ne(), MANYTOK, MAXK);
     for (int i = 0; i < 2; i++) {
         ws[i] = (uint8_t *)symm_gpu_malloc(ws_bytes);
         GT_TRUE(ws[i] != NULL, "workspace of %zu bytes", ws_bytes);
@@ -814,12 +968,12 @@ int main(int argc, char **argv)
     GT_TRUE(din && deo, "allocation");
     GT_CUDA(cudaMalloc(&dout, (size_t)MAXROWS * BIGRB));
     GT_CUDA(cudaMalloc(&dcout, (size_t)MAXTOK * MAXHID * 4));
-    GT_CUDA(cudaMalloc(&dsrc, sizeof(symm_moe_src_t) * MAXROWS));
-    GT_CUDA(cudaMalloc(&didx, sizeof(int64_t) * MAXTOK * MAXK));
-    GT_CUDA(cudaMalloc(&dtrows, sizeof(int64_t) * MAXTOK * MAXK));
-    GT_CUDA(cudaMalloc(&dw, sizeof(float) * MAXTOK * MAXK));
-    GT_CUDA(cudaMalloc(&dcounts, sizeof(size_t) * 32));
-    GT_CUDA(cudaMalloc(&doffsets, sizeof(size_t) * 32));
+    GT_CUDA(cudaMalloc(&dsrc, sizeof(symm_moe_src_t) * MANYROWS));
+    GT_CUDA(cudaMalloc(&didx, sizeof(int64_t) * MANYTOK * MAXK));
+    GT_CUDA(cudaMalloc(&dtrows, sizeof(int64_t) * MANYTOK * MAXK));
+    GT_CUDA(cudaMalloc(&dw, sizeof(float) * MANYTOK * MAXK));
+    GT_CUDA(cudaMalloc(&dcounts, sizeof(size_t) * TOPK_REF_MAXNE));
+    GT_CUDA(cudaMalloc(&doffsets, sizeof(size_t) * TOPK_REF_MAXNE));
     GT_CUDA(cudaMalloc(&drows, sizeof(size_t)));
     ll_out = (uint8_t *)symm_gpu_malloc(LL_BYTES);
     for (int p = 0; p < MAXSIDE; p++)
@@ -843,12 +997,15 @@ int main(int argc, char **argv)
     if (me == 0) printf("ok: decode shape\n");
     test_graphs(pool);
     if (me == 0) printf("ok: CUDA graphs\n");
+    test_spread(pool);
+    if (me == 0) printf("ok: spread route\n");
     test_low_latency(pool);
     if (me == 0) printf("ok: low-latency forms\n");
     test_device_forms(pool);
     if (me == 0) printf("ok: device forms\n");
-    test_failures(pool);
-    if (me == 0) printf("ok: failures\n");
+    test_failures(pool, false);
+    test_failures(pool, true);
+    if (me == 0) printf("ok: failures, small and spread\n");
     GT_CUDA(cudaDeviceSynchronize());
     GT_OK(symm_barrier_all());
     GT_OK(symm_pool_destroy(pool));

@@ -10,24 +10,27 @@
 
 #include "common/test_util.h"
 
-#define TOPK_REF_MAXN 64
+#define TOPK_REF_MAXN  64
+#define TOPK_REF_MAXNE 512 /* experts per member */
 
 typedef struct {
     int n, ne, k;
     size_t align; /* major_align */
     uint64_t tag; /* the case: all data follows from it and the members' world ranks */
     int world[TOPK_REF_MAXN];
-    size_t maxtok;  /* tokens per member: 0..maxtok */
-    int empty;      /* a member with no tokens (-1: none) */
-    int deaf;       /* a member that no slot routes to (-1: none) */
-    int one_pe;     /* every token's experts on one member */
-    int none_every; /* every this many tokens (0: never) routes no slot at all */
+    size_t maxtok, mintok; /* tokens per member: mintok..maxtok */
+    int empty;             /* a member with no tokens (-1: none) */
+    int deaf;              /* a member that no slot routes to (-1: none) */
+    int one_pe;            /* every token's experts on one member */
+    int none_every;        /* every this many tokens (0: never) routes no slot at all */
 } topk_case_t;
 
 static inline size_t topk_ref_tokens(const topk_case_t *c, int s)
 {
     if (s == c->empty) return 0;
-    return (size_t)(test_mix(c->tag, (uint64_t)c->world[s] * 7 + 1) % (c->maxtok + 1));
+    size_t lo = c->mintok < c->maxtok ? c->mintok : c->maxtok;
+    return lo +
+           (size_t)(test_mix(c->tag, (uint64_t)c->world[s] * 7 + 1) % (c->maxtok - lo + 1));
 }
 
 /* A member that can receive: any member but the deaf one (a random pick). */
@@ -231,7 +234,8 @@ typedef struct {
 static inline void topk_ref_check_dispatch(const topk_case_t *c, const topk_routes_t *R,
                                            int rank, const topk_got_t *g, const char *what)
 {
-    size_t cnt[32], start[32], maxrb = g->rb;
+    size_t cnt[TOPK_REF_MAXNE], start[TOPK_REF_MAXNE], maxrb = g->rb;
+    if (c->ne > TOPK_REF_MAXNE) TEST_FAIL("more than TOPK_REF_MAXNE experts per member");
     for (int p = 0; p < g->nside; p++)
         if (g->srb[p] > maxrb) maxrb = g->srb[p];
     symm_moe_src_t *ref = (symm_moe_src_t *)malloc(sizeof(symm_moe_src_t) * (g->maxrows + 1));

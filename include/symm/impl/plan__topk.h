@@ -137,8 +137,8 @@ SYMM_HD uint64_t symm_plan_topk_combine_fp(uint64_t k, uint64_t ne, uint64_t hid
 /* The workspace of the device calls, in 8-byte words at the same offsets on every member
  * (it is a symmetric object): a header that peers read (status, out_capacity, tokens,
  * where the ins lie, the fingerprint; combine: in_rows and the verdict on its rows), the
- * member's own grid-barrier and verdict words (their own 128-byte lines), the count
- * table (n*ne words, read by peers), the route (tokens*k words, read by peers), then the
+ * member's own grid-barrier, verdict and route-flag words (their own 128-byte lines), the
+ * count table (n*ne words, read by peers), the route (tokens*k words, read by peers), then the
  * member's own scratch for the layout: segment lengths and prefixes of every receiver,
  * where its slots land on each, the bases of its own segments per source, its segments'
  * starts and lengths, the sources' token prefix, and the per-chunk histograms that rank
@@ -159,23 +159,41 @@ enum {
     SYMM_PLAN_TK_NEED = 50,  /* my rows, padding included */
     SYMM_PLAN_TK_RECV = 51,  /* tokens I receive (every source's, summed) */
     SYMM_PLAN_TK_EP = 52,    /* the lead's episode */
+    SYMM_PLAN_TK_RFLAG = 53, /* a route in every block: what its blocks saw (ORed) */
     SYMM_PLAN_TK_CNT = 64,
 };
 
-/* The slots are ranked in at most SYMM_PLAN_TOPK_CHUNKS chunks of whole warps' worth of
- * slots (a multiple of 32), one warp a chunk: few slots make many short chunks, so that
- * every warp of the lead block ranks some (a decode step's 1024 slots: 32 chunks of 32,
- * not one warp walking them all), and the prefix over chunks stays short. */
-#define SYMM_PLAN_TOPK_CHUNKS 64u
-SYMM_HD uint64_t symm_plan_topk_chunk(uint64_t slots)
+/* The slots are ranked in chunks of whole warps' worth of slots (a multiple of 32), one
+ * warp a chunk. Ranked by the lead block alone: at most SYMM_PLAN_TOPK_CHUNKS chunks, few
+ * slots making many short chunks, so that every warp of the block ranks some (a decode
+ * step's 1024 slots: 32 chunks of 32, not one warp walking them all), and the prefix over
+ * chunks stays short. From SYMM_PLAN_TOPK_SPREAD slots on, a member of several blocks
+ * ranks them in every block (spread): at most SYMM_PLAN_TOPK_SPREAD_CHUNKS chunks of at
+ * least SYMM_PLAN_TOPK_SPREAD_MIN slots, enough to give most of the member's warps a
+ * chunk. Either way a slot's rank is the same (its place among the member's slots, in
+ * (token, slot) order); the workspace holds the histograms of the longer of the two. */
+#define SYMM_PLAN_TOPK_CHUNKS        64u
+#define SYMM_PLAN_TOPK_SPREAD        4096u
+#define SYMM_PLAN_TOPK_SPREAD_CHUNKS 1024u
+#define SYMM_PLAN_TOPK_SPREAD_MIN    128u
+SYMM_HD uint64_t symm_plan_topk_chunk(uint64_t slots, int spread)
 {
-    const uint64_t per = (slots + SYMM_PLAN_TOPK_CHUNKS - 1) / SYMM_PLAN_TOPK_CHUNKS;
-    return per <= 32 ? 32 : (per + 31) / 32 * 32;
+    const uint64_t most = spread ? SYMM_PLAN_TOPK_SPREAD_CHUNKS : SYMM_PLAN_TOPK_CHUNKS;
+    const uint64_t least = spread ? SYMM_PLAN_TOPK_SPREAD_MIN : 32;
+    const uint64_t per = (slots + most - 1) / most;
+    return per <= least ? least : (per + 31) / 32 * 32;
 }
-SYMM_HD uint64_t symm_plan_topk_chunks(uint64_t slots)
+SYMM_HD uint64_t symm_plan_topk_chunks(uint64_t slots, int spread)
 {
-    const uint64_t ch = symm_plan_topk_chunk(slots);
+    const uint64_t ch = symm_plan_topk_chunk(slots, spread);
     return (slots + ch - 1) / ch;
+}
+/* The chunks the workspace holds histograms for: the most either way takes. */
+SYMM_HD uint64_t symm_plan_topk_ws_chunks(uint64_t slots)
+{
+    const uint64_t lead = symm_plan_topk_chunks(slots, 0),
+                   spread = symm_plan_topk_chunks(slots, 1);
+    return lead > spread ? lead : spread;
 }
 
 typedef struct {
@@ -187,7 +205,7 @@ typedef struct {
 SYMM_HD void symm_plan_topk_ws(int n, int ne, uint64_t tokens, int k, symm_plan_topk_ws_t *w)
 {
     const uint64_t E = (uint64_t)n * (uint64_t)ne, slots = tokens * (uint64_t)k;
-    const uint64_t chunks = symm_plan_topk_chunks(slots);
+    const uint64_t chunks = symm_plan_topk_ws_chunks(slots);
     w->route = SYMM_PLAN_TK_CNT + E;
     w->len = w->route + slots;
     w->pre = w->len + E;

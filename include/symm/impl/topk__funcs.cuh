@@ -6,16 +6,17 @@
  *
  * Block 0 of a member (the lead) holds its pool duplicate and runs the rounds between
  * members; the member's other blocks wait for it on a barrier in the member's own part of
- * the workspace. The lead works out, on the device and with no host round trip, the
- * member's route (each slot's expert and rank among the member's slots for that expert:
- * per-chunk histograms, their prefix over chunks, then ranks within each chunk, one warp
- * per chunk), publishes it with the count table, and after a round reads every member's
- * counts: the capacity verdict (the same on every member), the starts of its own
- * segments, and where its slots land on each receiver. Then every block copies its share
- * of the tokens this member receives, a warp per token: the route words of the token's
- * slots, the row read once from its source and written into each segment it goes to;
- * and its share of topk_rows. A closing round keeps inputs and workspaces alive until
- * every member has read.
+ * the workspace. The member works out, on the device and with no host round trip, its
+ * route (each slot's expert and rank among the member's slots for that expert: per-chunk
+ * histograms, their prefix over chunks, then ranks within each chunk, one warp per
+ * chunk): in the lead alone for few slots, in every block of the member from
+ * SYMM_PLAN_TOPK_SPREAD slots on. The lead publishes it with the count table, and after a
+ * round reads every member's counts: the capacity verdict (the same on every member), the
+ * starts of its own segments, and where its slots land on each receiver. Then every block
+ * copies its share of the tokens this member receives, a warp per token: the route words
+ * of the token's slots, the row read once from its source and written into each segment
+ * it goes to; and its share of topk_rows. A closing round keeps inputs and workspaces
+ * alive until every member has read.
  *
  * Combine: the lead publishes where the expert output lies, a round, checks this member's
  * topk_rows against every member's rows, a round carrying that verdict; then every block
@@ -112,9 +113,13 @@ SYMM_HD topk_args topk_combine_args(void *out, size_t tokens, const void *in, si
 
 /* ---------------------------------------------------------------- the member's barrier */
 /* All nparts blocks of this member meet (a generation barrier on two words of the
- * member's own workspace, which must start at 0 and are left ready for the next call).
- * Writes before it are visible to every block after it. 0, or SYMM_ERR_TIMEOUT in every
- * thread of a block that waited past the team's timeout. */
+ * member's own workspace, which must start at 0 and are left ready for the next call;
+ * nothing of it is fixed at launch, so a CUDA graph replays it as it is). The nparts
+ * blocks must be resident together. Writes before it are visible to every block after it:
+ * each block's arrival is a release (a fence, then the count), the last one's acquire
+ * (the count, then a fence) comes before its release of the generation, which the others
+ * acquire; each block's threads meet its thread 0 on __syncthreads, before and after. 0,
+ * or SYMM_ERR_TIMEOUT in every thread of a block that waited past the team's timeout. */
 SYMM_DEV int topk_grid_barrier(const symm_dev_team_t &t, uint64_t *ws, uint32_t nparts)
 {
     using namespace symm_detail;
@@ -127,6 +132,8 @@ SYMM_DEV int topk_grid_barrier(const symm_dev_team_t &t, uint64_t *ws, uint32_t 
         __threadfence();
         const unsigned long long old = atomicAdd((unsigned long long *)count, 1ull);
         if (old + 1 == nparts) {
+            /* acquire: the other blocks' writes before their arrivals */
+            asm volatile("fence.acq_rel.gpu;" ::: "memory");
             st_relaxed_gpu(count, 0);
             st_release_gpu(gen, g0 + 1);
         } else {
@@ -200,15 +207,57 @@ SYMM_DEV uint64_t topk_dispatch_fp(const topk_call &c)
 }
 
 /* ---------------------------------------------------------------- dispatch: the route */
-/* The lead block: the slots checked, ranked and published with the count table. Returns
- * this member's status (0, or SYMM_ERR_INVALID_ARG for a bad expert id or a NULL in that
- * routes tokens), the same in every thread. Chunk q of the slots (symm_plan_topk_chunk)
- * belongs to warp q % NW; a warp loads kTopkRankU batches of 32 ids before it counts
- * them, so that their loads overlap rather than waiting one by one behind the counts.
- * With at most kTopkRankE experts in the team, a warp counts its chunk in shared memory
- * (the first kTopkRankWarps warps rank; a count there is a few cycles, one in global
- * memory a round trip) and moves the chunk's histogram to the workspace in one go. */
+/* The member's route: its slots checked, each given its rank among the member's slots for
+ * its expert, published with the count table. Three steps over chunks of the slots
+ * (symm_plan_topk_chunk), one warp a chunk: each chunk's histogram (topk_count_chunks),
+ * their prefix over chunks per expert with the totals (the count table), then each slot's
+ * rank from its chunk's prefix (topk_rank_chunks). A warp loads kTopkRankU batches of 32
+ * ids before it counts them, so that their loads overlap rather than waiting one by one
+ * behind the counts. With at most kTopkRankE experts in the team, a warp counts its chunk
+ * in shared memory (the first kTopkRankWarps warps of a block rank; a count there is a
+ * few cycles, one in global memory a round trip) and moves the chunk's histogram to the
+ * workspace in one go. Few slots are routed by the lead block alone (topk_route_lead);
+ * from SYMM_PLAN_TOPK_SPREAD slots on, by every block of the member (topk_route_spread),
+ * whose steps the member's barrier keeps apart. Either way every slot gets the same rank
+ * and the member the same status. */
 constexpr int kTopkRankU = 4, kTopkRankWarps = 16, kTopkRankE = 256;
+typedef uint32_t topk_rank_row_t[kTopkRankE];
+
+/* The rank warps' rows in shared memory, one array for both forms of the route. */
+SYMM_DEV topk_rank_row_t *topk_rank_smem()
+{
+    __shared__ uint32_t s_hist[kTopkRankWarps][kTopkRankE];
+    return s_hist;
+}
+
+/* How a route cuts the member's slots. */
+struct topk_chunking {
+    uint64_t slots, E, CH, chunks;
+    bool sm;     /* counted in shared memory */
+    uint32_t NW; /* the rank warps of a block: warps 0..NW-1 */
+};
+SYMM_DEV topk_chunking topk_chunking_of(const topk_call &c, int spread)
+{
+    topk_chunking k;
+    k.slots = c.a.tokens * (uint64_t)c.a.k;
+    k.E = c.nexp();
+    k.CH = symm_plan_topk_chunk(k.slots, spread);
+    k.chunks = symm_plan_topk_chunks(k.slots, spread);
+    k.sm = k.E <= (uint64_t)kTopkRankE;
+    k.NW = k.sm && c.nwarps > (uint32_t)kTopkRankWarps ? (uint32_t)kTopkRankWarps : c.nwarps;
+    return k;
+}
+
+/* A count of a histogram in the workspace; CG: one another block may have written (read
+ * from the L2, never from a stale L1 line). */
+template <bool CG, typename C> SYMM_DEV C topk_hist_ld(const C *p)
+{
+    if constexpr (CG)
+        return symm_detail::ldcg(p);
+    else
+        return *p;
+}
+
 SYMM_DEV int64_t topk_slot_id(const topk_args &a, uint64_t q, uint64_t q1, uint64_t E, int *bad)
 {
     int64_t g = q < q1 ? a.topk_idx[q] : -1;
@@ -219,7 +268,7 @@ SYMM_DEV int64_t topk_slot_id(const topk_args &a, uint64_t q, uint64_t q1, uint6
     return g;
 }
 /* Slots [q0, q1) counted into h by the warp. */
-template <typename C>
+template <bool CG, typename C>
 SYMM_DEV void topk_rank_count(const topk_call &c, C *h, uint64_t q0, uint64_t q1, uint64_t E,
                               int *bad, int *routed)
 {
@@ -233,13 +282,14 @@ SYMM_DEV void topk_rank_count(const topk_call &c, C *h, uint64_t q0, uint64_t q1
             const int64_t g = gv[u];
             *routed |= g >= 0;
             const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
-            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1)) h[g] += (C)__popc(peers);
+            if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1))
+                h[g] = (C)(topk_hist_ld<CG>(h + g) + (C)__popc(peers));
             __syncwarp();
         }
     }
 }
 /* Slots [q0, q1) ranked by the warp from the chunk's prefix in h, their route words out. */
-template <typename C>
+template <bool CG, typename C>
 SYMM_DEV void topk_rank_slots(const topk_call &c, C *h, uint64_t q0, uint64_t q1, uint64_t E,
                               uint64_t *route)
 {
@@ -254,7 +304,7 @@ SYMM_DEV void topk_rank_slots(const topk_call &c, C *h, uint64_t q0, uint64_t q1
             const uint64_t q = b + 32 * (uint64_t)u + c.lane;
             const int64_t g = gv[u];
             const uint32_t peers = __match_any_sync(0xffffffffu, (unsigned long long)g);
-            const uint64_t base = g >= 0 ? (uint64_t)h[g] : 0;
+            const uint64_t base = g >= 0 ? (uint64_t)topk_hist_ld<CG>(h + g) : 0;
             __syncwarp();
             if (g >= 0 && c.lane == (uint32_t)(__ffs(peers) - 1))
                 h[g] = (C)(base + __popc(peers));
@@ -268,38 +318,41 @@ SYMM_DEV void topk_rank_slots(const topk_call &c, C *h, uint64_t q0, uint64_t q1
         }
     }
 }
-SYMM_DEV int topk_route(const topk_call &c)
+
+/* Step 1, by rank warp gw of GW: the histograms of chunks gw, gw + GW, ... into the
+ * workspace, each row written by its chunk's warp alone. sh: the warp's row in shared
+ * memory, or nullptr (counted in the workspace, in the chunk's row zeroed first). */
+template <bool CG>
+SYMM_DEV void topk_count_chunks(const topk_call &c, const topk_chunking &k, uint64_t *hist,
+                                uint32_t *sh, uint64_t gw, uint64_t GW, int *bad, int *routed)
 {
-    const topk_args &a = c.a;
-    const uint64_t E = c.nexp(), slots = a.tokens * (uint64_t)a.k;
-    const uint64_t CH = symm_plan_topk_chunk(slots), chunks = symm_plan_topk_chunks(slots);
-    uint64_t *hist = c.ws + c.L.hist, *cnt = c.ws + SYMM_PLAN_TK_CNT, *route = c.ws + c.L.route;
-    __shared__ uint32_t s_hist[kTopkRankWarps][kTopkRankE];
-    const bool sm = E <= (uint64_t)kTopkRankE;
-    const uint32_t NW = sm && c.nwarps > (uint32_t)kTopkRankWarps ? kTopkRankWarps : c.nwarps;
-    int bad = 0, routed = 0;
-    for (uint64_t i = c.tid; !sm && i < chunks * E; i += c.nthr)
-        hist[i] = 0;
-    __syncthreads();
-    /* pass 1: each chunk's histogram (its warp alone writes it) */
-    for (uint64_t ch = c.warp; c.warp < NW && ch < chunks; ch += NW) {
-        const uint64_t q0 = ch * CH, q1 = q0 + CH < slots ? q0 + CH : slots;
-        if (sm) {
-            uint32_t *sh = s_hist[c.warp];
+    const uint64_t E = k.E;
+    for (uint64_t ch = gw; ch < k.chunks; ch += GW) {
+        const uint64_t q0 = ch * k.CH, q1 = q0 + k.CH < k.slots ? q0 + k.CH : k.slots;
+        uint64_t *row = hist + ch * E;
+        if (sh) {
             for (uint64_t e = c.lane; e < E; e += 32)
                 sh[e] = 0;
             __syncwarp();
-            topk_rank_count(c, sh, q0, q1, E, &bad, &routed);
+            topk_rank_count<false>(c, sh, q0, q1, E, bad, routed);
             for (uint64_t e = c.lane; e < E; e += 32)
-                hist[ch * E + e] = sh[e];
-            __syncwarp();
+                row[e] = sh[e];
+            __syncwarp(); /* the row is read before the next chunk zeroes it */
         } else {
-            topk_rank_count(c, hist + ch * E, q0, q1, E, &bad, &routed);
+            for (uint64_t e = c.lane; e < E; e += 32)
+                row[e] = 0;
+            __syncwarp();
+            topk_rank_count<CG>(c, row, q0, q1, E, bad, routed);
         }
     }
-    __syncthreads();
-    /* pass 2: the prefix over chunks, and the totals; eight chunks' counts loaded before
-     * any is rewritten, so that the loads overlap */
+}
+
+/* Step 2 by the lead alone: thread g the prefix of expert g over the chunks and its
+ * total; eight chunks' counts loaded before any is rewritten, so that the loads overlap. */
+SYMM_DEV void topk_prefix_lead(const topk_call &c, const topk_chunking &k, uint64_t *hist,
+                               uint64_t *cnt)
+{
+    const uint64_t E = k.E, chunks = k.chunks;
     for (uint64_t g = c.tid; g < E; g += c.nthr) {
         uint64_t run = 0;
         for (uint64_t q0 = 0; q0 < chunks; q0 += 8) {
@@ -316,27 +369,142 @@ SYMM_DEV int topk_route(const topk_call &c)
         }
         cnt[g] = run;
     }
-    __syncthreads();
-    /* pass 3: each slot's rank, in (token, slot) order */
-    for (uint64_t ch = c.warp; c.warp < NW && ch < chunks; ch += NW) {
-        const uint64_t q0 = ch * CH, q1 = q0 + CH < slots ? q0 + CH : slots;
-        if (sm) {
-            uint32_t *sh = s_hist[c.warp];
+}
+
+/* Step 2 for expert g by one warp (the spread route): its prefix over the chunks and its
+ * total, 256 chunks a step, lane i's eight consecutive chunks loaded before any is
+ * rewritten (eight loads in flight per lane), then a scan over the lanes. */
+SYMM_DEV void topk_prefix_warp(const topk_call &c, const topk_chunking &k, uint64_t *hist,
+                               uint64_t g, uint64_t *cnt)
+{
+    const uint64_t E = k.E, chunks = k.chunks;
+    uint64_t run = 0;
+    for (uint64_t q0 = 0; q0 < chunks; q0 += 8 * 32) {
+        const uint64_t qb = q0 + 8 * (uint64_t)c.lane;
+        uint64_t v[8], sum = 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            v[i] = qb + i < chunks ? symm_detail::ldcg(hist + (qb + i) * E + g) : 0;
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            sum += v[i];
+        const uint64_t incl = warp_incl_scan(sum, c.lane);
+        uint64_t pre = run + incl - sum;
+#pragma unroll
+        for (int i = 0; i < 8; i++)
+            if (qb + i < chunks) {
+                hist[(qb + i) * E + g] = pre;
+                pre += v[i];
+            }
+        run += __shfl_sync(0xffffffffu, incl, 31);
+    }
+    if (c.lane == 0) cnt[g] = run;
+}
+
+/* Step 3, by rank warp gw of GW: the slots of chunks gw, gw + GW, ... ranked from their
+ * chunk's prefix (sh as in step 1), their route words written. */
+template <bool CG>
+SYMM_DEV void topk_rank_chunks(const topk_call &c, const topk_chunking &k, uint64_t *hist,
+                               uint32_t *sh, uint64_t gw, uint64_t GW, uint64_t *route)
+{
+    const uint64_t E = k.E;
+    for (uint64_t ch = gw; ch < k.chunks; ch += GW) {
+        const uint64_t q0 = ch * k.CH, q1 = q0 + k.CH < k.slots ? q0 + k.CH : k.slots;
+        uint64_t *row = hist + ch * E;
+        if (sh) {
             for (uint64_t e = c.lane; e < E; e += 32)
-                sh[e] = (uint32_t)hist[ch * E + e];
+                sh[e] = (uint32_t)topk_hist_ld<CG>(row + e);
             __syncwarp();
-            topk_rank_slots(c, sh, q0, q1, E, route);
-            __syncwarp();
+            topk_rank_slots<false>(c, sh, q0, q1, E, route);
+            __syncwarp(); /* the row is read before the next chunk fills it */
         } else {
-            topk_rank_slots(c, hist + ch * E, q0, q1, E, route);
+            topk_rank_slots<CG>(c, row, q0, q1, E, route);
         }
     }
-    routed = __syncthreads_or(routed);
-    bad = __syncthreads_or(bad);
+}
+
+/* The member's status from what its route saw: SYMM_ERR_INVALID_ARG for a bad expert id,
+ * or for routed slots with a NULL in; else 0. */
+SYMM_DEV int topk_route_status(const topk_args &a, bool bad, bool routed)
+{
     bool null_in = !a.in;
     for (int p = 0; p < a.nside; p++)
         null_in = null_in || !a.side[p].in;
     return bad || (routed && null_in) ? SYMM_ERR_INVALID_ARG : 0;
+}
+
+/* The route by the lead block alone (chunk q by warp q % NW). Returns the member's status
+ * (topk_route_status), the same in every thread. */
+SYMM_DEV int topk_route_lead(const topk_call &c)
+{
+    const topk_chunking k = topk_chunking_of(c, 0);
+    uint64_t *hist = c.ws + c.L.hist;
+    uint32_t *sh = k.sm && c.warp < k.NW ? topk_rank_smem()[c.warp] : nullptr;
+    int bad = 0, routed = 0;
+    __syncthreads(); /* the shared rows are free */
+    if (c.warp < k.NW) topk_count_chunks<false>(c, k, hist, sh, c.warp, k.NW, &bad, &routed);
+    __syncthreads();
+    topk_prefix_lead(c, k, hist, c.ws + SYMM_PLAN_TK_CNT);
+    __syncthreads();
+    if (c.warp < k.NW) topk_rank_chunks<false>(c, k, hist, sh, c.warp, k.NW, c.ws + c.L.route);
+    routed = __syncthreads_or(routed);
+    bad = __syncthreads_or(bad);
+    return topk_route_status(c.a, bad, routed);
+}
+
+/* The route is spread over every block of the member: several blocks, no failure of the
+ * member's own so far (the host's, a shape beyond the limits) and enough slots. The same
+ * in every block: it follows from the arguments alone. */
+SYMM_DEV bool topk_spread(const topk_call &c)
+{
+    const topk_args &a = c.a;
+    return c.nparts > 1 && !a.fail &&
+           symm_plan_topk_shape(c.n, a.ne, a.tokens, a.k) == SYMM_PLAN_TOPK_OK &&
+           a.tokens * (uint64_t)a.k >= SYMM_PLAN_TOPK_SPREAD;
+}
+
+/* The route by every block of the member (topk_spread), its steps kept apart by the
+ * member's barrier: the histograms (chunk q by rank warp q / nparts of block q % nparts,
+ * so that every block takes a few chunks rather than the first blocks all of them), a
+ * barrier, the prefix of every expert (expert g by warp g / nparts of block g % nparts),
+ * a barrier, the ranks (chunks as in the first step), a barrier: after it every route word
+ * and count is in the workspace, for the lead to publish. The histograms pass between
+ * blocks: read with ld.global.cg. What the blocks saw (a bad expert id, a routed slot) is
+ * ORed into the workspace's route flags, which the lead reads and clears. Returns 0, or
+ * SYMM_ERR_TIMEOUT in every thread of a block that waited past the team's timeout;
+ * *status (the lead block): the member's status (topk_route_status). */
+SYMM_DEV int topk_route_spread(const topk_call &c, int *status)
+{
+    const topk_chunking k = topk_chunking_of(c, 1);
+    uint64_t *hist = c.ws + c.L.hist;
+    unsigned long long *flags = (unsigned long long *)(c.ws + SYMM_PLAN_TK_RFLAG);
+    uint32_t *sh = k.sm && c.warp < k.NW ? topk_rank_smem()[c.warp] : nullptr;
+    const uint64_t gw = (uint64_t)c.warp * c.nparts + c.part, GW = (uint64_t)k.NW * c.nparts;
+    __shared__ unsigned long long s_flags;
+    int bad = 0, routed = 0;
+    __syncthreads(); /* the shared rows are free */
+    if (c.warp < k.NW) topk_count_chunks<true>(c, k, hist, sh, gw, GW, &bad, &routed);
+    bad = __syncthreads_or(bad);
+    routed = __syncthreads_or(routed);
+    if (c.tid == 0 && (bad || routed))
+        atomicOr(flags, (bad ? 1ull : 0ull) | (routed ? 2ull : 0ull));
+    int rc = topk_grid_barrier(c.t, c.ws, c.nparts); /* every chunk counted */
+    const uint64_t pw = (uint64_t)c.warp * c.nparts + c.part,
+                   PW = (uint64_t)c.nwarps * c.nparts;
+    for (uint64_t g = pw; g < k.E; g += PW)
+        topk_prefix_warp(c, k, hist, g, c.ws + SYMM_PLAN_TK_CNT);
+    int brc = topk_grid_barrier(c.t, c.ws, c.nparts); /* every prefix and total written */
+    rc = rc ? rc : brc;
+    /* every block ORed its flags before the first barrier; the next call ORs after this
+     * one's last */
+    if (c.part == 0 && c.tid == 0) s_flags = atomicExch(flags, 0ull);
+    if (c.warp < k.NW) topk_rank_chunks<true>(c, k, hist, sh, gw, GW, c.ws + c.L.route);
+    brc = topk_grid_barrier(c.t, c.ws, c.nparts); /* every route word written */
+    rc = rc ? rc : brc;
+    /* s_flags: written before the barrier, which ends in a __syncthreads */
+    if (c.part == 0)
+        *status = topk_route_status(c.a, (s_flags & 1ull) != 0, (s_flags & 2ull) != 0);
+    return rc;
 }
 
 /* The lead's header: its status, capacity, tokens, where its ins lie, the fingerprint. */
@@ -645,9 +813,11 @@ SYMM_DEV int topk_dispatch_impl(const symm_dev_team_t &t, const topk_args &a, ui
     }
     __shared__ int s_claim, s_owned;
     __shared__ uint64_t s_ep;
-    int rc = 0;
+    const bool spread = topk_spread(c);
+    int rc = 0, mine = 0, rbrc = 0;
+    uint64_t fp = 0;
     if (part == 0) {
-        const uint64_t fp = topk_dispatch_fp(c);
+        fp = topk_dispatch_fp(c);
         __syncthreads();
         if (c.tid == 0) {
             uint64_t ep = 0;
@@ -658,13 +828,23 @@ SYMM_DEV int topk_dispatch_impl(const symm_dev_team_t &t, const topk_args &a, ui
         }
         __syncthreads();
         rc = s_claim;
+    }
+    /* A spread route takes every block, the lead's claim failed or not: the other blocks
+     * cannot know; what it wrote is then left unpublished. */
+    if (spread) rbrc = topk_route_spread(c, &mine);
+    if (part == 0) {
         if (!rc) {
             /* my own failures: the host's, a shape beyond the limits with my tokens, a bad
              * expert id or a NULL in that routes tokens; published, so every member fails */
-            int mine = a.fail;
-            if (!mine && symm_plan_topk_shape(c.n, a.ne, a.tokens, a.k) != SYMM_PLAN_TOPK_OK)
-                mine = SYMM_ERR_OVERFLOW;
-            if (!mine) mine = topk_route(c);
+            if (spread) {
+                if (rbrc) mine = rbrc;
+            } else {
+                mine = a.fail;
+                if (!mine &&
+                    symm_plan_topk_shape(c.n, a.ne, a.tokens, a.k) != SYMM_PLAN_TOPK_OK)
+                    mine = SYMM_ERR_OVERFLOW;
+                if (!mine) mine = topk_route_lead(c);
+            }
             topk_write_header(c, mine, fp);
             rc = round_block_at(t, s_ep + 1, W); /* every member's route and ins ready */
             if (!rc) topk_layout(c, mine, fp);
@@ -693,7 +873,7 @@ SYMM_DEV int topk_dispatch_impl(const symm_dev_team_t &t, const topk_args &a, ui
         __syncthreads();
     }
     const int brc2 = topk_grid_barrier(t, c.ws, nparts); /* the closing round is done */
-    if (brc || brc2) return SYMM_ERR_TIMEOUT;
+    if (brc || brc2 || rbrc) return SYMM_ERR_TIMEOUT;
     return (int)(int64_t)ldg_ws(c.ws + SYMM_PLAN_TK_RC);
 }
 
