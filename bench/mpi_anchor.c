@@ -1,8 +1,9 @@
 /* mpi_anchor.c — symm-bench-mpi: the MPI anchor of symm-bench. The same suites (teams,
  * coll, tile, moe), the same sizes, iteration counts, buffer rotation, timing and data
  * checks (tools/bench/bench_util.h, coll_spec.h), measured with MPI calls instead of
- * symm's; and rma, the cost of MPI's one-sided operations under symm's transport. scripts/bench-cpu.sh runs it under mpirun right before symm-bench and hands its
- * rows to symm-bench (--anchor) for the ratio columns. */
+ * symm's; and rma, the cost of MPI's one-sided operations under symm's transport.
+ * scripts/bench-cpu.sh runs it under mpirun right before symm-bench and hands its rows to
+ * symm-bench (--anchor) for the ratio columns. */
 #include <math.h>
 #include <mpi.h>
 #include <pthread.h>
@@ -705,7 +706,8 @@ static bench_stat_t rma_time(rma_op_t op, MPI_Win win, char *mine, char *other, 
                 MCHECK(MPI_Put(mine, (int)bytes, MPI_BYTE, peer, 0, (int)bytes, MPI_BYTE, win));
                 MCHECK(MPI_Win_flush(peer, win));
             } else if (op == RMA_GET) {
-                MCHECK(MPI_Get(other, (int)bytes, MPI_BYTE, peer, 0, (int)bytes, MPI_BYTE, win));
+                MCHECK(
+                    MPI_Get(other, (int)bytes, MPI_BYTE, peer, 0, (int)bytes, MPI_BYTE, win));
                 MCHECK(MPI_Win_flush(peer, win));
             } else if (op == RMA_A2AV) {
                 MCHECK(MPI_Alltoallv(mine, cnts, displs, MPI_BYTE, other, cnts, displs,
@@ -733,8 +735,8 @@ static int suite_rma(void)
     int *cnts = calloc(2 * (size_t)npes, sizeof *cnts), *displs = cnts + npes;
     PRINT("# symm-bench-mpi rma: %d ranks, a window from MPI_Win_create in one lock_all "
           "epoch, each rank to the next; alltoallv: size bytes per rank, size/n to each; "
-          "median of %d repetitions of the average over ranks\n%12s", npes, mo.reps,
-          "# size(B)");
+          "median of %d repetitions of the average over ranks\n%12s",
+          npes, mo.reps, "# size(B)");
     for (int op = 0; op < RMA_COUNT; op++)
         PRINT(" %14s", rma_name[op]);
     PRINT("   (us)\n");
