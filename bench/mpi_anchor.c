@@ -688,10 +688,15 @@ static int mpi_suite_moe(void)
 /* ---------------------------------------------------------------- rma */
 /* The floor under symm's transport between hosts: one-sided operations on a window made
  * as symm makes its own (MPI_Win_create over the process's memory, one MPI_Win_lock_all
- * epoch), each rank to the next; beside them MPI_Alltoallv of the same bytes per rank
- * and a local memcpy. What an operation of symm between groups can cost at least. */
-typedef enum { RMA_PUT, RMA_GET, RMA_A2AV, RMA_COPY, RMA_COUNT } rma_op_t;
-static const char *rma_name[RMA_COUNT] = {"put_flush", "get_flush", "alltoallv", "memcpy"};
+ * epoch), each rank to the next; a put that its target then reads (a stream's chunk);
+ * beside them MPI_Alltoallv of the same bytes per rank and a local memcpy. What an operation of
+ * symm between groups can cost at least. */
+typedef enum { RMA_PUT, RMA_GET, RMA_PUT_READ, RMA_A2AV, RMA_COPY, RMA_COUNT } rma_op_t;
+static const char *rma_name[RMA_COUNT] = {"put_flush", "get_flush", "put_read", "alltoallv",
+                                          "memcpy"};
+static uint64_t rma_seq; /* put_read's signals, rising across calls */
+
+static char *rma_base; /* the window's memory */
 
 static bench_stat_t rma_time(rma_op_t op, MPI_Win win, char *mine, char *other, size_t bytes,
                              int *cnts, int *displs, int iters)
@@ -709,6 +714,20 @@ static bench_stat_t rma_time(rma_op_t op, MPI_Win win, char *mine, char *other, 
                 MCHECK(
                     MPI_Get(other, (int)bytes, MPI_BYTE, peer, 0, (int)bytes, MPI_BYTE, win));
                 MCHECK(MPI_Win_flush(peer, win));
+            } else if (op == RMA_PUT_READ) {
+                /* as a stream does: the bytes, then a signal word after them; the target
+                 * waits for its word and reads what came (the next put then takes the
+                 * lines back from the target's cache) */
+                uint64_t seq = ++rma_seq;
+                volatile uint64_t *word = (volatile uint64_t *)(rma_base + mo.max_size);
+                MCHECK(MPI_Put(mine, (int)bytes, MPI_BYTE, peer, 0, (int)bytes, MPI_BYTE, win));
+                MCHECK(MPI_Win_flush(peer, win));
+                MCHECK(MPI_Put(&seq, 1, MPI_UINT64_T, peer, (MPI_Aint)mo.max_size, 1,
+                               MPI_UINT64_T, win));
+                MCHECK(MPI_Win_flush(peer, win));
+                while (*word < seq)
+                    MCHECK(MPI_Win_sync(win));
+                memcpy(other, rma_base, bytes);
             } else if (op == RMA_A2AV) {
                 MCHECK(MPI_Alltoallv(mine, cnts, displs, MPI_BYTE, other, cnts, displs,
                                      MPI_BYTE, MPI_COMM_WORLD));
@@ -726,15 +745,17 @@ static bench_stat_t rma_time(rma_op_t op, MPI_Win win, char *mine, char *other, 
 static int suite_rma(void)
 {
     size_t max = mo.max_size;
-    char *base = region(max), *mine = region(max), *other = region(max);
+    char *base = region(max + 64), *mine = region(max), *other = region(max);
+    rma_base = base;
     for (size_t i = 0; i < max; i++)
         mine[i] = (char)(i * 7 + (size_t)me);
     MPI_Win win;
-    MCHECK(MPI_Win_create(base, (MPI_Aint)max, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
+    MCHECK(MPI_Win_create(base, (MPI_Aint)max + 64, 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win));
     MCHECK(MPI_Win_lock_all(MPI_MODE_NOCHECK, win));
     int *cnts = calloc(2 * (size_t)npes, sizeof *cnts), *displs = cnts + npes;
     PRINT("# symm-bench-mpi rma: %d ranks, a window from MPI_Win_create in one lock_all "
-          "epoch, each rank to the next; alltoallv: size bytes per rank, size/n to each; "
+          "epoch, each rank to the next; put_read: put, a signal word, the target waits "
+          "for it and reads the bytes; alltoallv: size bytes per rank, size/n to each; "
           "median of %d repetitions of the average over ranks\n%12s",
           npes, mo.reps, "# size(B)");
     for (int op = 0; op < RMA_COUNT; op++)
