@@ -222,7 +222,8 @@ def prepare(op, /, *args, **kwargs):
     (same storage, shape and dtype; its contents may change between calls), and
     everything the call reads must already be on the device in the dtype it reads (a
     list of splits, say, is refused: the call would copy it to the device each time).
-    Nothing is issued by prepare itself."""
+    Nothing is issued by prepare itself; while it records, no other thread may call symm
+    (its stream calls would be recorded too, and not made)."""
     from ._arrays import torch_module
     torch = torch_module()
     on_gpu = torch is not None and (kwargs.get("device") == "cuda" or any(
