@@ -230,7 +230,8 @@ def prepare(op, /, *args, **kwargs):
         isinstance(a, torch.Tensor) and a.is_cuda for a in args))
     # symm's own operations are checked before anything runs; a function of one's own
     # that makes symm's stream calls is recorded as it is.
-    if not on_gpu and (torch is None or getattr(op, "__module__", "").startswith("symm")):
+    mod = getattr(op, "__module__", None) or ""
+    if not on_gpu and (torch is None or mod == "symm" or mod.startswith("symm.")):
         raise ValueError("symm.prepare takes an operation on CUDA tensors (or device='cuda'), "
                          "not one on CPU arrays")
     calls, copied, result = record(lambda: op(*args, **kwargs))
