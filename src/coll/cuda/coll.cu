@@ -440,7 +440,7 @@ symm_status_t alone(const char *fn, void *dest, const void *src, size_t bytes, c
     const char *d = (const char *)dest, *c = (const char *)src;
     *done = d == c || d + bytes <= c || c + bytes <= d;
     if (!*done || d == c || !bytes) return SYMM_SUCCESS;
-    cudaError_t e = cudaMemcpyAsync(dest, src, bytes, cudaMemcpyDeviceToDevice, s);
+    cudaError_t e = cudaMemcpyAsync(dest, src, bytes, cudaMemcpyDefault, s);
     return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
 }
 
