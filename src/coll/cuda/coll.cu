@@ -430,6 +430,20 @@ void reduce_block(symm_type_t type, path how, const symm_cuda_engine_t &e,
     }
 }
 
+/* A team of one member on the engine's path: the reduction of one contribution is that
+ * contribution, moved by the device's copy (a copy node under capture) rather than by
+ * the reduction kernel; nothing at all in place. *done: taken (false where the ranges
+ * overlap without being the same, which the kernel handles). */
+symm_status_t alone(const char *fn, void *dest, const void *src, size_t bytes, cudaStream_t s,
+                    bool *done)
+{
+    const char *d = (const char *)dest, *c = (const char *)src;
+    *done = d == c || d + bytes <= c || c + bytes <= d;
+    if (!*done || d == c || !bytes) return SYMM_SUCCESS;
+    cudaError_t e = cudaMemcpyAsync(dest, src, bytes, cudaMemcpyDefault, s);
+    return e == cudaSuccess ? SYMM_SUCCESS : symm_cuda_error(fn, e);
+}
+
 /* reduce (root >= 0) and allreduce (root < 0). */
 symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const void *src,
                             size_t count, symm_type_t type, symm_op_t op, int root,
@@ -448,6 +462,9 @@ symm_status_t reduce_common(const char *fn, symm_team_t team, void *dest, const 
         reduce_block(type, how, e, t, dest, src, count, op, root, s);
         return launched(fn);
     }
+    bool done = false;
+    if (t.n == 1) CHECK(alone(fn, dest, src, bytes, s, &done));
+    if (done) return SYMM_SUCCESS;
     const symm_tile_t out = row_tile(dest, count), in = row_tile(src, count);
     if (root < 0)
         return symm_cuda_tile_launch(fn, e.bw, e.bw_fast, symm_tm::TILE_ALL, out, &in, nullptr,
@@ -544,6 +561,9 @@ extern "C" symm_status_t symm_reduce_scatter_on_stream(symm_team_t team, void *d
         reduce_block(type, how, e, t, dest, src, count, op, -2, stream);
         return launched(fn);
     }
+    bool done = false;
+    if (t.n == 1) CHECK(alone(fn, dest, src, bytes, stream, &done));
+    if (done) return SYMM_SUCCESS;
     /* n one-row tiles, tile r reduced into member r's dest by member r alone (every member
      * reads one tile of each: the reduce-scatter half of an allreduce) */
     std::vector<symm_tile_t> in((size_t)t.n);
