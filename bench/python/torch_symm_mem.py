@@ -243,7 +243,7 @@ def ratio(a, b):
 
 
 # ---------------------------------------------------------------- (a) dispatch / combine
-def bench_moe(ops, timer, n, me, tokens, out_lines):
+def bench_moe(ops, timer, n, me, tokens, workers, out_lines):
     ne, H, A = EXPERTS_A, HIDDEN_A, ALIGN_A
     rb = H * 2
     splits = even_splits(tokens, n * ne)
@@ -270,13 +270,13 @@ def bench_moe(ops, timer, n, me, tokens, out_lines):
         ops.a2a_2d(t_in, t_out, t_sp, t_so, A)
 
     def s_dispatch():
-        symm.moe_dispatch(s_in, s_out, sp, s_so, major_align=A)
+        symm.moe_dispatch(s_in, s_out, sp, s_so, major_align=A, workers=workers)
 
     def t_combine():
         ops.a2a_2d_offset(t_out, t_back, t_so, t_so2)
 
     def s_combine():
-        symm.moe_combine(s_out, s_back, s_so, s_so2)
+        symm.moe_combine(s_out, s_back, s_so, s_so2, workers=workers)
 
     # The same bytes first: splits, offsets, every received block and the round trip.
     t_dispatch()
@@ -309,7 +309,8 @@ def bench_moe(ops, timer, n, me, tokens, out_lines):
         return ok
     out_lines += [
         "", "### MoE dispatch/combine: %d tokens x %d B per PE, %d experts per PE, "
-        "major_align %d (%d PEs, MPS share %s%%)" % (tokens, rb, ne, A, n, mps_share()), "",
+        "major_align %d (%d PEs, MPS share %s%%, symm's blocks: %s)"
+        % (tokens, rb, ne, A, n, mps_share(), workers or "automatic"), "",
         "| operation | bytes/PE | torch_us | symm_us | torch/symm | copy_us | symm %copy | "
         "host_us torch/symm |",
         "|---|---|---|---|---|---|---|---|"]
@@ -713,6 +714,10 @@ def main():
                     help="check the top-k composite on CPU tensors (no GPU)")
     ap.add_argument("--ar-sizes", type=sizes_arg, default=sizes_arg("1M,16M,64M"),
                     help="(c): bytes per PE, a comma list with K, M suffixes")
+    ap.add_argument("--parts", default="moe,ar,topk",
+                    help="what to run, a comma list of moe (a), ar (c), topk (b)")
+    ap.add_argument("--workers", type=int, default=0,
+                    help="(a): symm's blocks per call (0: automatic)")
     ap.add_argument("--time-limit", type=float, default=270,
                     help="seconds a rank may run (0: no limit)")
     argv = sys.argv[1:]
@@ -776,15 +781,18 @@ def main():
         del lines[:]
 
     flush()
-    watchdog.part = "MoE dispatch/combine"
-    ok = bench_moe(ops, timer, n, me, a.tokens, lines)
-    flush()
-    watchdog.part = "all_reduce and tile all-reduce"
-    ok = bench_all_reduce(ops, timer, n, me, a.ar_sizes, lines) and ok
-    flush()
-    if EXPERTS % n:
+    parts, ok = a.parts.split(","), True
+    if "moe" in parts:
+        watchdog.part = "MoE dispatch/combine"
+        ok = bench_moe(ops, timer, n, me, a.tokens, a.workers, lines)
+        flush()
+    if "ar" in parts:
+        watchdog.part = "all_reduce and tile all-reduce"
+        ok = bench_all_reduce(ops, timer, n, me, a.ar_sizes, lines) and ok
+        flush()
+    if "topk" in parts and EXPERTS % n:
         lines.append("\ntop-k: SKIP (%d PEs do not divide %d experts)" % (n, EXPERTS))
-    else:
+    elif "topk" in parts:
         for tokens in ((128,) if a.quick else (4096, 128)):
             watchdog.part = "MoE top-k layer, %d tokens per PE" % tokens
             ok = bench_topk(ops, timer, n, me, tokens, a.topk_align, lines) and ok
