@@ -237,8 +237,8 @@ SYMM_HD uint64_t symm_plan_topk_ll_row(uint64_t e, uint64_t s, uint64_t n, uint6
  * add their shares when done, topk_ll__funcs.cuh), status and fingerprint, the same for
  * the combine, where the source's combine input lies (cin: a byte offset from the
  * workspace, or SYMM_PLAN_TKL_PUSHED where it pushed its rows) and the counter of the
- * combines it has finished reading (xflag); the member's own rank counters (two sets of
- * n*ne: a call uses one and clears the other for the next); where each of its slots
+ * combines it has finished reading (xflag); the member's own rank counters (n*ne, cleared
+ * by the dispatch's last block once it has read them); where each of its slots
  * lands (max_tokens x k rows); and the combine's landing rows, max_tokens x k rows of
  * combine_row_bytes (rounded up to 16), where holders whose input is not symmetric put the
  * expert outputs of this member's slots. */
@@ -270,7 +270,7 @@ SYMM_HD int symm_plan_topk_ll_ws(int n, int ne, uint64_t max_tokens, int k,
     w->cin = w->cfp + N;
     w->xflag = w->cin + N;
     w->rank = w->xflag + N;
-    w->slot = w->rank + 2 * E;
+    w->slot = w->rank + E;
     w->stage = (w->slot + rows + 1) / 2 * 2;
     w->stage_rb = (combine_row_bytes + 15) / 16 * 16;
     if (w->stage_rb && rows > ((uint64_t)1 << 60) / w->stage_rb) return 0;

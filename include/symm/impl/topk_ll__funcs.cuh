@@ -7,10 +7,11 @@
  * receivers (an atomic counter per expert in the sender's workspace; slot table kept for
  * the combine), arrives on a counter of the member's (nobody waits on it), and its warps
  * write those tokens' rows straight into the receivers' outs (each row read once, written
- * into every slot's row, on whichever member), with their sources. The last block to
- * arrive also writes the member's counts into every receiver's out_counts (status and
- * fingerprint with them). Then every block adds its share to the member's counter on
- * every receiver (topk_ll_signal): counts and rows travel in the one hop, and no block
+ * into every slot's row, on whichever member), with their sources. In the last block to
+ * arrive, warp 0 also writes the member's counts into every receiver's out_counts (status
+ * and fingerprint with them) while the other warps copy, and clears the ranks for the
+ * next call. Then every block adds its share to the member's counter on
+ * every receiver (topk_ll_add): counts and rows travel in the one hop, and no block
  * waits for another. Block 0 waits for every source's counter: the rows that land here
  * are then all here. No closing round: nobody reads the sender's memory.
  *
@@ -74,70 +75,68 @@ SYMM_DEV uint64_t topk_ll_share(uint32_t part, uint32_t nparts)
     return u * (part + 1) / nparts - u * part / nparts;
 }
 
-/* This call's number on this workspace, from the member's own counter of round `cnt` (only
- * its own blocks add to it: before a block adds its share, the counter holds ep - 1 units
- * and less than one more, whatever the other blocks have added). */
+/* This call's number on this workspace, from the member's own counter of round `cnt`, read
+ * by a block before it adds its share (only the member's own blocks add to it: the counter
+ * then holds ep - 1 units and less than one more, whatever the other blocks have added). */
 SYMM_DEV uint64_t topk_ll_epoch(const topk_ll_call &L, uint64_t cnt)
 {
-    __shared__ uint64_t s_ep;
-    __syncthreads();
-    if (L.c.tid == 0)
-        s_ep = (symm_detail::ld_relaxed_gpu(L.c.ws + cnt + L.c.me) >> kTopkLLUnitShift) + 1;
-    __syncthreads();
-    return s_ep;
+    return (symm_detail::ld_relaxed_gpu(L.c.ws + cnt + L.c.me) >> kTopkLLUnitShift) + 1;
 }
 
-/* The member's blocks arrive on the counter at arr_word of the member's own workspace,
- * each with its worst status (the lowest: statuses are negative), kept in the word after
- * it. Every thread passes its own status and gets its block's worst back; thread 0
- * arrives, and in the block that arrives last reads the member's worst status and leaves
- * both words ready for the next call: *last and *st (shared) hold the outcome after the
- * caller's next __syncthreads. Every thread's writes and atomics before the call come
- * before its block's arrival (GPU scope: only the member's own blocks read the counter). */
-SYMM_DEV int topk_ll_arrive(const topk_ll_call &L, uint64_t arr_word, int mine, int *last,
-                            int *st)
+/* The block's worst status (the lowest: statuses are negative), in every thread. */
+SYMM_DEV int topk_ll_worst(const topk_ll_call &L, int mine)
 {
     __shared__ int s_worst;
     if (L.c.tid == 0) s_worst = 0;
     __syncthreads();
     if (mine) atomicMin(&s_worst, mine);
     __syncthreads();
-    const int worst = s_worst;
-    if (L.c.tid != 0) return worst;
+    return s_worst;
+}
+
+/* Thread 0 of each of the member's blocks arrives on the counter at arr_word of the
+ * member's own workspace, with its block's worst status, kept in the word after it; true
+ * in the block that arrives last, which then reads the member's worst status in *st and
+ * leaves both words ready for the next call. Every thread's writes and atomics before
+ * the block last met come before the arrival (GPU scope: only the member's own blocks
+ * read the counter). */
+SYMM_DEV bool topk_ll_arrive(const topk_ll_call &L, uint64_t arr_word, int worst, int *st)
+{
     uint64_t *cnt = L.c.ws + arr_word, *stw = cnt + 1;
     if (worst) atomicMin((long long *)stw, (long long)worst);
     __threadfence();
     const unsigned long long old = atomicAdd((unsigned long long *)cnt, 1ull);
-    *last = old + 1 == L.c.nparts;
     *st = 0;
-    if (*last) {
-        __threadfence();
-        *st = (int)(long long)atomicExch((unsigned long long *)stw, 0ull);
-        symm_detail::st_relaxed_gpu(cnt, 0);
-    }
-    return worst;
+    if (old + 1 != L.c.nparts) return false;
+    __threadfence();
+    *st = (int)(long long)atomicExch((unsigned long long *)stw, 0ull);
+    symm_detail::st_relaxed_gpu(cnt, 0);
+    return true;
 }
 
-/* Every block of the member: where lead, the member's status and fingerprint (and, where
- * cinw != 0, the word cinv at cinw) into every member's words of source me first; then the
- * block's share added to every member's counter cnt of source me. Every thread's writes
- * before the call, to any member, come before the adds (the block meets, then each add is
- * a release). */
-SYMM_DEV void topk_ll_signal(const topk_ll_call &L, uint64_t cnt, bool lead, uint64_t stat,
-                             uint64_t fpw, int st, uint64_t fp, uint64_t cinw = 0,
-                             uint64_t cinv = 0)
+/* The member's status and fingerprint (and, where cinw != 0, the word cinv at cinw) into
+ * every member's words of source me, by threads from, from + step, ... */
+SYMM_DEV void topk_ll_status_out(const topk_ll_call &L, uint64_t stat, uint64_t fpw, int st,
+                                 uint64_t fp, uint64_t cinw, uint64_t cinv, uint32_t from,
+                                 uint32_t step)
 {
-    using namespace symm_detail;
-    const int n = L.c.n, me = L.c.me;
-    for (int j = (int)L.c.tid; lead && j < n; j += (int)L.c.nthr) {
+    const int me = L.c.me;
+    for (int j = (int)from; j < L.c.n; j += (int)step) {
         *L.at(j, stat + me) = (uint64_t)(int64_t)st;
         *L.at(j, fpw + me) = fp;
         if (cinw) *L.at(j, cinw + me) = cinv;
     }
+}
+
+/* Every block of the member: its share added to every member's counter cnt of source me.
+ * Every thread's writes before the call, to any member, come before the adds (the block
+ * meets, then each add is a release). */
+SYMM_DEV void topk_ll_add(const topk_ll_call &L, uint64_t cnt)
+{
     __syncthreads();
     const uint64_t sh = topk_ll_share(L.c.part, L.c.nparts);
-    for (int j = (int)L.c.tid; j < n; j += (int)L.c.nthr)
-        add_flag(L.c.t, L.at(j, cnt + me), sh);
+    for (int j = (int)L.c.tid; j < L.c.n; j += (int)L.c.nthr)
+        symm_detail::add_flag(L.c.t, L.at(j, cnt + L.c.me), sh);
 }
 
 /* Waits until the counter *p reaches ep units, bounded by the team's timeout (pe: the
@@ -220,24 +219,21 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         return SYMM_ERR_INVALID_ARG;
     }
     const int n = c.n, me = c.me, ne = a.ne, k = a.k;
-    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, L.W.dflag);
-    uint64_t *rank = c.ws + L.W.rank + (ep & 1) * E, *other = c.ws + L.W.rank + (~ep & 1) * E;
-    uint64_t *slot = c.ws + L.W.slot;
+    const uint64_t E = c.nexp();
+    /* block 0 alone waits, and so needs the call's number: read now, used at the end */
+    const uint64_t ep = part == 0 ? topk_ll_epoch(L, L.W.dflag) : 0;
+    uint64_t *rank = c.ws + L.W.rank, *slot = c.ws + L.W.slot;
     const uint64_t fp = topk_ll_dispatch_fp(c);
-    const uint64_t gt = (uint64_t)part * c.nthr + c.tid, GT = (uint64_t)nparts * c.nthr;
     int mine = a.fail                    ? a.fail
                : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW
                : !a.out_counts || !a.out ? SYMM_ERR_INVALID_ARG
                                          : 0;
     const uint64_t tokens = mine ? 0 : a.tokens;
     const uint64_t t0 = tokens * part / nparts, t1 = tokens * (part + 1) / nparts;
-    /* my tokens' slots their rows on their receivers, in arrival order per expert; the
-     * set the next call uses cleared */
+    /* my tokens' slots their rows on their receivers, in arrival order per expert */
     bool null_in = !a.in;
     for (int p = 0; p < a.nside; p++)
         null_in = null_in || !a.side[p].in;
-    for (uint64_t g = gt; g < E; g += GT)
-        other[g] = 0;
     for (uint64_t q = t0 * (uint64_t)k + c.tid; q < t1 * (uint64_t)k; q += c.nthr) {
         const int64_t g = a.topk_idx[q];
         uint64_t r = UINT64_MAX;
@@ -253,15 +249,41 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         }
         slot[q] = r;
     }
-    /* the block has ranked its slots: thread 0 arrives on the member's counter (the last
-     * of the member's blocks to arrive then holds every rank: the counts) while the other
-     * warps start on the rows */
-    __shared__ int s_last, s_st;
-    const int bad = topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_D, mine, &s_last, &s_st) != 0;
+    /* The block has ranked its slots. Warp 0 arrives on the member's counter; in the last
+     * block to arrive (which then holds every rank) it writes my counts into every
+     * receiver (every expert's: a count of 0 clears the last call's; none after a
+     * failure) with status and fingerprint, and clears the ranks for the next call. The
+     * other warps start on the rows at once, taking pieces as they come free. */
+    __shared__ unsigned long long s_next;
+    if (c.tid == 0) s_next = 0;
+    const int worst = topk_ll_worst(L, mine), bad = worst != 0;
+    if (c.warp == 0) {
+        int st = 0, last = 0;
+        if (c.lane == 0) last = topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_D, worst, &st);
+        last = __shfl_sync(0xffffffffu, last, 0);
+        st = __shfl_sync(0xffffffffu, st, 0);
+        for (uint64_t g0 = 0; last && g0 < E; g0 += 32) {
+            const uint64_t g = g0 + c.lane;
+            if (g >= E) break;
+            const uint64_t v = ldcg(rank + g);
+            rank[g] = 0;
+            if (st) continue;
+            const int j = (int)(g / (uint64_t)ne);
+            const uint64_t e = g % (uint64_t)ne;
+            *(size_t *)((char *)(a.out_counts + e * (uint64_t)n + (uint64_t)me) +
+                        t.heap_delta[j]) = (size_t)v;
+        }
+        if (last) topk_ll_status_out(L, L.W.dstat, L.W.dfp, st, fp, 0, 0, c.lane, 32);
+    }
     /* the rows; piece 0 also writes the sources and the side rows. A block that found a
      * failure writes nothing (the call fails on every member: rows may have landed). */
     const uint32_t P = topk_pieces(t1 - t0, c.nwarps);
-    for (uint64_t u = c.warp; !bad && u < (t1 - t0) * P; u += c.nwarps) {
+    const uint64_t units = bad ? 0 : (t1 - t0) * P;
+    for (;;) {
+        uint64_t u = 0;
+        if (c.lane == 0) u = atomicAdd(&s_next, 1ull);
+        u = __shfl_sync(0xffffffffu, u, 0);
+        if (u >= units) break;
         const uint64_t tk = t0 + u / P;
         const uint32_t piece = (uint32_t)(u % P);
         uint8_t *dst = nullptr;
@@ -300,19 +322,8 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
             topk_copy_row(sd, (const uint8_t *)a.side[p].in + tk * rb, rb, m, c.lane, 0, 1);
         }
     }
-    /* the last block to have ranked: my counts into every receiver (every expert's: a
-     * count of 0 clears the last call's; none after a failure), with status and
-     * fingerprint; then every block's share of the flag */
-    __syncthreads();
-    const bool last = s_last != 0;
-    const int st = s_st;
-    for (uint64_t g = c.tid; last && !st && g < E; g += c.nthr) {
-        const int j = (int)(g / (uint64_t)ne);
-        const uint64_t e = g % (uint64_t)ne;
-        *(size_t *)((char *)(a.out_counts + e * (uint64_t)n + (uint64_t)me) +
-                    t.heap_delta[j]) = (size_t)ldcg(rank + g);
-    }
-    topk_ll_signal(L, L.W.dflag, last, L.W.dstat, L.W.dfp, st, fp);
+    /* every block's share of the flag, once its rows (and counts) are written */
+    topk_ll_add(L, L.W.dflag);
     if (part != 0) return mine;
     int who;
     const int v = topk_ll_wait(L, L.W.dflag, L.W.dstat, L.W.dfp, fp, ep, &who);
@@ -345,7 +356,7 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         return SYMM_ERR_INVALID_ARG;
     }
     const int n = c.n, ne = a.ne, k = a.k;
-    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, L.W.cflag);
+    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, L.W.cflag); /* used at the waits */
     const uint64_t fp = topk_ll_combine_fp(c);
     int mine = a.fail ? a.fail : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW : 0;
     const uint64_t tokens = mine ? 0 : a.tokens, slots = tokens * (uint64_t)k;
@@ -384,7 +395,7 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         if (c.lane == 0) s_pre[regions] = run;
     }
     __syncthreads();
-    const int any_bad = __syncthreads_or(mine != 0);
+    const int worst = topk_ll_worst(L, mine), any_bad = worst != 0;
     const uint64_t gw = (uint64_t)part * c.nwarps + c.warp, GW = (uint64_t)nparts * c.nwarps;
     const uint32_t P = topk_pieces(s_rows, GW);
     const uint64_t units = !push ? 0 : packed ? s_pre[regions] : regions * mt;
@@ -418,7 +429,9 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
      * share once its rows are pushed */
     const uint64_t cin =
         push ? SYMM_PLAN_TKL_PUSHED : (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws);
-    topk_ll_signal(L, L.W.cflag, part == 0, L.W.cstat, L.W.cfp, mine, fp, L.W.cin, cin);
+    if (part == 0)
+        topk_ll_status_out(L, L.W.cstat, L.W.cfp, worst, fp, L.W.cin, cin, c.tid, c.nthr);
+    topk_ll_add(L, L.W.cflag);
     int who;
     const int v = topk_ll_wait(L, L.W.cflag, L.W.cstat, L.W.cfp, fp, ep, &who);
     if (v) {
@@ -442,7 +455,7 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     }
     /* done reading: every block's share of the xflag at every member; block 0 waits for
      * every member's where any holder was read in place (and the call went through) */
-    topk_ll_signal(L, L.W.xflag, false, 0, 0, 0, 0);
+    topk_ll_add(L, L.W.xflag);
     if (part != 0) return v;
     int wait = 0, to = 0;
     for (int s = (int)c.tid; !v && s < n; s += (int)c.nthr)
