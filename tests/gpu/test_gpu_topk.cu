@@ -626,8 +626,8 @@ static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks)
     };
     if (in_dispatch) spoil();
     GT_OK(symm_moe_topk_dispatch_ll_on_stream(pool, ll_out, nul ? NULL : din, T, mt, tc.rb,
-                                              didx, 4, tc.c.ne, NULL, 0, ll_cnt, ll_src,
-                                              ll_ws, nblocks, stream));
+                                              didx, 4, tc.c.ne, NULL, 0, ll_cnt, ll_src, ll_ws,
+                                              nblocks, stream));
     if (in_dispatch) {
         expect_device_failure(SYMM_ERR_INVALID_ARG, w);
     } else {
@@ -638,8 +638,8 @@ static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks)
         GT_CUDA(gt_memset_sync(dcout, SENTINEL, (size_t)MAXTOK * MAXHID * 4));
         GT_OK(symm_barrier_all());
         GT_OK(symm_moe_topk_combine_ll_on_stream(pool, dcout, T, ll_in, mt, tc.hidden, tc.type,
-                                                 didx, NULL, 4, tc.c.ne, ll_cnt, ll_src,
-                                                 ll_ws, nblocks, stream));
+                                                 didx, NULL, 4, tc.c.ne, ll_cnt, ll_src, ll_ws,
+                                                 nblocks, stream));
         expect_device_failure(SYMM_ERR_INVALID_ARG, w);
         std::vector<uint8_t> o(4096);
         GT_CUDA(gt_memcpy_sync(o.data(), dcout, o.size(), cudaMemcpyDeviceToHost));
