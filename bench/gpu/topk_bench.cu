@@ -10,8 +10,9 @@
  * _combine_ll_on_stream) are timed too, on the same routes and bytes.
  *   dispatch bytes: rows this PE receives x (7168 + 224)
  *   combine bytes:  slots of this PE's tokens x 7168 x 2 (the bf16 rows it reads)
- * Usage: symm-gpu-topk-bench [--tokens N] [--quick] (needs SYMM_GPU_HEAP_SIZE >= 1G at
- * 4096 tokens). */
+ * Usage: symm-gpu-topk-bench [--tokens N] [--ll-blocks B] [--quick] (needs
+ * SYMM_GPU_HEAP_SIZE >= 1G at 4096 tokens; --ll-blocks: the low-latency forms on B blocks,
+ * default automatic). */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -24,6 +25,7 @@
 
 static const int kHidden = 7168, kTopk = 8, kExperts = 256, kScales = 56;
 static const size_t kLLMaxTokens = 256;
+static int g_ll_blocks = 0;
 
 static uint64_t mix(uint64_t x)
 {
@@ -158,20 +160,20 @@ static void shape(size_t tokens, const char *title)
         symm_moe_side_t lside = {sin, lsout, srb};
         const double tld = timed([&] {
             return symm_moe_topk_dispatch_ll_on_stream(g_pool, lout, in, tokens, mt, rb, d_idx,
-                                                       kTopk, ne, &lside, 1, lcnt, lsrc, lws, 0,
-                                                       g_s);
+                                                       kTopk, ne, &lside, 1, lcnt, lsrc, lws,
+                                                       g_ll_blocks, g_s);
         });
         row("topk_dispatch_ll", db, 0, tld, tcd);
         const double tlc = timed([&] {
             return symm_moe_topk_combine_ll_on_stream(g_pool, cout, tokens, lsin, mt, kHidden,
                                                       SYMM_BF16, d_idx, d_w, kTopk, ne, lcnt,
-                                                      lsrc, lws, 0, g_s);
+                                                      lsrc, lws, g_ll_blocks, g_s);
         });
         row("topk_combine_ll bf16", cb, 0, tlc, tcc);
         const double tlp = timed([&] {
             return symm_moe_topk_combine_ll_on_stream(g_pool, cout, tokens, lin, mt, kHidden,
                                                       SYMM_BF16, d_idx, d_w, kTopk, ne, lcnt,
-                                                      lsrc, lws, 0, g_s);
+                                                      lsrc, lws, g_ll_blocks, g_s);
         });
         row("topk_combine_ll pushed", cb, 0, tlp, tcc);
         CU(cudaDeviceSynchronize());
@@ -215,6 +217,8 @@ int main(int argc, char **argv)
             quick = true;
         else if (!strcmp(argv[i], "--tokens") && i + 1 < argc)
             ntok = strtoull(argv[++i], nullptr, 10);
+        else if (!strcmp(argv[i], "--ll-blocks") && i + 1 < argc)
+            g_ll_blocks = atoi(argv[++i]);
     }
     if (!bench_gpu_init()) return 0;
     g_me = symm_my_pe();

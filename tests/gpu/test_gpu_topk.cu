@@ -589,6 +589,66 @@ static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what,
     topk_ref_routes_free(&tc->c, &R);
 }
 
+/* A bad expert id on the last PE, among its slots far from the first (found by a thread
+ * of a block that publishes nothing itself): the dispatch (in_dispatch), or else the
+ * combine after a good dispatch, fails on every PE alike; a failed combine writes
+ * nothing. */
+static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks)
+{
+    tcase_t tc;
+    random_case(&tc, SYMM_TEAM_WORLD, in_dispatch ? 1700 : 1710);
+    tc.c.align = 0;
+    tc.c.k = 4;
+    tc.c.maxtok = tc.c.mintok = MAXTOK;
+    tc.c.ne = 4;
+    tc.c.empty = -1;
+    tc.rb = 64;
+    tc.hidden = 48;
+    tc.type = SYMM_FLOAT;
+    tc.nside = 0;
+    tc.nblocks = nblocks;
+    GT_CUDA(gt_memset_sync(ll_ws, 0, ll_ws_bytes));
+    GT_OK(symm_barrier_all());
+    topk_routes_t R;
+    topk_ref_routes(&tc.c, &R);
+    int nul;
+    const size_t T = upload(&tc, &R, &nul);
+    const size_t mt = ll_max_tokens(&tc, &R);
+    GT_TRUE(T * 4 > 300, "bad-slot case of %zu tokens", T);
+    const int64_t bad = (int64_t)tc.c.n * tc.c.ne + 5;
+    const size_t q = T * 4 / 2 + 1;
+    char w[128];
+    snprintf(w, sizeof w, "low-latency %s, bad expert id in slot %zu of PE %d (nblocks %d)",
+             in_dispatch ? "dispatch" : "combine", q, npes - 1, nblocks);
+    auto spoil = [&] {
+        if (me == npes - 1)
+            GT_CUDA(gt_memcpy_sync(didx + q, &bad, sizeof bad, cudaMemcpyHostToDevice));
+    };
+    if (in_dispatch) spoil();
+    GT_OK(symm_moe_topk_dispatch_ll_on_stream(pool, ll_out, nul ? NULL : din, T, mt, tc.rb,
+                                              didx, 4, tc.c.ne, NULL, 0, ll_cnt, ll_src, ll_ws,
+                                              nblocks, stream));
+    if (in_dispatch) {
+        expect_device_failure(SYMM_ERR_INVALID_ARG, w);
+    } else {
+        GT_CUDA(cudaStreamSynchronize(stream));
+        GT_OK(symm_cuda_check());
+        GT_OK(symm_barrier_all());
+        spoil();
+        GT_CUDA(gt_memset_sync(dcout, SENTINEL, (size_t)MAXTOK * MAXHID * 4));
+        GT_OK(symm_barrier_all());
+        GT_OK(symm_moe_topk_combine_ll_on_stream(pool, dcout, T, ll_in, mt, tc.hidden, tc.type,
+                                                 didx, NULL, 4, tc.c.ne, ll_cnt, ll_src, ll_ws,
+                                                 nblocks, stream));
+        expect_device_failure(SYMM_ERR_INVALID_ARG, w);
+        std::vector<uint8_t> o(4096);
+        GT_CUDA(gt_memcpy_sync(o.data(), dcout, o.size(), cudaMemcpyDeviceToHost));
+        CHECK_ALL_BYTES(o.data(), SENTINEL, o.size(), "%s: out written", w);
+    }
+    GT_OK(symm_barrier_all());
+    topk_ref_routes_free(&tc.c, &R);
+}
+
 static void test_low_latency(symm_pool_t pool)
 {
     for (int it = 0; it < (quick ? 6 : 16); it++) {
@@ -650,6 +710,12 @@ static void test_low_latency(symm_pool_t pool)
     topk_ref_routes_free(&tc.c, &R);
     random_case(&tc, SYMM_TEAM_WORLD, 1601);
     ll_round_trip(&tc, pool, "low-latency after a failure", 0, true);
+    for (int nb : {1, 3}) {
+        ll_bad_slot(pool, true, nb);
+        ll_bad_slot(pool, false, nb);
+    }
+    random_case(&tc, SYMM_TEAM_WORLD, 1602);
+    ll_round_trip(&tc, pool, "low-latency after bad expert ids", 0, false);
 }
 
 /* ---------------------------------------------------------------- device forms */

@@ -48,6 +48,10 @@ SYMM_DEV void add_release_sys(uint64_t *p, uint64_t v)
 {
     asm volatile("red.release.sys.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
 }
+SYMM_DEV void add_release_gpu(uint64_t *p, uint64_t v)
+{
+    asm volatile("red.release.gpu.global.add.u64 [%0], %1;" ::"l"(p), "l"(v) : "memory");
+}
 /* The claim words are only used by this PE's own blocks: GPU scope is enough. */
 SYMM_DEV uint64_t or_acquire_gpu(uint64_t *p, uint64_t v)
 {
@@ -237,6 +241,15 @@ SYMM_DEV void st_flag(const symm_dev_team_t &t, uint64_t *p, uint64_t v)
         st_release_gpu(p, v);
     else
         st_release_sys(p, v);
+}
+
+/* Adds v to a round's counter, a release at the team's scope. */
+SYMM_DEV void add_flag(const symm_dev_team_t &t, uint64_t *p, uint64_t v)
+{
+    if (t.flags & SYMM_DEV_ONE_GPU)
+        add_release_gpu(p, v);
+    else
+        add_release_sys(p, v);
 }
 
 /* Waits until *flag >= ep, bounded by the team's timeout. */

@@ -231,24 +231,19 @@ SYMM_HD uint64_t symm_plan_topk_ll_row(uint64_t e, uint64_t s, uint64_t n, uint6
     return (e * n + s) * max_tokens + r;
 }
 
-/* The workspace of the low-latency forms, in 8-byte words: the calls made on it (a
- * dispatch and a combine counter, the member's own), the arrival counter and the worst
- * status of the member's blocks in a call (their own 128-byte line each: the dispatch's,
- * the combine's first and its second arrival); then, written by the senders, for every
- * source: the flag (the call it has finished), its status and its fingerprint, for the
- * dispatch and for the combine, where the source's combine input lies (cin: a byte
- * offset from the workspace, or SYMM_PLAN_TKL_PUSHED where it pushed its rows) and the
- * combine it has finished reading (xflag); the member's own rank counters (two sets of
- * n*ne: a call uses one and clears the other for the next); where each of its slots
+/* The workspace of the low-latency forms, in 8-byte words: the arrival counter and the
+ * worst status of the member's blocks in a dispatch (their own 128-byte line); then,
+ * written by the senders, for every source: the dispatch's counter (the member's blocks
+ * add their shares when done, topk_ll__funcs.cuh), status and fingerprint, the same for
+ * the combine, where the source's combine input lies (cin: a byte offset from the
+ * workspace, or SYMM_PLAN_TKL_PUSHED where it pushed its rows) and the counter of the
+ * combines it has finished reading (xflag); the member's own rank counters (n*ne, cleared
+ * by the dispatch's last block once it has read them); where each of its slots
  * lands (max_tokens x k rows); and the combine's landing rows, max_tokens x k rows of
  * combine_row_bytes (rounded up to 16), where holders whose input is not symmetric put the
  * expert outputs of this member's slots. */
 enum {
-    SYMM_PLAN_TKL_EP_D = 0,
-    SYMM_PLAN_TKL_EP_C = 1,
     SYMM_PLAN_TKL_ARR_D = 48, /* and the status word after it */
-    SYMM_PLAN_TKL_ARR_C = 64,
-    SYMM_PLAN_TKL_ARR_X = 80,
     SYMM_PLAN_TKL_SRC = 96,
 };
 #define SYMM_PLAN_TKL_PUSHED (~(uint64_t)0)
@@ -275,7 +270,7 @@ SYMM_HD int symm_plan_topk_ll_ws(int n, int ne, uint64_t max_tokens, int k,
     w->cin = w->cfp + N;
     w->xflag = w->cin + N;
     w->rank = w->xflag + N;
-    w->slot = w->rank + 2 * E;
+    w->slot = w->rank + E;
     w->stage = (w->slot + rows + 1) / 2 * 2;
     w->stage_rb = (combine_row_bytes + 15) / 16 * 16;
     if (w->stage_rb && rows > ((uint64_t)1 << 60) / w->stage_rb) return 0;

@@ -5,29 +5,32 @@
  * Dispatch, one kernel, one one-way hop and no meeting of the member's blocks: every
  * block takes a range of the member's tokens, gives their slots their rows on their
  * receivers (an atomic counter per expert in the sender's workspace; slot table kept for
- * the combine), and its warps write those tokens' rows straight into the receivers' outs
- * (each row read once, written into every slot's row, on whichever member), with their
- * sources. Each block then arrives on a counter (nobody waits on it); the last to arrive
- * writes the member's counts into every receiver's out_counts and then its flag into
- * every receiver's workspace (status and fingerprint with it): counts and rows travel in
- * the one hop. Block 0 waits for every source's flag: the rows that land here are then
- * all here. No closing round: nobody reads the sender's memory.
+ * the combine), arrives on a counter of the member's (nobody waits on it), and its warps
+ * write those tokens' rows straight into the receivers' outs (each row read once, written
+ * into every slot's row, on whichever member), with their sources. In the last block to
+ * arrive, warp 0 also writes the member's counts into every receiver's out_counts (status
+ * and fingerprint with them) while the other warps copy, and clears the ranks for the
+ * next call. Then every block adds its share to the member's counter on
+ * every receiver (topk_ll_add): counts and rows travel in the one hop, and no block
+ * waits for another. Block 0 waits for every source's counter: the rows that land here
+ * are then all here. No closing round: nobody reads the sender's memory.
  *
  * Combine, each expert output row moved once: a member whose in is a symmetric object
- * (the host says so) only publishes where it lies (cin) with its flag; every block then
- * waits for every holder's flag and reduces its share of this member's tokens, reading the
- * k rows of each token straight from the holders' ins (where this member's slot table
- * says the dispatch put them), in slot order with fmaf (topk_reduce): the same bits as
- * the other forms. A holder whose in is not symmetric pushes its rows into the workspace
- * of each token's owner first (the rows then move twice) and publishes SYMM_PLAN_TKL_PUSHED;
- * owners read those from their own landing rows. Then every member raises a second flag
- * (xflag: done reading) at every member, and, where any holder was read in place, waits
- * for every member's: nobody's in or out is written again while an owner still reads it.
+ * (the host says so) only publishes where it lies (cin), with its status, from block 0;
+ * every block then waits for every holder's counter and reduces its share of this
+ * member's tokens, reading the k rows of each token straight from the holders' ins (where
+ * this member's slot table says the dispatch put them), in slot order with fmaf
+ * (topk_reduce): the same bits as the other forms. A holder whose in is not symmetric
+ * pushes its rows into the workspace of each token's owner first (the rows then move
+ * twice) and publishes SYMM_PLAN_TKL_PUSHED; owners read those from their own landing
+ * rows. Then every block adds its share to a second counter (xflag: done reading) at
+ * every member, and, where any holder was read in place, block 0 waits for every
+ * member's: nobody's in or out is written again while an owner still reads it.
  *
  * Reuse: a dispatch writes into the receivers' outs and a combine into the owners'
  * workspaces without asking; that is safe because the calls alternate on every member
  * (dispatch, combine, dispatch, ...): a member starts a dispatch only after its previous
- * combine saw every holder's flag (and, if anyone read in place, every owner's xflag),
+ * combine saw every holder's counter (and, if anyone read in place, every owner's xflag),
  * raised after the holder (owner) was done with the memory the next call writes. */
 #ifndef SYMM_IMPL_TOPK_LL__FUNCS_CUH
 #define SYMM_IMPL_TOPK_LL__FUNCS_CUH
@@ -59,82 +62,106 @@ struct topk_ll_call {
     }
 };
 
-/* This call's number on this workspace (ep_word: the calls finished so far), read by every
- * block before it arrives (the last one to arrive moves it on). */
-SYMM_DEV uint64_t topk_ll_epoch(const topk_ll_call &L, uint64_t ep_word)
+/* The rounds' counters (dflag, cflag, xflag: one per source on every member). Every block
+ * of a source adds its share of one unit, 2^kTopkLLUnitShift, to the source's counter on
+ * every member once it is done (topk_ll_share: the shares of a member's blocks sum to one
+ * unit, whatever their number): source s has finished call ep on a member once s's counter
+ * there reaches ep units. Nobody resets a counter; comparisons are modulo 2^64. */
+constexpr uint32_t kTopkLLUnitShift = 32;
+
+SYMM_DEV uint64_t topk_ll_share(uint32_t part, uint32_t nparts)
 {
-    __shared__ uint64_t s_ep;
-    __syncthreads();
-    if (L.c.tid == 0) s_ep = symm_detail::ld_relaxed_gpu(L.c.ws + ep_word) + 1;
-    __syncthreads();
-    return s_ep;
+    const uint64_t u = (uint64_t)1 << kTopkLLUnitShift;
+    return u * (part + 1) / nparts - u * part / nparts;
 }
 
-/* The block's worst status (the lowest: statuses are negative) into the member's status
- * word (after the arrival counter arr_word), by thread 0. */
-SYMM_DEV void topk_ll_note(const topk_ll_call &L, uint64_t arr_word, int mine)
+/* This call's number on this workspace, from the member's own counter of round `cnt`, read
+ * by a block before it adds its share (only the member's own blocks add to it: the counter
+ * then holds ep - 1 units and less than one more, whatever the other blocks have added). */
+SYMM_DEV uint64_t topk_ll_epoch(const topk_ll_call &L, uint64_t cnt)
+{
+    return (symm_detail::ld_relaxed_gpu(L.c.ws + cnt + L.c.me) >> kTopkLLUnitShift) + 1;
+}
+
+/* The block's worst status (the lowest: statuses are negative), in every thread. */
+SYMM_DEV int topk_ll_worst(const topk_ll_call &L, int mine)
 {
     __shared__ int s_worst;
-    __syncthreads();
     if (L.c.tid == 0) s_worst = 0;
     __syncthreads();
     if (mine) atomicMin(&s_worst, mine);
     __syncthreads();
-    if (L.c.tid == 0 && s_worst)
-        atomicMin((long long *)(L.c.ws + arr_word + 1), (long long)s_worst);
+    return s_worst;
 }
 
-/* The member's blocks arrive, each with its worst status; true in the block that arrives
- * last, which then reads the member's worst status in *st and leaves the counter and the
- * status word ready for the next call. Every thread's writes, to any member, are ordered
- * before its block's arrival (system scope). */
-SYMM_DEV bool topk_ll_arrive(const topk_ll_call &L, uint64_t arr_word, int mine, int *st)
+/* Thread 0 of each of the member's blocks arrives on the counter at arr_word of the
+ * member's own workspace, with its block's worst status, kept in the word after it; true
+ * in the block that arrives last, which then reads the member's worst status in *st and
+ * leaves both words ready for the next call. Every thread's writes and atomics before
+ * the block last met come before the arrival (GPU scope: only the member's own blocks
+ * read the counter). */
+SYMM_DEV bool topk_ll_arrive(const topk_ll_call &L, uint64_t arr_word, int worst, int *st)
 {
-    using namespace symm_detail;
-    __shared__ int s_last, s_st;
-    __threadfence_system();
-    topk_ll_note(L, arr_word, mine);
-    if (L.c.tid == 0) {
-        uint64_t *cnt = L.c.ws + arr_word, *stw = cnt + 1;
-        __threadfence_system();
-        const unsigned long long old = atomicAdd((unsigned long long *)cnt, 1ull);
-        s_last = old + 1 == L.c.nparts;
-        s_st = 0;
-        if (s_last) {
-            __threadfence_system();
-            s_st = (int)(long long)atomicExch((unsigned long long *)stw, 0ull);
-            st_relaxed_gpu(cnt, 0);
-        }
-    }
-    __syncthreads();
-    *st = s_st;
-    return s_last != 0;
+    uint64_t *cnt = L.c.ws + arr_word, *stw = cnt + 1;
+    if (worst) atomicMin((long long *)stw, (long long)worst);
+    __threadfence();
+    const unsigned long long old = atomicAdd((unsigned long long *)cnt, 1ull);
+    *st = 0;
+    if (old + 1 != L.c.nparts) return false;
+    __threadfence();
+    *st = (int)(long long)atomicExch((unsigned long long *)stw, 0ull);
+    symm_detail::st_relaxed_gpu(cnt, 0);
+    return true;
 }
 
-/* The last block: status and fingerprint (and, where cinw != 0, the word cinv at cinw),
- * then the flag ep, into every member's words of source me (dflag or cflag and the words
- * after it, by their offsets in W). */
-SYMM_DEV void topk_ll_publish(const topk_ll_call &L, uint64_t flag, uint64_t stat, uint64_t fpw,
-                              int st, uint64_t fp, uint64_t ep, uint64_t cinw = 0,
-                              uint64_t cinv = 0)
+/* The member's status and fingerprint (and, where cinw != 0, the word cinv at cinw) into
+ * every member's words of source me, by threads from, from + step, ... */
+SYMM_DEV void topk_ll_status_out(const topk_ll_call &L, uint64_t stat, uint64_t fpw, int st,
+                                 uint64_t fp, uint64_t cinw, uint64_t cinv, uint32_t from,
+                                 uint32_t step)
 {
-    using namespace symm_detail;
-    const int n = L.c.n, me = L.c.me;
-    for (int j = (int)L.c.tid; j < n; j += (int)L.c.nthr) {
+    const int me = L.c.me;
+    for (int j = (int)from; j < L.c.n; j += (int)step) {
         *L.at(j, stat + me) = (uint64_t)(int64_t)st;
         *L.at(j, fpw + me) = fp;
         if (cinw) *L.at(j, cinw + me) = cinv;
     }
-    __threadfence_system();
-    __syncthreads();
-    for (int j = (int)L.c.tid; j < n; j += (int)L.c.nthr)
-        st_flag(L.c.t, L.at(j, flag + me), ep);
 }
 
-/* Every source's flag ep seen (by the calling block), then the verdict: the first
- * source's status, SYMM_ERR_MISMATCH for a fingerprint unlike mine, or a timeout; 0 if all
- * is well. *who: the member it names (-1: none). The same in every thread. */
-SYMM_DEV int topk_ll_wait(const topk_ll_call &L, uint64_t flag, uint64_t stat, uint64_t fpw,
+/* Every block of the member: its share added to every member's counter cnt of source me.
+ * Every thread's writes before the call, to any member, come before the adds (the block
+ * meets, then each add is a release). */
+SYMM_DEV void topk_ll_add(const topk_ll_call &L, uint64_t cnt)
+{
+    __syncthreads();
+    const uint64_t sh = topk_ll_share(L.c.part, L.c.nparts);
+    for (int j = (int)L.c.tid; j < L.c.n; j += (int)L.c.nthr)
+        symm_detail::add_flag(L.c.t, L.at(j, cnt + L.c.me), sh);
+}
+
+/* Waits until the counter *p reaches ep units, bounded by the team's timeout (pe: the
+ * source it waits for, named in the record). */
+SYMM_DEV int topk_ll_wait_count(const symm_dev_team_t &t, const uint64_t *p, uint64_t ep,
+                                int pe)
+{
+    using namespace symm_detail;
+    const uint64_t want = ep << kTopkLLUnitShift;
+    if ((int64_t)(ld_flag(t, p) - want) >= 0) return 0;
+    const uint64_t start = globaltimer();
+    for (uint32_t i = 1;; i++) {
+        if ((int64_t)(ld_flag(t, p) - want) >= 0) return 0;
+        if ((i & 1023u) == 0 && globaltimer() - start > t.timeout_ns) {
+            record(t, SYMM_ERR_TIMEOUT, SYMM_DEV_WHAT_MOE, (uint32_t)pe, 0);
+            return SYMM_ERR_TIMEOUT;
+        }
+    }
+}
+
+/* Every source's counter cnt at ep units (seen by the calling block), then the verdict:
+ * the first source's status, SYMM_ERR_MISMATCH for a fingerprint unlike mine, or a
+ * timeout; 0 if all is well. *who: the member it names (-1: none). The same in every
+ * thread. */
+SYMM_DEV int topk_ll_wait(const topk_ll_call &L, uint64_t cnt, uint64_t stat, uint64_t fpw,
                           uint64_t fp, uint64_t ep, int *who)
 {
     using namespace symm_detail;
@@ -144,7 +171,7 @@ SYMM_DEV int topk_ll_wait(const topk_ll_call &L, uint64_t flag, uint64_t stat, u
     __syncthreads();
     int to = 0;
     for (int s = (int)L.c.tid; s < n; s += (int)L.c.nthr) {
-        if (wait_ge(L.c.t, L.c.ws + flag + s, ep, SYMM_DEV_WHAT_MOE, s)) {
+        if (topk_ll_wait_count(L.c.t, L.c.ws + cnt + s, ep, s)) {
             to = 1;
             continue;
         }
@@ -192,24 +219,21 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         return SYMM_ERR_INVALID_ARG;
     }
     const int n = c.n, me = c.me, ne = a.ne, k = a.k;
-    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, SYMM_PLAN_TKL_EP_D);
-    uint64_t *rank = c.ws + L.W.rank + (ep & 1) * E, *other = c.ws + L.W.rank + (~ep & 1) * E;
-    uint64_t *slot = c.ws + L.W.slot;
+    const uint64_t E = c.nexp();
+    /* block 0 alone waits, and so needs the call's number: read now, used at the end */
+    const uint64_t ep = part == 0 ? topk_ll_epoch(L, L.W.dflag) : 0;
+    uint64_t *rank = c.ws + L.W.rank, *slot = c.ws + L.W.slot;
     const uint64_t fp = topk_ll_dispatch_fp(c);
-    const uint64_t gt = (uint64_t)part * c.nthr + c.tid, GT = (uint64_t)nparts * c.nthr;
     int mine = a.fail                    ? a.fail
                : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW
                : !a.out_counts || !a.out ? SYMM_ERR_INVALID_ARG
                                          : 0;
     const uint64_t tokens = mine ? 0 : a.tokens;
     const uint64_t t0 = tokens * part / nparts, t1 = tokens * (part + 1) / nparts;
-    /* my tokens' slots their rows on their receivers, in arrival order per expert; the
-     * set the next call uses cleared */
+    /* my tokens' slots their rows on their receivers, in arrival order per expert */
     bool null_in = !a.in;
     for (int p = 0; p < a.nside; p++)
         null_in = null_in || !a.side[p].in;
-    for (uint64_t g = gt; g < E; g += GT)
-        other[g] = 0;
     for (uint64_t q = t0 * (uint64_t)k + c.tid; q < t1 * (uint64_t)k; q += c.nthr) {
         const int64_t g = a.topk_idx[q];
         uint64_t r = UINT64_MAX;
@@ -225,11 +249,41 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         }
         slot[q] = r;
     }
+    /* The block has ranked its slots. Warp 0 arrives on the member's counter; in the last
+     * block to arrive (which then holds every rank) it writes my counts into every
+     * receiver (every expert's: a count of 0 clears the last call's; none after a
+     * failure) with status and fingerprint, and clears the ranks for the next call. The
+     * other warps start on the rows at once, taking pieces as they come free. */
+    __shared__ unsigned long long s_next;
+    if (c.tid == 0) s_next = 0;
+    const int worst = topk_ll_worst(L, mine), bad = worst != 0;
+    if (c.warp == 0) {
+        int st = 0, last = 0;
+        if (c.lane == 0) last = topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_D, worst, &st);
+        last = __shfl_sync(0xffffffffu, last, 0);
+        st = __shfl_sync(0xffffffffu, st, 0);
+        for (uint64_t g0 = 0; last && g0 < E; g0 += 32) {
+            const uint64_t g = g0 + c.lane;
+            if (g >= E) break;
+            const uint64_t v = ldcg(rank + g);
+            rank[g] = 0;
+            if (st) continue;
+            const int j = (int)(g / (uint64_t)ne);
+            const uint64_t e = g % (uint64_t)ne;
+            *(size_t *)((char *)(a.out_counts + e * (uint64_t)n + (uint64_t)me) +
+                        t.heap_delta[j]) = (size_t)v;
+        }
+        if (last) topk_ll_status_out(L, L.W.dstat, L.W.dfp, st, fp, 0, 0, c.lane, 32);
+    }
     /* the rows; piece 0 also writes the sources and the side rows. A block that found a
      * failure writes nothing (the call fails on every member: rows may have landed). */
-    const int bad = __syncthreads_or(mine != 0);
     const uint32_t P = topk_pieces(t1 - t0, c.nwarps);
-    for (uint64_t u = c.warp; !bad && u < (t1 - t0) * P; u += c.nwarps) {
+    const uint64_t units = bad ? 0 : (t1 - t0) * P;
+    for (;;) {
+        uint64_t u = 0;
+        if (c.lane == 0) u = atomicAdd(&s_next, 1ull);
+        u = __shfl_sync(0xffffffffu, u, 0);
+        if (u >= units) break;
         const uint64_t tk = t0 + u / P;
         const uint32_t piece = (uint32_t)(u % P);
         uint8_t *dst = nullptr;
@@ -268,20 +322,8 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
             topk_copy_row(sd, (const uint8_t *)a.side[p].in + tk * rb, rb, m, c.lane, 0, 1);
         }
     }
-    int st;
-    if (topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_D, mine, &st)) {
-        /* my counts into every receiver (every expert's: a count of 0 clears the last
-         * call's; none after a failure), then status, fingerprint and flag */
-        for (uint64_t g = c.tid; !st && g < E; g += c.nthr) {
-            const int j = (int)(g / (uint64_t)ne);
-            const uint64_t e = g % (uint64_t)ne;
-            *(size_t *)((char *)(a.out_counts + e * (uint64_t)n + (uint64_t)me) +
-                        t.heap_delta[j]) = (size_t)ldcg(rank + g);
-        }
-        topk_ll_publish(L, L.W.dflag, L.W.dstat, L.W.dfp, st, fp, ep);
-        __syncthreads();
-        if (c.tid == 0) st_relaxed_gpu(c.ws + SYMM_PLAN_TKL_EP_D, ep);
-    }
+    /* every block's share of the flag, once its rows (and counts) are written */
+    topk_ll_add(L, L.W.dflag);
     if (part != 0) return mine;
     int who;
     const int v = topk_ll_wait(L, L.W.dflag, L.W.dstat, L.W.dfp, fp, ep, &who);
@@ -314,12 +356,12 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         return SYMM_ERR_INVALID_ARG;
     }
     const int n = c.n, ne = a.ne, k = a.k;
-    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, SYMM_PLAN_TKL_EP_C);
+    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, L.W.cflag); /* used at the waits */
     const uint64_t fp = topk_ll_combine_fp(c);
     int mine = a.fail ? a.fail : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW : 0;
     const uint64_t tokens = mine ? 0 : a.tokens, slots = tokens * (uint64_t)k;
-    const uint64_t gt = (uint64_t)part * c.nthr + c.tid, GT = (uint64_t)nparts * c.nthr;
-    for (uint64_t q = gt; q < slots; q += GT)
+    /* block 0 checks every slot: its status is the member's */
+    for (uint64_t q = c.tid; part == 0 && q < slots; q += c.nthr)
         if (!symm_plan_topk_slot_ok(a.topk_idx[q], E)) mine = SYMM_ERR_INVALID_ARG;
     if (slots && !a.out) mine = SYMM_ERR_INVALID_ARG;
     /* A holder whose in is not symmetric pushes: the rows I hold, (expert, source)
@@ -353,7 +395,7 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         if (c.lane == 0) s_pre[regions] = run;
     }
     __syncthreads();
-    const int any_bad = __syncthreads_or(mine != 0);
+    const int worst = topk_ll_worst(L, mine), any_bad = worst != 0;
     const uint64_t gw = (uint64_t)part * c.nwarps + c.warp, GW = (uint64_t)nparts * c.nwarps;
     const uint32_t P = topk_pieces(s_rows, GW);
     const uint64_t units = !push ? 0 : packed ? s_pre[regions] : regions * mt;
@@ -383,14 +425,13 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         uint8_t *dst = (uint8_t *)a.ws + t.heap_delta[sr.pe] + c.stage + q * c.stage_rb;
         topk_copy_row(dst, (const uint8_t *)a.in + x * rb, rb, 1, c.lane, piece, P);
     }
-    int st;
-    if (topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_C, mine, &st)) {
-        const uint64_t cin =
-            push ? SYMM_PLAN_TKL_PUSHED : (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws);
-        topk_ll_publish(L, L.W.cflag, L.W.cstat, L.W.cfp, st, fp, ep, L.W.cin, cin);
-        __syncthreads();
-        if (c.tid == 0) st_relaxed_gpu(c.ws + SYMM_PLAN_TKL_EP_C, ep);
-    }
+    /* block 0 publishes the member's status and where its in lies; every block adds its
+     * share once its rows are pushed */
+    const uint64_t cin =
+        push ? SYMM_PLAN_TKL_PUSHED : (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws);
+    if (part == 0)
+        topk_ll_status_out(L, L.W.cstat, L.W.cfp, worst, fp, L.W.cin, cin, c.tid, c.nthr);
+    topk_ll_add(L, L.W.cflag);
     int who;
     const int v = topk_ll_wait(L, L.W.cflag, L.W.cstat, L.W.cfp, fp, ep, &who);
     if (v) {
@@ -412,20 +453,17 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
             return (const char *)a.ws + t.heap_delta[j] + off + row * rb;
         });
     }
-    /* done reading: every member's xflag, raised by the last of my blocks, which waits for
+    /* done reading: every block's share of the xflag at every member; block 0 waits for
      * every member's where any holder was read in place (and the call went through) */
-    int st2;
-    if (topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_X, 0, &st2)) {
-        for (int j = (int)c.tid; j < n; j += (int)c.nthr)
-            st_flag(t, L.at(j, L.W.xflag + c.me), ep);
-        int wait = 0, to = 0;
-        for (int s = (int)c.tid; !v && s < n; s += (int)c.nthr)
-            wait |= ldcg(c.ws + L.W.cin + s) != SYMM_PLAN_TKL_PUSHED;
-        if (__syncthreads_or(wait))
-            for (int s = (int)c.tid; s < n; s += (int)c.nthr)
-                to |= wait_ge(t, c.ws + L.W.xflag + s, ep, W_, s) != 0;
-        if (__syncthreads_or(to)) return SYMM_ERR_TIMEOUT;
-    }
+    topk_ll_add(L, L.W.xflag);
+    if (part != 0) return v;
+    int wait = 0, to = 0;
+    for (int s = (int)c.tid; !v && s < n; s += (int)c.nthr)
+        wait |= ldcg(c.ws + L.W.cin + s) != SYMM_PLAN_TKL_PUSHED;
+    if (__syncthreads_or(wait))
+        for (int s = (int)c.tid; s < n; s += (int)c.nthr)
+            to |= topk_ll_wait_count(t, c.ws + L.W.xflag + s, ep, s) != 0;
+    if (__syncthreads_or(to)) return SYMM_ERR_TIMEOUT;
     return v;
 }
 
