@@ -62,8 +62,9 @@ symm_status_t symm_cuda_team_device(symm_team_t team, symm_dev_team_t *out);
  * can be resident together: an equal part, among them, of the SMs the device reports to
  * this process. Under MPS, CUDA_MPS_ACTIVE_THREAD_PERCENTAGE reduces what a process sees,
  * and which SMs its blocks get the driver decides: symm_cuda_init then measures how many
- * blocks per PE stay resident together (a probe, up to what the process sees) and counts
- * on one step less than the most that did. 0 before symm_cuda_init. */
+ * blocks per PE stay resident together (a probe, up to what the process sees, to within
+ * an eighth of an equal part) and counts on that much less than the most that did. 0
+ * before symm_cuda_init. */
 int symm_cuda_sm_share(void);
 
 /* The library's two halves of symm_cuda_launch below, which runs the occupancy query and

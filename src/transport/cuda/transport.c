@@ -111,11 +111,13 @@ static int sm_share(int seen, int sharers)
 /* With a percentage each process sees P% of the SMs, and which SMs its blocks get the
  * driver decides: measured on an H200 with four PEs at 25% (32 SMs seen each), 24
  * one-block-per-SM blocks per PE were resident together and 28 were not. So the share
- * is probed (collective over all PEs): rounds of share + step blocks per PE, each round
- * one kernel per PE whose blocks wait for every PE's blocks on the GPU, until a round
- * fails on some PE or reaches the SMs seen; the share is then the last round that
- * passed, less one step of margin. A round that fails costs its wait (20 ms); a CUDA
- * error in a round counts as a failed round (this PE's next use of the GPU reports it). */
+ * is probed (collective over all PEs): rounds of one kernel per PE whose blocks wait for
+ * every PE's blocks on the GPU, first of share + step, share + 2 step, ... blocks per PE
+ * until a round fails on some PE of the GPU or reaches the SMs seen, then halving the
+ * gap between the most that met and the least that did not, down to a fine step (a
+ * quarter of a step); the share is then the most that met, less one fine step of margin.
+ * A round that fails costs its wait (20 ms); a CUDA error in a round counts as a failed
+ * round (this PE's next use of the GPU reports it). */
 #define PROBE_ROUNDS  32
 #define PROBE_SPIN_NS 20000000ull
 
@@ -135,25 +137,29 @@ static int probe_round(const char *fn, uint64_t off, int lead, int round, int ca
     return ok;
 }
 
-/* Every PE's vote of a round (vote: symmetric, 2 ints): 1 if another round follows. */
-static int probe_next(int *vote, int ran, int met)
+/* Every PE's vote of a round (vote: symmetric, 2 ints; ran: this PE ran it, met: and all
+ * its blocks met). Returns 1 if every PE of my GPU that ran it met, 0 if not, -1 if a
+ * barrier failed; *any: some PE ran it (the rounds go on while one does). */
+static int probe_vote(int *vote, int ran, int met, int *any)
 {
     vote[0] = ran && !met;
     vote[1] = ran;
-    if (symm_barrier_all()) return 0;
-    int failed = 0, any = 0;
+    *any = 0;
+    if (symm_barrier_all()) return -1;
+    int failed = 0;
     for (int j = 0; j < symm_g.npes; j++) {
         const int *v = symm_ptr(vote, j);
         if (!v) continue;
-        failed |= v[0];
-        any |= v[1];
+        if (symm_cuda.same_gpu[j]) failed |= v[0];
+        *any |= v[1];
     }
-    return !symm_barrier_all() && !failed && any;
+    return symm_barrier_all() ? -1 : !failed;
 }
 
 static int probe_share(const char *fn, int base)
 {
     const int seen = symm_cuda.sm_count, step = base / 2 > 0 ? base / 2 : 1;
+    const int fine = step / 4 > 0 ? step / 4 : 1;
     const size_t words = (PROBE_ROUNDS + 1) * 4;
     int want = symm_cuda.sharers > 1 && getenv("CUDA_MPS_ACTIVE_THREAD_PERCENTAGE") &&
                base + step <= seen;
@@ -168,16 +174,27 @@ static int probe_share(const char *fn, int base)
         cudaGetLastError();
         want = 0;
     }
-    int *vote = symm_malloc(2 * sizeof(int)), share = base;
+    int *vote = symm_malloc(2 * sizeof(int));
+    int lo = base, hi = 0; /* the most blocks that met; the least that did not (0: none) */
     for (int r = 0; vote && r < PROBE_ROUNDS; r++) {
-        const int cand = base + (r + 1) * step, mine = want && cand <= seen;
+        int cand = 0;
+        if (want && !hi)
+            cand = lo + step <= seen ? lo + step : lo < seen ? seen : 0;
+        else if (want && hi - lo > fine)
+            cand = lo + (hi - lo) / 2;
         if (symm_barrier_all()) break; /* every PE's words are zero; rounds aligned */
-        if (!probe_next(vote, mine, mine ? probe_round(fn, off, lead, r + 1, cand) : 1)) break;
-        if (mine) share = cand;
+        int any = 0;
+        const int ok = probe_vote(vote, cand > 0,
+                                  cand > 0 ? probe_round(fn, off, lead, r + 1, cand) : 1, &any);
+        if (ok < 0 || !any) break;
+        if (cand > 0 && ok) lo = cand;
+        if (cand > 0 && !ok) hi = cand;
     }
     symm_free(vote);
     if (have) symm_arena_free(&symm_cuda.team_arena, off);
-    return share > base ? share - step : base;
+    if (lo > base)
+        SYMM_DEBUG("%s: residency probe: %d blocks per PE met, %d did not", fn, lo, hi);
+    return lo - fine > base ? lo - fine : base;
 }
 
 symm_status_t symm_cuda_transport_init(const char *fn)
