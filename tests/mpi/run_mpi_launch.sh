@@ -47,10 +47,10 @@ hosts)
     case $("$1" --version 2>&1) in
     *"Open MPI"* | *OpenRTE*)
         set -- "$@" --mca plm_rsh_agent "$here/fake_ssh.sh" --mca osc pt2pt,rdma,sm \
-            --host symmhost1:2,symmhost2:2 ;;
+            --host fakehost1:2,fakehost2:2 ;;
     *HYDRA*) # MPICH's and Intel MPI's mpiexec
         set -- "$@" -launcher ssh -launcher-exec "$here/fake_ssh.sh" \
-            -hosts symmhost1:2,symmhost2:2 ;;
+            -hosts fakehost1:2,fakehost2:2 ;;
     *) echo "run_mpi_launch: SKIP: playing two hosts needs Open MPI's or Hydra's ssh options"
        exit $SKIP ;;
     esac
