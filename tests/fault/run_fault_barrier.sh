@@ -22,9 +22,6 @@ set -u
 LAUNCHER=$1
 PROG=$2
 MODE=${3:-}
-# Seconds from start to the launcher's exit: an MPI launcher's start-up of 4 PEs alone can
-# take seconds when other jobs keep the machine's cores busy.
-LIMIT=5
 
 ulimit -c 0 # no core file from abort()
 fail() { echo "run_fault_barrier: FAIL: $*" >&2; exit 1; }
@@ -32,8 +29,10 @@ fail() { echo "run_fault_barrier: FAIL: $*" >&2; exit 1; }
 priv=$(mktemp -d "${TMPDIR:-/tmp}/fault_barrier.XXXXXX") || fail "mktemp"
 trap 'rm -rf "$priv"' EXIT
 
+# LIMIT: seconds from start to the launcher's exit (an MPI launcher's start-up of 4 PEs
+# alone can take seconds when other jobs keep the machine's cores busy).
 case $(basename "${LAUNCHER%% *}") in
-symmrun) kind=symmrun LAUNCH="$LAUNCHER --timeout 30" ;;
+symmrun) kind=symmrun LAUNCH="$LAUNCHER --timeout 30" LIMIT=5 ;;
 *) kind=mpi LAUNCH=$LAUNCHER LIMIT=20 ;;
 esac
 
