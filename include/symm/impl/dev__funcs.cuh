@@ -252,19 +252,29 @@ SYMM_DEV void add_flag(const symm_dev_team_t &t, uint64_t *p, uint64_t v)
         add_release_sys(p, v);
 }
 
-/* Waits until *flag >= ep, bounded by the team's timeout. */
-SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep, uint32_t what,
-                     int pe)
+/* Waits until ok(*flag), the flag read at the team's scope, bounded by the team's timeout
+ * (a timeout is recorded naming pe). */
+template <typename Ok>
+SYMM_DEV int wait_until(const symm_dev_team_t &t, const uint64_t *flag, const Ok &ok,
+                        uint32_t what, int pe)
 {
-    if (ld_flag(t, flag) >= ep) return 0;
-    uint64_t start = globaltimer();
+    if (ok(ld_flag(t, flag))) return 0;
+    const uint64_t start = globaltimer();
     for (uint32_t i = 1;; i++) {
-        if (ld_flag(t, flag) >= ep) return 0;
+        if (ok(ld_flag(t, flag))) return 0;
         if ((i & 1023u) == 0 && globaltimer() - start > t.timeout_ns) {
             record(t, SYMM_ERR_TIMEOUT, what, (uint32_t)pe, 0);
             return SYMM_ERR_TIMEOUT;
         }
     }
+}
+
+/* Waits until *flag >= ep, bounded by the team's timeout. */
+SYMM_DEV int wait_ge(const symm_dev_team_t &t, const uint64_t *flag, uint64_t ep, uint32_t what,
+                     int pe)
+{
+    return wait_until(
+        t, flag, [ep](uint64_t v) { return v >= ep; }, what, pe);
 }
 
 /* One round by threads [first, first + stride ...) of a group; ep is the episode. */

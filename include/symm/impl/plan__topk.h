@@ -243,8 +243,8 @@ SYMM_HD uint64_t symm_plan_topk_ll_row(uint64_t e, uint64_t s, uint64_t n, uint6
  * combine_row_bytes (rounded up to 16), where holders whose input is not symmetric put the
  * expert outputs of this member's slots. */
 enum {
-    SYMM_PLAN_TKL_ARR_D = 48, /* and the status word after it */
-    SYMM_PLAN_TKL_SRC = 96,
+    SYMM_PLAN_TKL_ARR_D = 0, /* and the status word after it */
+    SYMM_PLAN_TKL_SRC = 16,
 };
 #define SYMM_PLAN_TKL_PUSHED (~(uint64_t)0)
 typedef struct {

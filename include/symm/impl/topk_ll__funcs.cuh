@@ -16,14 +16,14 @@
  * are then all here. No closing round: nobody reads the sender's memory.
  *
  * Combine, each expert output row moved once: a member whose in is a symmetric object
- * (the host says so) only publishes where it lies (cin), with its status, from block 0;
- * every block then waits for every holder's counter and reduces its share of this
- * member's tokens, reading the k rows of each token straight from the holders' ins (where
- * this member's slot table says the dispatch put them), in slot order with fmaf
- * (topk_reduce): the same bits as the other forms. A holder whose in is not symmetric
- * pushes its rows into the workspace of each token's owner first (the rows then move
- * twice) and publishes SYMM_PLAN_TKL_PUSHED; owners read those from their own landing
- * rows. Then every block adds its share to a second counter (xflag: done reading) at
+ * (the host says so) only publishes where it lies (cin), with its status, from block 0,
+ * which then adds the whole unit to its counter at every member; every block then waits for
+ * every holder's counter and reduces its share of this member's tokens, reading the k rows of
+ * each token straight from the holders' ins (where this member's slot table says the dispatch
+ * put them), in slot order with fmaf (topk_reduce): the same bits as the other forms. A holder
+ * whose in is not symmetric pushes its rows into the workspace of each token's owner first (the
+ * rows then move twice) and publishes SYMM_PLAN_TKL_PUSHED; owners read those from their own
+ * landing rows. Then every block adds its share to a second counter (xflag: done reading) at
  * every member, and, where any holder was read in place, block 0 waits for every
  * member's: nobody's in or out is written again while an owner still reads it.
  *
@@ -128,33 +128,28 @@ SYMM_DEV void topk_ll_status_out(const topk_ll_call &L, uint64_t stat, uint64_t 
     }
 }
 
-/* Every block of the member: its share added to every member's counter cnt of source me.
- * Every thread's writes before the call, to any member, come before the adds (the block
- * meets, then each add is a release). */
-SYMM_DEV void topk_ll_add(const topk_ll_call &L, uint64_t cnt)
+/* Every block of the member: sh (its share, topk_ll_share, by default) added to every
+ * member's counter cnt of source me. Every thread's writes before the call, to any member,
+ * come before the adds (the block meets, then each add is a release). */
+SYMM_DEV void topk_ll_add(const topk_ll_call &L, uint64_t cnt, uint64_t sh)
 {
     __syncthreads();
-    const uint64_t sh = topk_ll_share(L.c.part, L.c.nparts);
-    for (int j = (int)L.c.tid; j < L.c.n; j += (int)L.c.nthr)
+    for (int j = (int)L.c.tid; sh && j < L.c.n; j += (int)L.c.nthr)
         symm_detail::add_flag(L.c.t, L.at(j, cnt + L.c.me), sh);
 }
+SYMM_DEV void topk_ll_add(const topk_ll_call &L, uint64_t cnt)
+{
+    topk_ll_add(L, cnt, topk_ll_share(L.c.part, L.c.nparts));
+}
 
-/* Waits until the counter *p reaches ep units, bounded by the team's timeout (pe: the
- * source it waits for, named in the record). */
+/* Waits until the counter *p reaches ep units (modulo 2^64), bounded by the team's timeout
+ * (pe: the source it waits for, named in the record). */
 SYMM_DEV int topk_ll_wait_count(const symm_dev_team_t &t, const uint64_t *p, uint64_t ep,
                                 int pe)
 {
-    using namespace symm_detail;
     const uint64_t want = ep << kTopkLLUnitShift;
-    if ((int64_t)(ld_flag(t, p) - want) >= 0) return 0;
-    const uint64_t start = globaltimer();
-    for (uint32_t i = 1;; i++) {
-        if ((int64_t)(ld_flag(t, p) - want) >= 0) return 0;
-        if ((i & 1023u) == 0 && globaltimer() - start > t.timeout_ns) {
-            record(t, SYMM_ERR_TIMEOUT, SYMM_DEV_WHAT_MOE, (uint32_t)pe, 0);
-            return SYMM_ERR_TIMEOUT;
-        }
-    }
+    return symm_detail::wait_until(
+        t, p, [want](uint64_t v) { return (int64_t)(v - want) >= 0; }, SYMM_DEV_WHAT_MOE, pe);
 }
 
 /* Every source's counter cnt at ep units (seen by the calling block), then the verdict:
@@ -262,16 +257,27 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         if (c.lane == 0) last = topk_ll_arrive(L, SYMM_PLAN_TKL_ARR_D, worst, &st);
         last = __shfl_sync(0xffffffffu, last, 0);
         st = __shfl_sync(0xffffffffu, st, 0);
-        for (uint64_t g0 = 0; last && g0 < E; g0 += 32) {
-            const uint64_t g = g0 + c.lane;
-            if (g >= E) break;
-            const uint64_t v = ldcg(rank + g);
-            rank[g] = 0;
-            if (st) continue;
-            const int j = (int)(g / (uint64_t)ne);
-            const uint64_t e = g % (uint64_t)ne;
-            *(size_t *)((char *)(a.out_counts + e * (uint64_t)n + (uint64_t)me) +
-                        t.heap_delta[j]) = (size_t)v;
+        /* kTopkLLCountU counts per lane loaded before any is written: one load at a time
+         * would cost a round trip per 32 experts */
+        constexpr int kTopkLLCountU = 8;
+        for (uint64_t g0 = 0; last && g0 < E; g0 += 32 * kTopkLLCountU) {
+            uint64_t v[kTopkLLCountU];
+#pragma unroll
+            for (int b = 0; b < kTopkLLCountU; b++) {
+                const uint64_t g = g0 + 32 * b + c.lane;
+                v[b] = g < E ? ldcg(rank + g) : 0;
+            }
+#pragma unroll
+            for (int b = 0; b < kTopkLLCountU; b++) {
+                const uint64_t g = g0 + 32 * b + c.lane;
+                if (g >= E) break;
+                rank[g] = 0;
+                if (st) continue;
+                const int j = (int)(g / (uint64_t)ne);
+                const uint64_t e = g % (uint64_t)ne;
+                *(size_t *)((char *)(a.out_counts + e * (uint64_t)n + (uint64_t)me) +
+                            t.heap_delta[j]) = (size_t)v[b];
+            }
         }
         if (last) topk_ll_status_out(L, L.W.dstat, L.W.dfp, st, fp, 0, 0, c.lane, 32);
     }
@@ -356,7 +362,9 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         return SYMM_ERR_INVALID_ARG;
     }
     const int n = c.n, ne = a.ne, k = a.k;
-    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, L.W.cflag); /* used at the waits */
+    /* the call's number, used at the waits, from the counter every block adds its share to
+     * at its end (the cflag may already hold block 0's whole unit) */
+    const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, L.W.xflag);
     const uint64_t fp = topk_ll_combine_fp(c);
     int mine = a.fail ? a.fail : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW : 0;
     const uint64_t tokens = mine ? 0 : a.tokens, slots = tokens * (uint64_t)k;
@@ -425,13 +433,17 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         uint8_t *dst = (uint8_t *)a.ws + t.heap_delta[sr.pe] + c.stage + q * c.stage_rb;
         topk_copy_row(dst, (const uint8_t *)a.in + x * rb, rb, 1, c.lane, piece, P);
     }
-    /* block 0 publishes the member's status and where its in lies; every block adds its
-     * share once its rows are pushed */
+    /* block 0 publishes the member's status and where its in lies; a pusher's blocks add
+     * their shares once their rows are pushed, a puller's block 0 adds the whole unit at
+     * once (its other blocks write nothing before: nobody waits for them to start) */
     const uint64_t cin =
         push ? SYMM_PLAN_TKL_PUSHED : (uint64_t)((uintptr_t)a.in - (uintptr_t)a.ws);
     if (part == 0)
         topk_ll_status_out(L, L.W.cstat, L.W.cfp, worst, fp, L.W.cin, cin, c.tid, c.nthr);
-    topk_ll_add(L, L.W.cflag);
+    if (push)
+        topk_ll_add(L, L.W.cflag);
+    else
+        topk_ll_add(L, L.W.cflag, part == 0 ? (uint64_t)1 << kTopkLLUnitShift : 0);
     int who;
     const int v = topk_ll_wait(L, L.W.cflag, L.W.cstat, L.W.cfp, fp, ep, &who);
     if (v) {
@@ -454,7 +466,8 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         });
     }
     /* done reading: every block's share of the xflag at every member; block 0 waits for
-     * every member's where any holder was read in place (and the call went through) */
+     * every other member's where any holder was read in place (and the call went through;
+     * the member's own blocks are done when the kernel ends) */
     topk_ll_add(L, L.W.xflag);
     if (part != 0) return v;
     int wait = 0, to = 0;
@@ -462,7 +475,7 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
         wait |= ldcg(c.ws + L.W.cin + s) != SYMM_PLAN_TKL_PUSHED;
     if (__syncthreads_or(wait))
         for (int s = (int)c.tid; s < n; s += (int)c.nthr)
-            to |= topk_ll_wait_count(t, c.ws + L.W.xflag + s, ep, s) != 0;
+            if (s != c.me) to |= topk_ll_wait_count(t, c.ws + L.W.xflag + s, ep, s) != 0;
     if (__syncthreads_or(to)) return SYMM_ERR_TIMEOUT;
     return v;
 }
