@@ -19,7 +19,9 @@ from ._arrays import set_default_backend, torch_module as _torch_module
 from ._cuda import prepare
 from ._heap import collect_garbage, empty, peer, zeros
 from ._lib import LIB_PATH, SymmError, check as _check, lib as _c
-from ._moe_topk import TopkDispatch, cuda_topk_workspace, moe_topk_combine, moe_topk_dispatch
+from ._moe_topk import (TopkDispatch, cuda_topk_ll_workspace, cuda_topk_workspace,
+                        moe_topk_combine, moe_topk_combine_ll, moe_topk_dispatch,
+                        moe_topk_dispatch_ll)
 from ._ops import (all_gather, all_gather_into_tensor, all_reduce, all_to_all, all_to_all_single,
                    all_to_all_vdev, all_to_all_vdev_2d, all_to_all_vdev_2d_offset, barrier,
                    broadcast, moe_combine, moe_dispatch, multi_root_tile_reduce, reduce,
@@ -148,6 +150,7 @@ __all__ = [
     "tile_reduce", "tile_all_reduce", "multi_root_tile_reduce", "all_to_all_vdev",
     "all_to_all_vdev_2d", "all_to_all_vdev_2d_offset", "moe_dispatch", "moe_combine",
     "moe_topk_dispatch", "moe_topk_combine", "TopkDispatch", "cuda_topk_workspace",
+    "moe_topk_dispatch_ll", "moe_topk_combine_ll", "cuda_topk_ll_workspace",
     "LIB_PATH", "cuda_device", "cuda_check", "cuda_workspace", "prepare", "get_include",
     "get_library_dir",
 ]

@@ -53,6 +53,14 @@ _PROTOS = {
     "symm_moe_topk_combine_on_stream": (st_t, [pool_t, _VP, c_size_t, _VP, c_size_t, c_size_t,
                                                c_int, _VP, _VP, _VP, c_int, c_int, _VP, c_int,
                                                _VP]),
+    "symm_cuda_moe_topk_ll_workspace_bytes": (c_size_t, [c_int, c_int, c_size_t, c_int,
+                                                         c_size_t]),
+    "symm_moe_topk_dispatch_ll_on_stream": (st_t, [pool_t, _VP, _VP, c_size_t, c_size_t,
+                                                   c_size_t, _VP, c_int, c_int, _VP, c_int,
+                                                   _VP, _VP, _VP, c_int, _VP]),
+    "symm_moe_topk_combine_ll_on_stream": (st_t, [pool_t, _VP, c_size_t, _VP, c_size_t,
+                                                  c_size_t, c_int, _VP, _VP, c_int, c_int,
+                                                  _VP, _VP, _VP, c_int, _VP]),
 }
 
 

@@ -265,3 +265,152 @@ def cuda_topk_workspace(n, ne, tokens, k):
     _torch().cuda.current_stream().synchronize()
     check(lib.symm_barrier(0))
     return ws
+
+
+# ---------------------------------------------------------------- low-latency forms
+# DeepEP's low-latency layout: every (local expert e, source PE s) pair of a receiver owns
+# max_tokens rows of out, from row (e*n + s)*max_tokens on. One kernel a call, no host
+# synchronisation: for decode-sized calls, and capturable in CUDA graphs.
+_COMBINE_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2}
+
+
+def _cuda_only(i, what):
+    if i.device[0] != "cuda":
+        raise ValueError("symm: %s runs on CUDA tensors only (input is on the CPU)" % what)
+    return i.device[1]
+
+
+def _ll_rows(name, a, rows, dtype, cols, dev):
+    """a, a contiguous CUDA tensor of dtype with at least rows rows (of cols entries where
+    cols is given), on CUDA device dev."""
+    try:
+        ok = (a.dtype is dtype and a.is_cuda and a.get_device() == dev and a.is_contiguous() and
+              a.dim() == (1 if cols is None else 2) and a.shape[0] >= rows and
+              (cols is None or a.shape[1] == cols))
+    except AttributeError:
+        ok = False
+    if not ok:
+        raise ValueError("symm: %s must be a contiguous %s CUDA tensor on device %d of at least "
+                         "%d rows%s (got %s %s on %s)"
+                         % (name, dtype, dev, rows, "" if cols is None else " x %d" % cols,
+                            getattr(a, "dtype", type(a).__name__),
+                            tuple(getattr(a, "shape", ())), getattr(a, "device", "?")))
+    return a
+
+
+def moe_topk_dispatch_ll(input, out, topk_idx, ne, max_tokens, out_counts, out_src, workspace,
+                         sides=(), team=None, pool=None, blocks=0):
+    """Low-latency top-k dispatch (DeepEP's low_latency_dispatch), CUDA tensors only: token t
+    (row t of input) lands on every PE holding one of its experts topk_idx[t] (global ids,
+    -1: none), at row (e*n + s)*max_tokens + r of that PE's out, e its local expert, s this
+    PE, r the token's rank among this PE's tokens for that expert. out (at least
+    n*ne*max_tokens rows), out_counts (int64, n*ne: out_counts[e*n + s], the rows from s
+    for local expert e), out_src (int64, (out rows, 2), viewed as int32 its columns 0 and
+    1 are the source PE and slot, column 1 of the int64 view the token) and the sides' outs
+    are symmetric (symm.empty / symm.zeros on device="cuda"). max_tokens: at least the
+    most tokens any PE has, and the most it routes to one expert; the same on every PE.
+    workspace: symm.cuda_topk_ll_workspace(...), the same for the combine that follows
+    (calls on it alternate: dispatch, combine, dispatch, ...). blocks: 0 for automatic.
+    Returns (out_counts, out_src)."""
+    n, i, o = _moe_args(input, out, team, pool)
+    dev = _cuda_only(i, "moe_topk_dispatch_ll")
+    torch = _torch()
+    idx = _routes(topk_idx, input, dev)
+    tokens, k = idx.shape
+    ne, mt = int(ne), int(max_tokens)
+    if tokens > i.shape[0]:
+        raise ValueError("symm: topk_idx routes %d tokens but input has %d rows"
+                         % (tokens, i.shape[0]))
+    rows = n * ne * mt
+    if o.shape[0] < rows:
+        raise ValueError("symm: out has %d rows; %d PEs x %d experts x max_tokens %d need %d"
+                         % (o.shape[0], n, ne, mt, rows))
+    _ll_rows("out_counts", out_counts, n * ne, torch.int64, None, dev)
+    _ll_rows("out_src", out_src, rows, torch.int64, 2, dev)
+    sides = list(sides)
+    if len(sides) > MOE_SIDE_MAX:
+        raise ValueError("symm: %d side payloads (at most %d)" % (len(sides), MOE_SIDE_MAX))
+    side = _SIDES[len(sides)]()
+    for p, (s_in, s_out) in enumerate(sides):
+        si, so = _arrays.dense(s_in, _SIDE_NAMES[p][0]), _arrays.dense(s_out, _SIDE_NAMES[p][1])
+        rb = si.row_bytes()
+        if not si.shape or not so.shape or rb != so.row_bytes():
+            raise ValueError("symm: sides[%d]: in and out must have rows of the same size "
+                             "(%s, %s)" % (p, tuple(si.shape), tuple(so.shape)))
+        if si.shape[0] < tokens or so.shape[0] < rows:
+            raise ValueError("symm: sides[%d]: in needs a row per token (%d) and out %d rows, "
+                             "not %s and %s" % (p, tokens, rows, tuple(si.shape),
+                                                tuple(so.shape)))
+        if si.device[0] != "cuda" or so.device[0] != "cuda":
+            raise ValueError("symm: sides[%d] must be CUDA tensors" % p)
+        e = side[p]
+        e.in_, e.out, e.row_bytes = si.ptr if si.nbytes else None, so.ptr, rb
+    ws = _arrays.span(workspace, "workspace")[0]
+    p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
+    check(_cuda.lib().symm_moe_topk_dispatch_ll_on_stream(
+        p, o.ptr, i.ptr if i.nbytes else None, tokens, mt, i.row_bytes(), idx.data_ptr(), k,
+        ne, side, len(sides), out_counts.data_ptr(), out_src.data_ptr(), ws, int(blocks),
+        _cuda.stream()))
+    return out_counts, out_src
+
+
+def moe_topk_combine_ll(input, out, topk_idx, ne, max_tokens, counts, src, workspace,
+                        topk_weights=None, team=None, pool=None, blocks=0):
+    """Low-latency weighted combine (DeepEP's low_latency_combine), CUDA tensors only: input
+    holds the experts' outputs laid out as the dispatch's out (float32, float16 or
+    bfloat16, at least n*ne*max_tokens rows); out[t] = the sum over the slots i with
+    topk_idx[t, i] >= 0, in slot order, of topk_weights[t, i] (float32; None: 1) x the row
+    the token's expert produced, accumulated in float and rounded once. Where input is
+    symmetric the token's home PE reads its rows in place (each row moves once); else
+    every PE first pushes its rows to their tokens' homes. topk_idx, counts, src,
+    max_tokens and workspace are the dispatch's. Returns out."""
+    n, i, o = _moe_args(input, out, team, pool)  # input and out of one dtype
+    if i.type not in _COMBINE_TYPES:
+        raise TypeError("symm: moe_topk_combine_ll: rows of %s (float32, float16 or bfloat16)"
+                        % i.dtype)
+    dev = _cuda_only(i, "moe_topk_combine_ll")
+    torch = _torch()
+    idx = _routes(topk_idx, input, dev)
+    tokens, k = idx.shape
+    ne, mt = int(ne), int(max_tokens)
+    rows = n * ne * mt
+    if o.shape[0] < tokens:
+        raise ValueError("symm: out has %d rows for %d tokens" % (o.shape[0], tokens))
+    if i.shape[0] < rows:
+        raise ValueError("symm: input has %d rows; %d PEs x %d experts x max_tokens %d need %d"
+                         % (i.shape[0], n, ne, mt, rows))
+    _ll_rows("counts", counts, n * ne, torch.int64, None, dev)
+    _ll_rows("src", src, rows, torch.int64, 2, dev)
+    w = None if topk_weights is None else _dev_array(topk_weights, torch.float32, (tokens, k),
+                                                     input, dev, "topk_weights")
+    ws = _arrays.span(workspace, "workspace")[0]
+    p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
+    check(_cuda.lib().symm_moe_topk_combine_ll_on_stream(
+        p, o.ptr, tokens, i.ptr, mt, i.row_bytes() // i.itemsize, i.type, idx.data_ptr(),
+        None if w is None else w.data_ptr(), k, ne, counts.data_ptr(), src.data_ptr(), ws,
+        int(blocks), _cuda.stream()))
+    return out
+
+
+def cuda_topk_ll_workspace(n, ne, max_tokens, k, hidden=0, dtype="bfloat16"):
+    """The workspace of the low-latency top-k calls (workspace=) for a team of n PEs, ne
+    experts per PE, max_tokens and top-k routing, whose combine reduces rows of hidden
+    entries of dtype (float32, float16 or bfloat16; hidden 0: no combine): a zeroed uint8
+    tensor on the GPU heap. Collective over the world, like symm.empty. Its layout follows
+    (n, ne, max_tokens, k): to serve another shape it is zeroed again on every PE before
+    any PE's next call."""
+    from ._heap import zeros
+    name = str(dtype).replace("torch.", "")
+    if name not in _COMBINE_SIZES:
+        raise TypeError("symm: cuda_topk_ll_workspace: dtype %s (float32, float16 or bfloat16)"
+                        % dtype)
+    size = _cuda.lib().symm_cuda_moe_topk_ll_workspace_bytes(
+        int(n), int(ne), int(max_tokens), int(k), int(hidden) * _COMBINE_SIZES[name])
+    if size == 0:
+        raise ValueError("symm: no low-latency top-k workspace for %d PEs x %d experts, "
+                         "max_tokens %d, k = %d (k must be 1..32, ne >= 1, max_tokens >= 1)"
+                         % (n, ne, max_tokens, k))
+    ws = zeros((size,), "uint8", device="cuda")
+    _torch().cuda.current_stream().synchronize()
+    check(lib.symm_barrier(0))
+    return ws

@@ -130,6 +130,26 @@ def moe_topk_combine(input: torch.Tensor, out: torch.Tensor, topk_idx: torch.Ten
                                workers=workers, workspace=workspace)
 
 
+def moe_topk_dispatch_ll(input: torch.Tensor, out: torch.Tensor, topk_idx: torch.Tensor,
+                         ne: int, max_tokens: int, side_ins: List[torch.Tensor],
+                         side_outs: List[torch.Tensor], out_counts: torch.Tensor,
+                         out_src: torch.Tensor, workspace: torch.Tensor, team: int,
+                         pool: int = -1, blocks: int = 0) -> None:
+    t, p = _team(team, pool)
+    _moe_topk.moe_topk_dispatch_ll(input, out, topk_idx, ne, max_tokens, out_counts, out_src,
+                                   workspace, list(zip(side_ins, side_outs)), team=t, pool=p,
+                                   blocks=blocks)
+
+
+def moe_topk_combine_ll(input: torch.Tensor, out: torch.Tensor, topk_idx: torch.Tensor,
+                        topk_weights: Optional[torch.Tensor], ne: int, max_tokens: int,
+                        counts: torch.Tensor, src: torch.Tensor, workspace: torch.Tensor,
+                        team: int, pool: int = -1, blocks: int = 0) -> None:
+    t, p = _team(team, pool)
+    _moe_topk.moe_topk_combine_ll(input, out, topk_idx, ne, max_tokens, counts, src, workspace,
+                                  topk_weights, team=t, pool=p, blocks=blocks)
+
+
 # Schemas as torch.library.custom_op wrote them for these functions' annotations.
 _SCHEMAS = {
     barrier: "(SymInt team) -> ()",
@@ -162,6 +182,14 @@ _SCHEMAS = {
     moe_topk_combine: "(Tensor input, Tensor(a1!) out, Tensor topk_idx, Tensor topk_rows, "
                       "Tensor? topk_weights, SymInt ne, SymInt in_rows, SymInt team, "
                       "SymInt pool=-1, SymInt workers=0, Tensor? workspace=None) -> ()",
+    moe_topk_dispatch_ll: "(Tensor input, Tensor(a1!) out, Tensor topk_idx, SymInt ne, "
+                          "SymInt max_tokens, Tensor[] side_ins, Tensor(a6!)[] side_outs, "
+                          "Tensor(a7!) out_counts, Tensor(a8!) out_src, Tensor(a9!) workspace, "
+                          "SymInt team, SymInt pool=-1, SymInt blocks=0) -> ()",
+    moe_topk_combine_ll: "(Tensor input, Tensor(a1!) out, Tensor topk_idx, "
+                         "Tensor? topk_weights, SymInt ne, SymInt max_tokens, Tensor counts, "
+                         "Tensor src, Tensor(a8!) workspace, SymInt team, SymInt pool=-1, "
+                         "SymInt blocks=0) -> ()",
 }
 
 

@@ -592,14 +592,16 @@ static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what,
 /* A bad expert id on the last PE, among its slots far from the first (found by a thread
  * of a block that publishes nothing itself): the dispatch (in_dispatch), or else the
  * combine after a good dispatch, fails on every PE alike; a failed combine writes
- * nothing. */
-static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks)
+ * nothing. tokens: MAXTOK, or LL_MANY_TOK (4400 slots: the bad one far from every block's
+ * start). */
+#define LL_MANY_TOK 1100
+static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks, size_t tokens)
 {
     tcase_t tc;
     random_case(&tc, SYMM_TEAM_WORLD, in_dispatch ? 1700 : 1710);
     tc.c.align = 0;
     tc.c.k = 4;
-    tc.c.maxtok = tc.c.mintok = MAXTOK;
+    tc.c.maxtok = tc.c.mintok = tokens;
     tc.c.ne = 4;
     tc.c.empty = -1;
     tc.rb = 64;
@@ -618,8 +620,9 @@ static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks)
     const int64_t bad = (int64_t)tc.c.n * tc.c.ne + 5;
     const size_t q = T * 4 / 2 + 1;
     char w[128];
-    snprintf(w, sizeof w, "low-latency %s, bad expert id in slot %zu of PE %d (nblocks %d)",
-             in_dispatch ? "dispatch" : "combine", q, npes - 1, nblocks);
+    snprintf(w, sizeof w,
+             "low-latency %s, bad expert id in slot %zu of %zu of PE %d (nblocks %d)",
+             in_dispatch ? "dispatch" : "combine", q, T * 4, npes - 1, nblocks);
     auto spoil = [&] {
         if (me == npes - 1)
             GT_CUDA(gt_memcpy_sync(didx + q, &bad, sizeof bad, cudaMemcpyHostToDevice));
@@ -679,6 +682,17 @@ static void test_low_latency(symm_pool_t pool)
         ll_round_trip(&tc, pool, v ? "low-latency decode, CUDA graph" : "low-latency decode", v,
                       v != 1);
     }
+    /* many slots a member: over 4096 on every member (at least 520 tokens of k = 8), or on
+     * some of them */
+    for (int v = 0; v < (quick ? 1 : 3); v++) {
+        tcase_t tc;
+        spread_case(&tc, 1550 + (uint64_t)v, 8, 4 + 2 * v, 0, v == 1 ? 3 : 0, v == 2 ? 0 : 520);
+        tc.c.align = 0;
+        ll_round_trip(&tc, pool,
+                      v == 1 ? "low-latency, many slots, CUDA graph"
+                             : "low-latency, many slots",
+                      v == 1, v != 0);
+    }
     /* too many tokens on the last PE: every PE fails, and the next calls work */
     tcase_t tc;
     random_case(&tc, SYMM_TEAM_WORLD, 1600);
@@ -710,10 +724,11 @@ static void test_low_latency(symm_pool_t pool)
     topk_ref_routes_free(&tc.c, &R);
     random_case(&tc, SYMM_TEAM_WORLD, 1601);
     ll_round_trip(&tc, pool, "low-latency after a failure", 0, true);
-    for (int nb : {1, 3}) {
-        ll_bad_slot(pool, true, nb);
-        ll_bad_slot(pool, false, nb);
-    }
+    for (int nb : {1, 3})
+        for (size_t tok : {(size_t)MAXTOK, (size_t)LL_MANY_TOK}) {
+            ll_bad_slot(pool, true, nb, tok);
+            ll_bad_slot(pool, false, nb, tok);
+        }
     random_case(&tc, SYMM_TEAM_WORLD, 1602);
     ll_round_trip(&tc, pool, "low-latency after bad expert ids", 0, false);
 }

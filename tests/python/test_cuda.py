@@ -221,6 +221,125 @@ def test_moe_topk_on_the_gpu_equals_the_cpu(k, ne, align):
     symm.barrier()
 
 
+def _ll_routes(p, T, k, ne, it):
+    """PE p's routes of round it: T tokens, up to k distinct experts each (-1 for none)."""
+    r = np.random.default_rng([96, k, ne, it, p])
+    idx = np.full((T, k), -1, np.int64)
+    for t in range(T):
+        m = int(r.integers(0, min(k, n() * ne) + 1))
+        idx[t, :m] = r.choice(n() * ne, size=m, replace=False)
+    return idx
+
+
+@pytest.mark.parametrize("k,ne,sym", [(1, 1, True), (4, 3, False), (8, 2, True)])
+def test_moe_topk_low_latency(k, ne, sym):
+    """The low-latency top-k pair (DeepEP's layout), eager and replayed from a CUDA graph
+    on new routes, rows and weights: every received row is its source's token (out_src
+    says which), every (expert, source) region holds exactly the tokens routed there, and
+    the weighted combine equals the packed form's on the same data, bit for bit. sym: the
+    combine's input symmetric (read in place) or not (pushed)."""
+    T, H, N = 29, 64, n()
+    mt, rows = T, N * ne * T
+    dev = "cuda"
+    inp = torch.zeros((T, H), device=dev)
+    idx = torch.zeros((T, k), dtype=torch.int64, device=dev)
+    w = torch.zeros((T, k), device=dev)
+    out = symm.zeros((rows, H), "float32", device=dev)
+    cnt = symm.zeros((N * ne,), "int64", device=dev)
+    src = symm.zeros((rows, 2), "int64", device=dev)
+    eo = symm.zeros((rows, H), "bfloat16", device=dev) if sym else \
+        torch.zeros((rows, H), dtype=torch.bfloat16, device=dev)
+    back = torch.zeros((T, H), dtype=torch.bfloat16, device=dev)
+    ws = symm.cuda_topk_ll_workspace(N, ne, mt, k, H, "bfloat16")
+    pws = symm.cuda_topk_workspace(N, ne, T, k)
+    pin = symm.empty((T, H), "float32", device=dev)
+    pout = torch.zeros((N * T * k, H), device=dev)
+    peo = symm.empty((N * T * k, H), "bfloat16", device=dev)
+    pback = torch.zeros((T, H), dtype=torch.bfloat16, device=dev)
+
+    def layer():
+        symm.moe_topk_dispatch_ll(inp, out, idx, ne, mt, cnt, src, ws)
+        eo.copy_((out * 3 + 1).to(torch.bfloat16))
+        symm.moe_topk_combine_ll(eo, back, idx, ne, mt, cnt, src, ws, topk_weights=w)
+
+    layer()  # the first call on the world makes its GPU state: not in a capture
+    torch.cuda.synchronize()
+    symm.barrier()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g, stream=s):
+            layer()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    symm.barrier()
+    for it in range(4):
+        routes = [_ll_routes(p, T, k, ne, it) for p in range(N)]
+        toks = [data((T, H), "float32", 97, it, p) for p in range(N)]
+        inp.copy_(torch.from_numpy(toks[me()]))
+        idx.copy_(torch.from_numpy(routes[me()]))
+        wts = np.random.default_rng([98, it, me()]).uniform(0, 1, size=(T, k))
+        w.copy_(torch.from_numpy(wts.astype(np.float32)))
+        torch.cuda.synchronize()
+        symm.barrier()
+        if it % 2:
+            g.replay()
+        else:
+            layer()
+        torch.cuda.synchronize()
+        symm.cuda_check()
+        c, sr, o = cnt.cpu().numpy(), src.cpu().numpy(), out.cpu().numpy()
+        sr32 = sr.view(np.int32).reshape(rows, 4)
+        for e in range(ne):
+            for sp in range(N):
+                want = sorted(t for t in range(T) if me() * ne + e in routes[sp][t])
+                reg = (e * N + sp) * mt
+                assert c[e * N + sp] == len(want), (it, e, sp)
+                got = []
+                for r in range(reg, reg + len(want)):
+                    t, slot = int(sr[r, 1]), int(sr32[r, 1])
+                    assert sr32[r, 0] == sp and routes[sp][t, slot] == me() * ne + e, (it, r)
+                    np.testing.assert_array_equal(o[r], toks[sp][t])
+                    got.append(t)
+                assert sorted(got) == want, (it, e, sp)
+        symm.barrier()
+        # the packed pair on the same data
+        pin.copy_(inp)
+        d = symm.moe_topk_dispatch(pin, pout, idx, ne, workspace=pws)
+        peo.copy_((pout * 3 + 1).to(torch.bfloat16))
+        symm.moe_topk_combine(peo, pback, idx, d.topk_rows, ne, topk_weights=w, workspace=pws)
+        torch.cuda.synchronize()
+        assert torch.equal(back, pback), it
+        symm.barrier()
+    symm.cuda_check()
+    symm.barrier()
+
+
+def test_moe_topk_low_latency_bad_arguments():
+    """Bad arguments are refused before anything is enqueued, naming what is wrong."""
+    ws = symm.cuda_topk_ll_workspace(n(), 2, 4, 2)
+    out = symm.zeros((n() * 2 * 4, 8), "float32", device="cuda")
+    cnt = symm.zeros((n() * 2,), "int64", device="cuda")
+    src = symm.zeros((n() * 2 * 4, 2), "int64", device="cuda")
+    inp = torch.zeros((4, 8), device="cuda")
+    idx = torch.full((4, 2), -1, dtype=torch.int64, device="cuda")
+    with pytest.raises(ValueError, match="out has"):
+        symm.moe_topk_dispatch_ll(inp, out[:3], idx, 2, 4, cnt, src, ws)
+    with pytest.raises(ValueError, match="out_counts"):
+        symm.moe_topk_dispatch_ll(inp, out, idx, 2, 4, cnt[:1], src, ws)
+    with pytest.raises(ValueError, match="out_src"):
+        symm.moe_topk_dispatch_ll(inp, out, idx, 2, 4, cnt, src.to(torch.int32), ws)
+    with pytest.raises(ValueError, match="CUDA tensors only"):
+        symm.moe_topk_dispatch_ll(inp.cpu(), out.cpu(), idx, 2, 4, cnt, src, ws)
+    with pytest.raises(TypeError, match="dtype"):
+        symm.cuda_topk_ll_workspace(n(), 2, 4, 2, 8, "int32")
+    symm.moe_topk_dispatch_ll(inp, out, idx, 2, 4, cnt, src, ws)  # still works
+    torch.cuda.synchronize()
+    symm.cuda_check()
+    symm.barrier()
+
+
 def test_all_reduce_in_a_cuda_graph():
     x = symm.empty((4096,), "float32", device="cuda")
     x.fill_(1)
