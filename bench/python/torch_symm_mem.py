@@ -12,7 +12,9 @@ same processes, on the same GPU, with the same MPS share, measured in the same r
      composite: replicate each token per slot sorted by expert (scales packed into the
      row), all_to_all_vdev_2d, and back all_to_all_vdev_2d_offset, the k results gathered
      and weight-summed (bmm); against symm.moe_topk_dispatch (scales as a side payload) and
-     symm.moe_topk_combine. torch's kernel takes at most 16 experts per rank, so the
+     symm.moe_topk_combine (at the decode shape also the low-latency pair,
+     symm.moe_topk_dispatch_ll / symm.moe_topk_combine_ll, DeepEP's low-latency layout).
+     torch's kernel takes at most 16 experts per rank, so the
      composite routes to 16 groups of consecutive experts per PE (rows sorted by expert
      inside each group's block); symm routes to every expert.
  (c) all_reduce, float32 and bf16, 1, 16 and 64 MiB per PE: symm.all_reduce (in place)
@@ -68,6 +70,7 @@ ENV_DEFAULTS = {"NCCL_NVLS_ENABLE": "0", "NVSHMEM_DISABLE_NVLS": "1",
 HIDDEN_A, EXPERTS_A, ALIGN_A = 3584, 8, 16            # (a): 7168-byte bf16 rows
 HIDDEN, TOPK, EXPERTS, SCALES = 7168, 8, 256, 56        # (b): DeepEP's shapes
 TORCH_MAX_EXPERTS = 16  # experts per rank torch's all_to_all_vdev_2d takes (its NUM_TILES)
+LL_MAX_TOKENS = 128     # (b): the shapes up to which the low-latency pair is timed too
 TILE_COLS, TILE_PAD = 4096, 64                          # (c): tile rows, ld = cols + pad
 DEV = "cuda"  # where the buffers live
 
@@ -385,14 +388,39 @@ def bench_topk(ops, timer, n, me, tokens, align, out_lines):
     def s_combine():
         symm.moe_topk_combine(s_eo, s_back, idx, trows, ne, topk_weights=w, workspace=ws)
 
+    # the low-latency pair (DeepEP's layout: max_tokens rows per expert and source) at the
+    # decode shape; its dispatch reads x and the scales where they are (not symmetric)
+    ll = tokens <= LL_MAX_TOKENS
+    if ll:
+        mt, lrows = tokens, n * ne * tokens
+        l_out = symm.empty((lrows, H), torch.float8_e4m3fn, device=DEV)
+        l_sout = symm.empty((lrows, SCALES), torch.float32, device=DEV)
+        l_cnt = symm.zeros((n * ne,), "int64", device=DEV)
+        l_src = symm.zeros((lrows, 2), "int64", device=DEV)
+        l_eo = symm.empty((lrows, H), torch.bfloat16, device=DEV)
+        l_eo.normal_(generator=g)
+        l_ws = symm.cuda_topk_ll_workspace(n, ne, mt, k, H, "bfloat16")
+
+    def l_dispatch():
+        symm.moe_topk_dispatch_ll(x, l_out, idx, ne, mt, l_cnt, l_src, l_ws,
+                                  sides=[(scale, l_sout)])
+
+    def l_combine():
+        symm.moe_topk_combine_ll(l_eo, s_back, idx, ne, mt, l_cnt, l_src, l_ws, topk_weights=w)
+
     comp.dispatch(xb, sb, idx)
     s_dispatch()
     comp.combine(w)
     s_combine()
+    if ll:
+        l_dispatch()
+        l_combine()
     torch.cuda.synchronize()
     symm.cuda_check()
     got_t, got_s = int(comp.so[0].sum()), int(cnt.sum())
-    ok = timer.worst([got_t != int(recv[me]) or got_s != int(recv[me])])[0] == 0
+    got_l = int(l_cnt.sum()) if ll else int(recv[me])
+    ok = timer.worst([got_t != int(recv[me]) or got_s != int(recv[me]) or
+                      got_l != int(recv[me])])[0] == 0
 
     slots = tokens * k
     db, cb = int(recv[me]) * (rb + srb), slots * H * 2
@@ -407,6 +435,9 @@ def bench_topk(ops, timer, n, me, tokens, align, out_lines):
     res["combine_a2a"] = (timer(lambda: ops.a2a_2d_offset(comp.eo, comp.back, comp.so,
                                                           comp.so_back)), timer.host_us)
     res["s_combine"] = (timer(s_combine), timer.host_us)
+    if ll:
+        res["l_dispatch"] = (timer(l_dispatch), timer.host_us)
+        res["l_combine"] = (timer(l_combine), timer.host_us)
     res["copy_d"] = timer(lambda: cpy[half:half + db].copy_(cpy[:db]))
     res["copy_c"] = timer(lambda: cpy[half:half + cb].copy_(cpy[:cb]))
     res["barrier"] = timer(lambda: symm.barrier(device=DEV))
@@ -435,13 +466,22 @@ def bench_topk(ops, timer, n, me, tokens, align, out_lines):
     ls = (res["s_dispatch"][0][0] + res["s_combine"][0][0], 0)
     out_lines.append("| layer (dispatch + combine) | - | %.1f | %.1f | %s | - | - |"
                      % (lt[0], ls[0], ratio(lt, ls)))
+    if ll:
+        line("dispatch: composite / moe_topk_dispatch_ll", db, res["dispatch"],
+             res["l_dispatch"], res["copy_d"])
+        line("combine: composite / moe_topk_combine_ll", cb, res["combine"], res["l_combine"],
+             res["copy_c"])
+        ll_s = (res["l_dispatch"][0][0] + res["l_combine"][0][0], 0)
+        out_lines.append("| layer, low-latency pair | - | %.1f | %.1f | %s | - | - |"
+                         % (lt[0], ll_s[0], ratio(lt, ll_s)))
     out_lines.append("| device barrier (symm) | 0 | - | %s | - | - | - |" % cell(res["barrier"]))
     out_lines += ["", "torch's all_to_all_vdev_2d takes at most %d experts per rank: the "
                   "composite routes to %d groups of %d experts per PE. bytes/PE: dispatch, "
                   "rows received x (%d + %d); combine, slots x %d x 2 (what each moves)."
                   % (TORCH_MAX_EXPERTS, comp.groups, comp.per_group, rb, srb, H),
-                  "check: slots received on PE 0: torch %d, symm %d, expected %d: %s"
-                  % (got_t, got_s, int(recv[0]), "ok" if ok else "DIFFER")]
+                  "check: slots received on PE 0: torch %d, symm %d%s, expected %d: %s"
+                  % (got_t, got_s, ", low-latency %d" % got_l if ll else "", int(recv[0]),
+                     "ok" if ok else "DIFFER")]
     return ok
 
 
