@@ -233,8 +233,8 @@ def _ll_routes(p, T, k, ne, it):
 
 @pytest.mark.parametrize("k,ne,sym", [(1, 1, True), (4, 3, False), (8, 2, True)])
 def test_moe_topk_low_latency(k, ne, sym):
-    """The low-latency top-k pair (DeepEP's layout), eager and replayed from a CUDA graph
-    on new routes, rows and weights: every received row is its source's token (out_src
+    """The low-latency top-k pair (DeepEP's layout), eager (also as torch ops) and replayed
+    from a CUDA graph on new routes, rows and weights: every received row is its source's token (out_src
     says which), every (expert, source) region holds exactly the tokens routed there, and
     the weighted combine equals the packed form's on the same data, bit for bit. sym: the
     combine's input symmetric (read in place) or not (pushed)."""
@@ -242,7 +242,7 @@ def test_moe_topk_low_latency(k, ne, sym):
     mt, rows = T, N * ne * T
     dev = "cuda"
     inp = torch.zeros((T, H), device=dev)
-    idx = torch.zeros((T, k), dtype=torch.int64, device=dev)
+    idx = torch.full((T, k), -1, dtype=torch.int64, device=dev)  # no routes until round 0
     w = torch.zeros((T, k), device=dev)
     out = symm.zeros((rows, H), "float32", device=dev)
     cnt = symm.zeros((N * ne,), "int64", device=dev)
@@ -257,10 +257,16 @@ def test_moe_topk_low_latency(k, ne, sym):
     peo = symm.empty((N * T * k, H), "bfloat16", device=dev)
     pback = torch.zeros((T, H), dtype=torch.bfloat16, device=dev)
 
-    def layer():
-        symm.moe_topk_dispatch_ll(inp, out, idx, ne, mt, cnt, src, ws)
+    def layer(ops=False):
+        if ops:  # the torch custom ops (team 0: the world)
+            torch.ops.symm.moe_topk_dispatch_ll(inp, out, idx, ne, mt, [], [], cnt, src, ws, 0)
+        else:
+            symm.moe_topk_dispatch_ll(inp, out, idx, ne, mt, cnt, src, ws)
         eo.copy_((out * 3 + 1).to(torch.bfloat16))
-        symm.moe_topk_combine_ll(eo, back, idx, ne, mt, cnt, src, ws, topk_weights=w)
+        if ops:
+            torch.ops.symm.moe_topk_combine_ll(eo, back, idx, w, ne, mt, cnt, src, ws, 0)
+        else:
+            symm.moe_topk_combine_ll(eo, back, idx, ne, mt, cnt, src, ws, topk_weights=w)
 
     layer()  # the first call on the world makes its GPU state: not in a capture
     torch.cuda.synchronize()
@@ -286,7 +292,7 @@ def test_moe_topk_low_latency(k, ne, sym):
         if it % 2:
             g.replay()
         else:
-            layer()
+            layer(ops=it == 2)
         torch.cuda.synchronize()
         symm.cuda_check()
         c, sr, o = cnt.cpu().numpy(), src.cpu().numpy(), out.cpu().numpy()
