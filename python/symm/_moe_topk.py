@@ -113,6 +113,31 @@ def _routes(topk_idx, ref, dev):
     return _host_array(topk_idx, np.int64, shape, "topk_idx")
 
 
+def _side_args(sides, tokens, out_rows, cuda):
+    """The (side_in, side_out) pairs as the calls' array and its length: side_in with a row
+    per token, side_out with out_rows rows (out's), both on input's device (cuda)."""
+    sides = list(sides)
+    if len(sides) > MOE_SIDE_MAX:
+        raise ValueError("symm: %d side payloads (at most %d)" % (len(sides), MOE_SIDE_MAX))
+    side = _SIDES[len(sides)]()
+    for p, (s_in, s_out) in enumerate(sides):
+        si, so = _arrays.dense(s_in, _SIDE_NAMES[p][0]), _arrays.dense(s_out, _SIDE_NAMES[p][1])
+        rb = si.row_bytes()
+        if not si.shape or not so.shape or rb != so.row_bytes():
+            raise ValueError("symm: sides[%d]: in and out must have rows of the same size "
+                             "(%s, %s)" % (p, tuple(si.shape), tuple(so.shape)))
+        if si.shape[0] < tokens or so.shape[0] < out_rows:
+            raise ValueError("symm: sides[%d]: in needs a row per token (%d) and out a row per "
+                             "row of out (%d), not %s and %s"
+                             % (p, tokens, out_rows, tuple(si.shape), tuple(so.shape)))
+        if (si.device[0] == "cuda") != cuda or (so.device[0] == "cuda") != cuda:
+            raise ValueError("symm: sides[%d] must be on the same device as input" % p)
+        e = side[p]
+        e.in_, e.out, e.row_bytes = (si.ptr if si.nbytes else None,
+                                     so.ptr if so.nbytes else None, rb)
+    return side, len(sides)
+
+
 def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_counts=None,
                       out_offsets=None, out_src=None, topk_rows=None, out_rows=None, team=None,
                       pool=None, workers=0, workspace=None):
@@ -136,25 +161,7 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
     if tokens > i.shape[0]:
         raise ValueError("symm: topk_idx routes %d tokens but input has %d rows"
                          % (tokens, i.shape[0]))
-    sides = list(sides)
-    if len(sides) > MOE_SIDE_MAX:
-        raise ValueError("symm: %d side payloads (at most %d)" % (len(sides), MOE_SIDE_MAX))
-    side = _SIDES[len(sides)]()
-    for p, (s_in, s_out) in enumerate(sides):
-        si, so = _arrays.dense(s_in, _SIDE_NAMES[p][0]), _arrays.dense(s_out, _SIDE_NAMES[p][1])
-        rb = si.row_bytes()
-        if not si.shape or not so.shape or rb != so.row_bytes():
-            raise ValueError("symm: sides[%d]: in and out must have rows of the same size "
-                             "(%s, %s)" % (p, tuple(si.shape), tuple(so.shape)))
-        if si.shape[0] < tokens or so.shape[0] < o.shape[0]:
-            raise ValueError("symm: sides[%d]: in needs a row per token (%d) and out a row per "
-                             "row of out (%d), not %s and %s"
-                             % (p, tokens, o.shape[0], tuple(si.shape), tuple(so.shape)))
-        if (si.device[0] == "cuda") != cuda or (so.device[0] == "cuda") != cuda:
-            raise ValueError("symm: sides[%d] must be on the same device as input" % p)
-        e = side[p]
-        e.in_, e.out, e.row_bytes = (si.ptr if si.nbytes else None,
-                                     so.ptr if so.nbytes else None, rb)
+    side, nside = _side_args(sides, tokens, o.shape[0], cuda)
     counts = _out(out_counts, input, (ne,), "out_counts", cuda)
     offsets = _out(out_offsets, input, (ne,), "out_offsets", cuda)
     rows_of = _out(topk_rows, input, (tokens, k), "topk_rows", cuda)
@@ -167,14 +174,14 @@ def moe_topk_dispatch(input, out, topk_idx, ne, major_align=0, sides=(), out_cou
         p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
         check(_cuda.lib().symm_moe_topk_dispatch_on_stream(
             p, o.ptr, o.shape[0], in_ptr, tokens, i.row_bytes(), idx.data_ptr(), k, ne,
-            int(major_align), side, len(sides), counts.data_ptr(), offsets.data_ptr(),
+            int(major_align), side, nside, counts.data_ptr(), offsets.data_ptr(),
             None if src is None else src.data_ptr(), nrows.data_ptr(), rows_of.data_ptr(), ws,
             int(workers), _cuda.stream()))
         return _new_dispatch(TopkDispatch, (counts, offsets, nrows, rows_of, src))
     nrows = ctypes.c_size_t(0)
     _run(team, pool, workers, lib.symm_moe_topk_dispatch, lib.symm_moe_topk_dispatch_parallel,
          o.ptr, o.shape[0], in_ptr, tokens, i.row_bytes(), idx.ctypes.data if idx.size else None,
-         k, ne, int(major_align), side, len(sides), _ptr(counts), _ptr(offsets), _ptr(src),
+         k, ne, int(major_align), side, nside, _ptr(counts), _ptr(offsets), _ptr(src),
          ctypes.addressof(nrows), _ptr(rows_of))
     if nrows_out is not None:
         nrows_out[0] = nrows.value
@@ -327,29 +334,12 @@ def moe_topk_dispatch_ll(input, out, topk_idx, ne, max_tokens, out_counts, out_s
                          % (o.shape[0], n, ne, mt, rows))
     _ll_rows("out_counts", out_counts, n * ne, torch.int64, None, dev)
     _ll_rows("out_src", out_src, rows, torch.int64, 2, dev)
-    sides = list(sides)
-    if len(sides) > MOE_SIDE_MAX:
-        raise ValueError("symm: %d side payloads (at most %d)" % (len(sides), MOE_SIDE_MAX))
-    side = _SIDES[len(sides)]()
-    for p, (s_in, s_out) in enumerate(sides):
-        si, so = _arrays.dense(s_in, _SIDE_NAMES[p][0]), _arrays.dense(s_out, _SIDE_NAMES[p][1])
-        rb = si.row_bytes()
-        if not si.shape or not so.shape or rb != so.row_bytes():
-            raise ValueError("symm: sides[%d]: in and out must have rows of the same size "
-                             "(%s, %s)" % (p, tuple(si.shape), tuple(so.shape)))
-        if si.shape[0] < tokens or so.shape[0] < rows:
-            raise ValueError("symm: sides[%d]: in needs a row per token (%d) and out %d rows, "
-                             "not %s and %s" % (p, tokens, rows, tuple(si.shape),
-                                                tuple(so.shape)))
-        if si.device[0] != "cuda" or so.device[0] != "cuda":
-            raise ValueError("symm: sides[%d] must be CUDA tensors" % p)
-        e = side[p]
-        e.in_, e.out, e.row_bytes = si.ptr if si.nbytes else None, so.ptr, rb
+    side, nside = _side_args(sides, tokens, rows, True)
     ws = _arrays.span(workspace, "workspace")[0]
     p = pool.handle if pool is not None else _cuda.stream_pool(handle_of(team))
     check(_cuda.lib().symm_moe_topk_dispatch_ll_on_stream(
         p, o.ptr, i.ptr if i.nbytes else None, tokens, mt, i.row_bytes(), idx.data_ptr(), k,
-        ne, side, len(sides), out_counts.data_ptr(), out_src.data_ptr(), ws, int(blocks),
+        ne, side, nside, out_counts.data_ptr(), out_src.data_ptr(), ws, int(blocks),
         _cuda.stream()))
     return out_counts, out_src
 
