@@ -408,10 +408,21 @@ static inline int slot_take(const symm_coll_t *c, int pe, uint64_t ep, uint64_t 
     return 1;
 }
 
+/* Before a wait takes its first slot, where members of other groups signal by message
+ * (the remote transport applies their words when this PE drains): a signal that an
+ * earlier call's drain applied may have been followed by the poison its sender stored
+ * when it gave up (dup_break); taking the signal alone would let this PE finish a call
+ * that the sender failed. One drain applies what has come since. */
+static inline void drain_first(const symm_coll_t *c)
+{
+    if (c->pool->remote && symm_wait_progress) symm_wait_progress();
+}
+
 static symm_status_t wait_one(const symm_coll_t *c, int pe, uint64_t ep, uint64_t *acc)
 {
     int s;
     symm_wait_t w = SYMM_WAIT_INIT;
+    drain_first(c);
     while ((s = slot_take(c, pe, ep, acc)) == 0) {
         symm_status_t st = symm_wait_pause(&w);
         if (SYMM_UNLIKELY(st)) return wait_failed(c, ep, st, &w);
@@ -426,6 +437,7 @@ static symm_status_t wait_all(const symm_coll_t *c, uint64_t ep, uint64_t *acc)
 {
     int next = 0; /* members before next have arrived */
     symm_wait_t w = SYMM_WAIT_INIT;
+    drain_first(c);
     while (next < c->n) {
         if (next == c->me) {
             next++;
@@ -450,6 +462,7 @@ static symm_status_t wait_set(const symm_coll_t *c, int g, uint64_t ep, uint64_t
     const symm_pool_obj_t *p = c->pool;
     int next = 0, n = g >= 0 ? c->n : p->ngroups;
     symm_wait_t w = SYMM_WAIT_INIT;
+    drain_first(c);
     while (next < n) {
         int j = g >= 0 ? next : p->lead[next];
         if (j == c->me || (g >= 0 && p->group[j] != g)) {
