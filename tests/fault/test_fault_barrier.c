@@ -4,6 +4,7 @@
  * returns SYMM_ERR_PE_FAILED (or symmrun stops them), and symmrun exits non-zero naming
  * PE 2. Driven by run_fault_barrier.sh. */
 #include <signal.h>
+#include <unistd.h>
 
 #include "common/test_util.h"
 
@@ -26,6 +27,11 @@ int main(int argc, char **argv)
         if (st != SYMM_SUCCESS) {
             fprintf(stderr, "test_fault_barrier: PE %d: barrier %d failed: %s (%s)\n", me, i,
                     symm_strerror(st), symm_last_error());
+            /* An MPI launcher may drop what a process wrote just before it exited (MPICH's
+             * Hydra, once the job is ending): stay until the launcher has read it or
+             * PE 2's abort ends the job. */
+            fflush(stderr);
+            usleep(300000);
             return st == SYMM_ERR_PE_FAILED ? 3 : 4;
         }
     }
