@@ -261,14 +261,18 @@ def cuda_topk_workspace(n, ne, tokens, k):
     ne experts per PE, up to `tokens` tokens per PE and top-k routing: a zeroed uint8
     tensor on the GPU heap. Collective over the world, like symm.empty. One call at a time
     uses it (calls on one stream may share it; dispatch and combine included)."""
-    from ._heap import zeros
     size = _cuda.lib().symm_cuda_moe_topk_workspace_bytes(int(n), int(ne), int(tokens), int(k))
     if size == 0:
         raise ValueError("symm: no top-k workspace for %d PEs x %d experts, %d tokens, k = %d "
                          "(k must be 1..32, ne >= 1)" % (n, ne, tokens, k))
+    return _zeroed_workspace(size)
+
+
+def _zeroed_workspace(size):
+    """size zero bytes on the GPU heap, zeroed on every PE before any PE goes on (peers
+    write into this PE's workspace from their first call on)."""
+    from ._heap import zeros
     ws = zeros((size,), "uint8", device="cuda")
-    # Peers write into this PE's workspace from their first call on: zeroed everywhere
-    # before any PE goes on.
     _torch().cuda.current_stream().synchronize()
     check(lib.symm_barrier(0))
     return ws
@@ -278,7 +282,6 @@ def cuda_topk_workspace(n, ne, tokens, k):
 # DeepEP's low-latency layout: every (local expert e, source PE s) pair of a receiver owns
 # max_tokens rows of out, from row (e*n + s)*max_tokens on. One kernel a call, no host
 # synchronisation: for decode-sized calls, and capturable in CUDA graphs.
-_COMBINE_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2}
 
 
 def _cuda_only(i, what):
@@ -389,18 +392,15 @@ def cuda_topk_ll_workspace(n, ne, max_tokens, k, hidden=0, dtype="bfloat16"):
     tensor on the GPU heap. Collective over the world, like symm.empty. Its layout follows
     (n, ne, max_tokens, k): to serve another shape it is zeroed again on every PE before
     any PE's next call."""
-    from ._heap import zeros
-    name = str(dtype).replace("torch.", "")
-    if name not in _COMBINE_SIZES:
+    from ._heap import ITEMSIZE, _dtype_name
+    name = _dtype_name(dtype)
+    if TYPES[name] not in _COMBINE_TYPES:
         raise TypeError("symm: cuda_topk_ll_workspace: dtype %s (float32, float16 or bfloat16)"
                         % dtype)
     size = _cuda.lib().symm_cuda_moe_topk_ll_workspace_bytes(
-        int(n), int(ne), int(max_tokens), int(k), int(hidden) * _COMBINE_SIZES[name])
+        int(n), int(ne), int(max_tokens), int(k), int(hidden) * ITEMSIZE[name])
     if size == 0:
         raise ValueError("symm: no low-latency top-k workspace for %d PEs x %d experts, "
                          "max_tokens %d, k = %d (k must be 1..32, ne >= 1, max_tokens >= 1)"
                          % (n, ne, max_tokens, k))
-    ws = zeros((size,), "uint8", device="cuda")
-    _torch().cuda.current_stream().synchronize()
-    check(lib.symm_barrier(0))
-    return ws
+    return _zeroed_workspace(size)
