@@ -629,7 +629,8 @@ SYMM_DEV void topk_layout(const topk_call &c, int mine, uint64_t fp)
  * rows that lanes 0..m-1 of the warp point at (dst, any member's), reading it once: the row's
  * units (16-byte vectors where everything is aligned to them, else words or bytes), 32 a warp
  * step, split into P ranges of whole steps. Every lane runs the same iterations: the
- * shuffles need the whole warp. */
+ * shuffles need the whole warp. keep: plain stores (the rows stay in the L2 for their
+ * reader: the low-latency dispatch's few rows) rather than the streaming hint of st_once. */
 SYMM_DEV void topk_piece(uint64_t nunits, uint32_t piece, uint32_t P, uint64_t *u0,
                          uint64_t *u1)
 {
@@ -638,7 +639,7 @@ SYMM_DEV void topk_piece(uint64_t nunits, uint32_t piece, uint32_t P, uint64_t *
     *u1 = *u0 + per * 32 < nunits ? *u0 + per * 32 : nunits;
 }
 SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint32_t m,
-                            uint32_t lane, uint32_t piece, uint32_t P)
+                            uint32_t lane, uint32_t piece, uint32_t P, bool keep = false)
 {
     const uintptr_t al = (uintptr_t)src | (uintptr_t)rb | (lane < m ? (uintptr_t)dst : 0);
     const bool v16 = !__any_sync(0xffffffffu, (al & 15) != 0);
@@ -655,8 +656,13 @@ SYMM_DEV void topk_copy_row(uint8_t *dst, const uint8_t *src, uint64_t rb, uint3
             if (w < u1) y = ld_once((const uint4 *)src + w);
             for (uint32_t j = 0; j < m; j++) {
                 uint4 *d = (uint4 *)__shfl_sync(0xffffffffu, (uintptr_t)dst, j);
-                if (v < u1) st_once(d + v, x);
-                if (w < u1) st_once(d + w, y);
+                if (keep) {
+                    if (v < u1) d[v] = x;
+                    if (w < u1) d[w] = y;
+                } else {
+                    if (v < u1) st_once(d + v, x);
+                    if (w < u1) st_once(d + w, y);
+                }
             }
         }
     } else if (v4) {
@@ -1043,14 +1049,17 @@ SYMM_DEV void topk_reduce(const topk_call &c, const RowOf &row_of)
                         const char *rj =
                             (const char *)__shfl_sync(0xffffffffu, (uintptr_t)row, j & 31);
                         wj[jj] = __shfl_sync(0xffffffffu, wt, j & 31);
-                        x[jj] = make_uint4(0, 0, 0, 0);
+                        /* no default value: with one, the compiler may land the load in
+                         * other registers and move it under the predicate, a move that
+                         * waits for the load before the next one issues */
                         if (j < k && (used >> j & 1u) && v < u1)
                             x[jj] = __ldcg((const uint4 *)rj + v);
                     }
 #pragma unroll
                     for (int jj = 0; jj < kTopkSlotU; jj++) {
                         const int j = j0 + jj;
-                        if (j < k && (used >> j & 1u)) topk_acc_vec<TY>(acc, wj[jj], x[jj]);
+                        if (j < k && (used >> j & 1u) && v < u1)
+                            topk_acc_vec<TY>(acc, wj[jj], x[jj]);
                     }
                 }
                 if (v >= u1) continue;

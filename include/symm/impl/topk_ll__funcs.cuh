@@ -321,11 +321,12 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
         const uint64_t prow = __shfl_sync(0xffffffffu, row, from);
         const int pj = __shfl_sync(0xffffffffu, j, from);
         topk_copy_row((uint8_t *)pd, (const uint8_t *)a.in + tk * a.row_bytes, a.row_bytes, m,
-                      c.lane, piece, P);
+                      c.lane, piece, P, true);
         for (int p = 0; piece == 0 && p < a.nside; p++) {
             const uint64_t rb = a.side[p].row_bytes;
             uint8_t *sd = (uint8_t *)a.side[p].out + t.heap_delta[pj] + prow * rb;
-            topk_copy_row(sd, (const uint8_t *)a.side[p].in + tk * rb, rb, m, c.lane, 0, 1);
+            topk_copy_row(sd, (const uint8_t *)a.side[p].in + tk * rb, rb, m, c.lane, 0, 1,
+                          true);
         }
     }
     /* every block's share of the flag, once its rows (and counts) are written */
