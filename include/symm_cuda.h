@@ -275,10 +275,12 @@ symm_status_t symm_moe_topk_combine_on_stream(symm_pool_t pool, void *out, size_
  * pair of a receiver has its own region of max_tokens rows, so a sender writes its rows
  * straight into the receivers' outs without waiting for anyone's counts, then raises one
  * flag per receiver with its counts: the dispatch is one one-way hop, and its blocks never
- * meet. These forms are chosen by calling them, as DeepEP's low_latency_dispatch /
- * _combine are: their layout (regions of max_tokens rows, symmetric outs) is not the
- * packed forms' (expert-major segments, major_align), so symm_moe_topk_dispatch_on_stream
- * never switches to them by itself, whatever the token count.
+ * meet. Launched with programmatic dependent launch (as the tile and MoE stream kernels;
+ * SYMM_GPU_PDL=0: plainly). These forms are chosen by calling them, as DeepEP's
+ * low_latency_dispatch / _combine are: their layout (regions of max_tokens rows, symmetric
+ * outs) is not the packed forms' (expert-major segments, major_align), so
+ * symm_moe_topk_dispatch_on_stream never switches to them by itself, whatever the token
+ * count.
  *  - Dispatch: slot i of token t (topk_idx as in symm_moe_topk_dispatch; tokens <=
  *    max_tokens) routed to expert j*ne + e lands on member j at row
  *    (e*n + me)*max_tokens + r of out, r its arrival order among this member's rows for

@@ -209,7 +209,12 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
     const uint32_t W_ = SYMM_DEV_WHAT_MOE;
     const topk_ll_call L(t, a, part, nparts, 0);
     const topk_call &c = L.c;
-    if (topk_dispatch_args_bad(c) || !L.ok) {
+    const bool args_bad = topk_dispatch_args_bad(c) || !L.ok;
+    const uint64_t fp = args_bad ? 0 : topk_ll_dispatch_fp(c);
+    /* Everything above reads only parameters: launched with programmatic dependent launch,
+     * it overlaps the end of the kernel before this one on the stream. */
+    pdl_wait();
+    if (args_bad) {
         if (part == 0 && c.tid == 0) record(t, SYMM_ERR_INVALID_ARG, W_, 0, 0);
         return SYMM_ERR_INVALID_ARG;
     }
@@ -218,7 +223,6 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
     /* block 0 alone waits, and so needs the call's number: read now, used at the end */
     const uint64_t ep = part == 0 ? topk_ll_epoch(L, L.W.dflag) : 0;
     uint64_t *rank = c.ws + L.W.rank, *slot = c.ws + L.W.slot;
-    const uint64_t fp = topk_ll_dispatch_fp(c);
     int mine = a.fail                    ? a.fail
                : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW
                : !a.out_counts || !a.out ? SYMM_ERR_INVALID_ARG
@@ -334,6 +338,9 @@ SYMM_DEV int topk_ll_dispatch_impl(const symm_dev_team_t &t, const topk_args &a,
     if (part != 0) return mine;
     int who;
     const int v = topk_ll_wait(L, L.W.dflag, L.W.dstat, L.W.dfp, fp, ep, &who);
+    /* Every member's blocks have added their shares (none still waits for an SM): the next
+     * kernel on the stream may launch once the other blocks have ended. */
+    pdl_launch_dependents();
     if (v && v != SYMM_ERR_TIMEOUT && c.tid == 0)
         record(t, v, W_, who >= 0 ? (uint32_t)who : 0xffffffffu, 0);
     return v;
@@ -358,7 +365,10 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     const uint64_t es = a.type == SYMM_FLOAT ? 4 : 2, rb = a.hidden * es;
     topk_ll_call L(t, a, part, nparts, rb);
     const topk_call &c = L.c;
-    if (topk_combine_args_bad(c) || !L.ok || !a.out_counts || !a.out_src) {
+    const bool args_bad = topk_combine_args_bad(c) || !L.ok || !a.out_counts || !a.out_src;
+    const uint64_t fp = args_bad ? 0 : topk_ll_combine_fp(c);
+    pdl_wait(); /* as in the dispatch */
+    if (args_bad) {
         if (part == 0 && c.tid == 0) record(t, SYMM_ERR_INVALID_ARG, W_, 0, 0);
         return SYMM_ERR_INVALID_ARG;
     }
@@ -366,7 +376,6 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     /* the call's number, used at the waits, from the counter every block adds its share to
      * at its end (the cflag may already hold block 0's whole unit) */
     const uint64_t E = c.nexp(), ep = topk_ll_epoch(L, L.W.xflag);
-    const uint64_t fp = topk_ll_combine_fp(c);
     int mine = a.fail ? a.fail : a.tokens > a.max_tokens ? SYMM_ERR_OVERFLOW : 0;
     const uint64_t tokens = mine ? 0 : a.tokens, slots = tokens * (uint64_t)k;
     /* block 0 checks every slot: its status is the member's */
@@ -477,8 +486,11 @@ SYMM_DEV int topk_ll_combine_impl(const symm_dev_team_t &t, const topk_args &a, 
     if (__syncthreads_or(wait))
         for (int s = (int)c.tid; s < n; s += (int)c.nthr)
             if (s != c.me) to |= topk_ll_wait_count(t, c.ws + L.W.xflag + s, ep, s) != 0;
-    if (__syncthreads_or(to)) return SYMM_ERR_TIMEOUT;
-    return v;
+    /* As in the dispatch: every holder's blocks have run (the cflag of a pusher counts them
+     * all, the xflag of every member too where anyone was read in place). */
+    const int late = __syncthreads_or(to);
+    pdl_launch_dependents();
+    return late ? SYMM_ERR_TIMEOUT : v;
 }
 
 } // namespace symm_tm

@@ -2,9 +2,10 @@
  * (symm/impl/topk__funcs.cuh): the checks this member can make on the host, the block
  * count, and one kernel whose block 0 holds pool duplicate 0 and runs the rounds while
  * every block shares the rows. A failure only this member can see is published on the
- * device (the kernel still takes part), so every member fails alike. Launched plainly
- * (not with programmatic dependent launch): the member's blocks meet on barrier words of
- * the workspace, which a kernel still draining on the stream may hold. */
+ * device (the kernel still takes part), so every member fails alike. The packed forms are
+ * launched plainly (not with programmatic dependent launch): the member's blocks meet on
+ * barrier words of the workspace, which a kernel still draining on the stream may hold.
+ * The low-latency forms, whose blocks never meet, launch with it. */
 #include <cstdio>
 #include <cstring>
 
@@ -145,11 +146,13 @@ symm_status_t check_ws(const char *fn, const void *ws, int n, int ne, size_t tok
 }
 
 /* Launches kernel; a failure only this member sees (local) is published: the kernel still
- * takes part, moving no rows, so that every member fails alike. keep_outs: the low-latency
- * forms keep their outs (the other members' rows land there whatever this member does). */
+ * takes part, moving no rows, so that every member fails alike. low_latency: the
+ * low-latency forms keep their outs (the other members' rows land there whatever this
+ * member does) and launch with programmatic dependent launch (their bodies wait before
+ * they touch memory, and only block 0, at its end, lets the next kernel launch). */
 symm_status_t launch(const char *fn, const void *kernel, const symm_dev_pool_t &dp,
                      symm_tm::topk_args a, int nb, cudaStream_t stream, symm_status_t local,
-                     bool keep_outs = false)
+                     bool low_latency = false)
 {
     char why[512] = "";
     if (local) {
@@ -157,7 +160,7 @@ symm_status_t launch(const char *fn, const void *kernel, const symm_dev_pool_t &
         a.fail = local;
         a.tokens = 0;
     }
-    if (local && !keep_outs) {
+    if (local && !low_latency) {
         a.out = nullptr;
         a.out_capacity = 0;
         a.out_counts = a.out_offsets = a.out_rows = nullptr;
@@ -171,7 +174,9 @@ symm_status_t launch(const char *fn, const void *kernel, const symm_dev_pool_t &
     p.pool = dp;
     p.a = a;
     void *args[] = {&p};
-    symm_status_t st = symm_cuda_launch(kernel, dim3(nb), dim3(kThreads), args, 0, stream);
+    symm_status_t st =
+        low_latency ? symm_cuda_launch_pdl(kernel, dim3(nb), dim3(kThreads), args, 0, stream)
+                    : symm_cuda_launch(kernel, dim3(nb), dim3(kThreads), args, 0, stream);
     if (!st) {
         const cudaError_t e = cudaGetLastError();
         if (e != cudaSuccess) st = symm_cuda_error(fn, e);
