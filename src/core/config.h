@@ -70,9 +70,9 @@
              "1: device rounds always at system scope; 0: at GPU scope in pools whose "        \
              "members all share this PE's GPU (MPS)")                                          \
     SYMM_ENV(GPU_PDL, INT, gpu_pdl, "1", 0, 1,                                                 \
-             "1: symm's stream kernels (tile, MoE) launch with programmatic dependent "        \
-             "launch, so each starts while the kernel before it on the stream drains; 0: "     \
-             "plain launches")
+             "1: symm's stream kernels (tile, MoE, low-latency top-k MoE) launch with "        \
+             "programmatic dependent launch, so each starts while the kernel before it on "    \
+             "the stream drains; 0: plain launches")
 
 typedef struct symm_config {
 #define SYMM_CONFIG_FIELD_SIZE(f)                                size_t f;
