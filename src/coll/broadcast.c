@@ -1,9 +1,31 @@
 /* broadcast.c — root's buffer into every member's dest. Up to 8 bytes the payload rides
  * in the exchange's data word (one episode); above, every member copies straight from
- * the root's src between two syncs: the first says the root's src is ready, the second
- * keeps it alive until every member has copied. */
+ * the root's src between two syncs: the first says the root's src is ready (and every
+ * dest too), the second keeps it alive until every member has copied. */
 #include "coll/coll.h"
 #include "coll/two_level.h"
+
+/* Two members that reach each other only through the transport: the root stores the
+ * second half into the other's dest while the other fetches the first (two transfers at
+ * once, each half crossing once). From BCAST_PAIR_MIN bytes, a constant so that both
+ * members choose alike: below it the second transfer's fixed cost eats the gain. Measured
+ * with every PE its own group on 2 cores (Open MPI 4.1, vader; three runs): 64 KiB
+ * 7.7-8.9 -> 6.6-7.9 us, 128 KiB 11.6-15.7 -> 10.1-15.7, 16 MiB 3.2-3.7 -> 2.0-2.7 ms;
+ * slower at 16 and 32 KiB in two runs of three. */
+#define BCAST_PAIR_MIN (64 * 1024)
+
+static void bcast_pair(symm_coll_t *c, void *dest, const void *src, size_t nbytes, int root,
+                       int nt)
+{
+    size_t half = nbytes / 2;
+    if (c->me != root) {
+        symm_coll_get(c, dest, src, half, root, nt);
+        return;
+    }
+    symm_coll_put(c, (uint8_t *)dest + half, (const uint8_t *)src + half, nbytes - half,
+                  1 - root, nt);
+    if (dest != src) symm_coll_copy(dest, src, nbytes, nt);
+}
 
 symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size_t nbytes,
                              int root)
@@ -37,6 +59,8 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
         int nt = nbytes >= SYMM_COLL_NT_MIN;
         if (symm_coll_two_level(&c))
             symm_coll_tl_broadcast(&c, dest, src, nbytes, root, nt);
+        else if (n == 2 && !symm_coll_near(&c, 1 - me) && nbytes >= BCAST_PAIR_MIN)
+            bcast_pair(&c, dest, src, nbytes, root, nt);
         else
             symm_coll_get(&c, dest, src, nbytes, root, nt);
         st = symm_coll_sync(&c);

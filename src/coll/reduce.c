@@ -134,11 +134,54 @@ static symm_status_t red_two_level(symm_coll_t *c, const red_args_t *a, void *de
     return st;
 }
 
+/* A rooted reduction of two members that reach each other only through the transport,
+ * dest not src: the root fetches the first half of the other's source and folds it while
+ * the other stores its second half into the root's dest; after the closing sync the root
+ * folds that half in place. The root's half arrives by one transfer of the other's, so
+ * each half crosses once and the two transfers run at once, where slices would have the
+ * other fetch the root's half and store the result back (one transfer more). Measured
+ * with every PE its own group on 2 cores (Open MPI 4.1, vader; three runs, against the
+ * slices): 32 KiB 10.6-11.2 -> 5.7-8.7 us, 64 KiB 14.0-15.6 -> 7.4-11.6, 1 MiB 254-279 ->
+ * 178-275. */
+static symm_status_t red_pair(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
+{
+    size_t chunk = red_chunk(c), step = chunk / a->es, half = a->count / 2;
+    uint8_t *stage = NULL;
+    if (c->me == a->root && !(stage = malloc(2 * chunk)))
+        return symm_coll_fail(c, symm_error_set(SYMM_ERR_NO_MEMORY,
+                                                "%s: no memory for %zu bytes of scratch",
+                                                c->what, 2 * chunk));
+    symm_status_t st = symm_coll_sync(c);
+    if (!st && c->me != a->root) {
+        size_t off = half * a->es;
+        symm_coll_put(c, (uint8_t *)dest + off, (const uint8_t *)src + off,
+                      (a->count - half) * a->es, a->root, 0);
+    }
+    for (size_t i = 0; !st && stage && i < half; i += step) {
+        size_t len = half - i < step ? half - i : step;
+        red_fold_peers(c, a, (uint8_t *)dest + i * a->es, src, i * a->es, len, stage);
+    }
+    if (!st) st = symm_coll_sync(c);
+    if (!st && stage) {
+        /* member 0's source first, as every fold */
+        uint8_t *d = (uint8_t *)dest + half * a->es;
+        const uint8_t *own = (const uint8_t *)src + half * a->es;
+        if (c->me == 0)
+            a->k(a->op, d, own, d, a->count - half);
+        else
+            a->k(a->op, d, d, own, a->count - half);
+    }
+    free(stage);
+    return st;
+}
+
 /* Member r reduces slice r and stores it where it is wanted. In place is safe: slice r
  * of any member's source is read by member r only, before r overwrites it. */
 static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
 {
     if (symm_coll_tl_reduces(c, a->root)) return red_two_level(c, a, dest, src);
+    if (a->root >= 0 && c->n == 2 && !symm_coll_near(c, 1 - c->me) && dest != src)
+        return red_pair(c, a, dest, src);
     _Alignas(64) uint8_t buf[SYMM_COLL_CHUNK];
     int n = c->n, me = c->me;
     size_t chunk = red_chunk(c), lo, hi, step = chunk / a->es;
