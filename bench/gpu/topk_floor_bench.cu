@@ -136,7 +136,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: symm-gpu-topk-floor [--tokens T >= 1] [--max-tokens M >= T]\n");
         return 2;
     }
-    int dev = 0, sms = 0;
+    int dev = 0, sms = 0, ndev = 0;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) {
+        fprintf(stderr, "symm-gpu-topk-floor: no CUDA device is visible here\n");
+        return 1;
+    }
     CK(cudaGetDevice(&dev));
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
     cudaDeviceProp prop;
