@@ -84,9 +84,9 @@ __global__ void __launch_bounds__(kThreads, 1) k_floor(const floor_args a)
         uint8_t *d = nullptr;
         if (lane < kTopk) {
             const int q = tk * kTopk + lane;
-            const int64_t row = a.step == ROWS ? a.given[q]
-                                               : a.idx[q] * a.max_tokens +
-                                                     a.slot[q] % a.max_tokens;
+            const int64_t row = a.step == ROWS
+                                    ? a.given[q]
+                                    : a.idx[q] * a.max_tokens + a.slot[q] % a.max_tokens;
             d = a.out + row * kRowBytes;
         }
         const int m = __popc(__ballot_sync(0xffffffffu, d != nullptr));
