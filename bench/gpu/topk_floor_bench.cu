@@ -20,14 +20,7 @@
 #include <cstring>
 #include <vector>
 
-#define CK(x)                                                                                  \
-    do {                                                                                       \
-        cudaError_t e_ = (x);                                                                  \
-        if (e_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "CUDA error %s at line %d\n", cudaGetErrorString(e_), __LINE__);   \
-            exit(1);                                                                           \
-        }                                                                                      \
-    } while (0)
+#include "floor_check.h"
 
 namespace
 {
