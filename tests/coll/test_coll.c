@@ -417,6 +417,13 @@ static void run_matrix(team_t *teams, int nteams, int pass)
     if (pass == 0 || !quick) reductions(&teams[0], big, 1, 0);
     static const size_t bigb[] = {600001};
     movers(&teams[0], bigb, 1);
+    /* around the size from which two members in different groups split a broadcast
+     * (coll/broadcast.c): every root, in place and not */
+    static const size_t edge[] = {65535, 65536, 100003};
+    int n = symm_team_n_pes(teams[0].t);
+    for (int k = 0; pass == 0 && k < 3; k++)
+        for (int r = 0; r < n; r++)
+            t_broadcast(&teams[0], edge[k], r, (k + r) % 2);
 }
 
 /* ------------------------------------------------------------ bad inputs */
