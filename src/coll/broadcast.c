@@ -18,13 +18,10 @@ static void bcast_pair(symm_coll_t *c, void *dest, const void *src, size_t nbyte
                        int nt)
 {
     size_t half = nbytes / 2;
-    if (c->me != root) {
-        symm_coll_get(c, dest, src, half, root, nt);
-        return;
-    }
-    symm_coll_put(c, (uint8_t *)dest + half, (const uint8_t *)src + half, nbytes - half,
-                  1 - root, nt);
-    if (dest != src) symm_coll_copy(dest, src, nbytes, nt);
+    if (c->me == root)
+        symm_coll_put(c, (uint8_t *)dest + half, (const uint8_t *)src + half, nbytes - half,
+                      1 - root, nt);
+    symm_coll_get(c, dest, src, c->me == root ? nbytes : half, root, nt);
 }
 
 symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size_t nbytes,
@@ -59,7 +56,7 @@ symm_status_t symm_broadcast(symm_team_t team, void *dest, const void *src, size
         int nt = nbytes >= SYMM_COLL_NT_MIN;
         if (symm_coll_two_level(&c))
             symm_coll_tl_broadcast(&c, dest, src, nbytes, root, nt);
-        else if (n == 2 && !symm_coll_near(&c, 1 - me) && nbytes >= BCAST_PAIR_MIN)
+        else if (symm_coll_far_pair(&c) && nbytes >= BCAST_PAIR_MIN)
             bcast_pair(&c, dest, src, nbytes, root, nt);
         else
             symm_coll_get(&c, dest, src, nbytes, root, nt);

@@ -54,6 +54,13 @@ static inline int symm_coll_near(const symm_coll_t *c, int j)
     return SYMM_LIKELY(c->pool->reach[j]);
 }
 
+/* 1 if the team is two members that reach each other only through the transport: the
+ * broadcast and rooted reduce then split their bytes between the two. */
+static inline int symm_coll_far_pair(const symm_coll_t *c)
+{
+    return c->n == 2 && !symm_coll_near(c, 1 - c->me);
+}
+
 /* dst (mine, not symmetric) = n bytes of member j's copy of my symmetric address addr. */
 static inline void symm_coll_get(symm_coll_t *c, void *dst, const void *addr, size_t n, int j,
                                  int nt)

@@ -180,8 +180,7 @@ static symm_status_t red_pair(symm_coll_t *c, const red_args_t *a, void *dest, c
 static symm_status_t red_large(symm_coll_t *c, const red_args_t *a, void *dest, const void *src)
 {
     if (symm_coll_tl_reduces(c, a->root)) return red_two_level(c, a, dest, src);
-    if (a->root >= 0 && c->n == 2 && !symm_coll_near(c, 1 - c->me) && dest != src)
-        return red_pair(c, a, dest, src);
+    if (a->root >= 0 && symm_coll_far_pair(c) && dest != src) return red_pair(c, a, dest, src);
     _Alignas(64) uint8_t buf[SYMM_COLL_CHUNK];
     int n = c->n, me = c->me;
     size_t chunk = red_chunk(c), lo, hi, step = chunk / a->es;
