@@ -9,6 +9,9 @@
  *   ranks      each slot's row found by a global atomic per slot first, as the dispatch does
  *   flags      then every block adds to a counter (a release) and block 0 waits for all
  *   counts     and the last block to arrive (an atomic per block) writes the 256 counts
+ *   hist       flags, with the ranks and counts of shared memory instead: every block counts
+ *              the slots of the tokens before its own per expert, ranks its own slots on
+ *              from there, and the last block (which has counted them all) writes the counts
  * Work split as the dispatch's: block b takes tokens [T b / G, T (b + 1) / G), its warps
  * the pieces of their rows. µs per call: the best of 5 loops of 1000 launches.
  *   symm-gpu-topk-floor [--tokens T] [--max-tokens M] */
@@ -28,7 +31,7 @@ namespace
 const int kTopk = 8, kExperts = 256, kThreads = 512;
 const size_t kRowBytes = 7168;
 
-enum step_t { ROWS, RANKS, FLAGS, COUNTS };
+enum step_t { ROWS, RANKS, FLAGS, COUNTS, HIST };
 
 struct floor_args {
     uint8_t *out;
@@ -51,17 +54,31 @@ __global__ void __launch_bounds__(kThreads, 1) k_floor(const floor_args a)
     const int nw = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
     const int t0 = (int)((int64_t)a.tokens * blockIdx.x / gridDim.x);
     const int t1 = (int)((int64_t)a.tokens * (blockIdx.x + 1) / gridDim.x);
-    if (a.step >= RANKS)
+    __shared__ unsigned hist[kExperts];
+    if (a.step == HIST) {
+        for (int g = (int)threadIdx.x; g < kExperts; g += blockDim.x)
+            hist[g] = 0;
+        __syncthreads();
+        for (int q = (int)threadIdx.x; q < t0 * kTopk; q += blockDim.x)
+            atomicAdd(&hist[a.idx[q]], 1u);
+        __syncthreads();
+        for (int q = t0 * kTopk + (int)threadIdx.x; q < t1 * kTopk; q += blockDim.x)
+            a.slot[q] = (int64_t)atomicAdd(&hist[a.idx[q]], 1u);
+        __syncthreads();
+        if (blockIdx.x == gridDim.x - 1)
+            for (int g = (int)threadIdx.x; g < kExperts; g += blockDim.x)
+                a.counts[g] = hist[g];
+    } else if (a.step >= RANKS)
         for (int q = t0 * kTopk + (int)threadIdx.x; q < t1 * kTopk; q += blockDim.x)
             a.slot[q] = (int64_t)atomicAdd(&a.rank[a.idx[q]], 1ull);
     __syncthreads();
     __shared__ int last;
-    if (a.step >= COUNTS && threadIdx.x == 0) {
+    if (a.step == COUNTS && threadIdx.x == 0) {
         __threadfence();
         last = atomicAdd(a.arrived, 1ull) + 1 == gridDim.x;
     }
     __syncthreads();
-    if (a.step >= COUNTS && last && warp == 0) {
+    if (a.step == COUNTS && last && warp == 0) {
         __threadfence();
         for (int g = lane; g < kExperts; g += 32) {
             a.counts[g] = __ldcg(&a.rank[g]);
@@ -220,8 +237,8 @@ int main(int argc, char **argv)
     timed("copy", [&] {
         CK(cudaMemcpyAsync(copy, out + out_bytes - bytes, bytes, cudaMemcpyDeviceToDevice, st));
     });
-    const char *names[] = {"rows", "ranks", "flags", "counts"};
-    for (int step = ROWS; step <= COUNTS; step++) {
+    const char *names[] = {"rows", "ranks", "flags", "counts", "hist"};
+    for (int step = ROWS; step <= HIST; step++) {
         a.step = step;
         CK(cudaMemset(words, 0, (2 * kExperts + 2) * sizeof(unsigned long long)));
         a.ep = 0;
