@@ -440,8 +440,9 @@ static void test_spread(symm_pool_t pool)
 }
 
 /* ---------------------------------------------------------------- low-latency forms */
-#define LL_ROWS  49152 /* n x ne x max_tokens, at most */
-#define LL_BYTES ((size_t)64 << 20)
+#define LL_ROWS   49152 /* n x ne x max_tokens, at most */
+#define LL_BYTES  ((size_t)64 << 20)
+#define LL_COUNTS 1200                             /* n x ne, at most */
 static uint8_t *ll_out, *ll_side[MAXSIDE], *ll_ws; /* GPU symmetric */
 static size_t *ll_cnt;
 static symm_moe_src_t *ll_src;
@@ -555,6 +556,7 @@ static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what,
     const size_t rows = (size_t)tc->c.n * tc->c.ne * mt;
     const size_t crb = tc->hidden * symm_type_size(tc->type);
     GT_TRUE(rows <= LL_ROWS && rows * tc->rb <= LL_BYTES && rows * crb <= LL_BYTES &&
+                (size_t)tc->c.n * tc->c.ne <= LL_COUNTS &&
                 symm_cuda_moe_topk_ll_workspace_bytes(tc->c.n, tc->c.ne, mt, tc->c.k, crb) <=
                     ll_ws_bytes,
             "low-latency case too big: %zu rows", rows);
@@ -595,14 +597,15 @@ static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what,
  * nothing. tokens: MAXTOK, or LL_MANY_TOK (4400 slots: the bad one far from every block's
  * start). */
 #define LL_MANY_TOK 1100
-static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks, size_t tokens)
+static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks, size_t tokens,
+                        int ne = 4)
 {
     tcase_t tc;
     random_case(&tc, SYMM_TEAM_WORLD, in_dispatch ? 1700 : 1710);
     tc.c.align = 0;
     tc.c.k = 4;
     tc.c.maxtok = tc.c.mintok = tokens;
-    tc.c.ne = 4;
+    tc.c.ne = ne;
     tc.c.empty = -1;
     tc.rb = 64;
     tc.hidden = 48;
@@ -616,13 +619,13 @@ static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks, size_t 
     int nul;
     const size_t T = upload(&tc, &R, &nul);
     const size_t mt = ll_max_tokens(&tc, &R);
-    GT_TRUE(T * 4 > 300, "bad-slot case of %zu tokens", T);
+    GT_TRUE(T * 4 > 300 || tokens < MAXTOK, "bad-slot case of %zu tokens", T);
     const int64_t bad = (int64_t)tc.c.n * tc.c.ne + 5;
     const size_t q = T * 4 / 2 + 1;
     char w[128];
     snprintf(w, sizeof w,
-             "low-latency %s, bad expert id in slot %zu of %zu of PE %d (nblocks %d)",
-             in_dispatch ? "dispatch" : "combine", q, T * 4, npes - 1, nblocks);
+             "low-latency %s, bad expert id in slot %zu of %zu of PE %d (nblocks %d, ne %d)",
+             in_dispatch ? "dispatch" : "combine", q, T * 4, npes - 1, nblocks, ne);
     auto spoil = [&] {
         if (me == npes - 1)
             GT_CUDA(gt_memcpy_sync(didx + q, &bad, sizeof bad, cudaMemcpyHostToDevice));
@@ -693,6 +696,18 @@ static void test_low_latency(symm_pool_t pool)
                              : "low-latency, many slots",
                       v == 1, v != 0);
     }
+    /* many experts in the team, 1024 and past it: the last block of a member loads its
+     * counts 256 at a time */
+    for (int v = 0; v < 2; v++) {
+        tcase_t tc;
+        random_case(&tc, SYMM_TEAM_WORLD, 1560 + (uint64_t)v);
+        tc.c.align = 0;
+        tc.c.ne = v ? 1024 / npes : 1100 / npes + 1;
+        tc.c.maxtok = 24;
+        ll_round_trip(&tc, pool,
+                      v ? "low-latency, 1024 experts" : "low-latency, over 1024 experts", 0,
+                      v == 1);
+    }
     /* too many tokens on the last PE: every PE fails, and the next calls work */
     tcase_t tc;
     random_case(&tc, SYMM_TEAM_WORLD, 1600);
@@ -729,6 +744,9 @@ static void test_low_latency(symm_pool_t pool)
             ll_bad_slot(pool, true, nb, tok);
             ll_bad_slot(pool, false, nb, tok);
         }
+    /* past 1024 experts, the bad id found by a block that is not the last to arrive */
+    ll_bad_slot(pool, true, 3, 24, 1100 / npes + 1);
+    ll_bad_slot(pool, false, 3, 24, 1100 / npes + 1);
     random_case(&tc, SYMM_TEAM_WORLD, 1602);
     ll_round_trip(&tc, pool, "low-latency after bad expert ids", 0, false);
 }
@@ -1059,7 +1077,7 @@ int main(int argc, char **argv)
     ll_out = (uint8_t *)symm_gpu_malloc(LL_BYTES);
     for (int p = 0; p < MAXSIDE; p++)
         ll_side[p] = (uint8_t *)symm_gpu_malloc((size_t)LL_ROWS * 256);
-    ll_cnt = (size_t *)symm_gpu_malloc(sizeof(size_t) * 4 * 32);
+    ll_cnt = (size_t *)symm_gpu_malloc(sizeof(size_t) * LL_COUNTS);
     ll_src = (symm_moe_src_t *)symm_gpu_malloc(sizeof(symm_moe_src_t) * LL_ROWS);
     ll_ws_bytes = symm_cuda_moe_topk_ll_workspace_bytes(npes, 32, 2 * MAXTOK, MAXK, MAXHID * 2);
     ll_ws = (uint8_t *)symm_gpu_malloc(ll_ws_bytes);

@@ -11,7 +11,7 @@
 #include "common/test_util.h"
 
 #define TOPK_REF_MAXN  64
-#define TOPK_REF_MAXNE 512 /* experts per member */
+#define TOPK_REF_MAXNE 2048 /* experts per member */
 
 typedef struct {
     int n, ne, k;
