@@ -595,7 +595,7 @@ static void ll_round_trip(const tcase_t *tc, symm_pool_t pool, const char *what,
  * of a block that publishes nothing itself): the dispatch (in_dispatch), or else the
  * combine after a good dispatch, fails on every PE alike; a failed combine writes
  * nothing. tokens: MAXTOK, or LL_MANY_TOK (4400 slots: the bad one far from every block's
- * start). */
+ * start), or fewer where ne makes the team's experts many. */
 #define LL_MANY_TOK 1100
 static void ll_bad_slot(symm_pool_t pool, bool in_dispatch, int nblocks, size_t tokens,
                         int ne = 4)
