@@ -1,7 +1,10 @@
 /* bench_time.h — how the GPU benchmarks time a call and print a row (tile_moe_bench.cu,
  * topk_bench.cu): every PE times its own stream (CUDA events, after a host barrier) with its
  * calls queued behind a kernel that holds the stream, so time_us is the GPU's time per
- * call; host_us is the host's time to issue one call. The slowest PE's times are
+ * call; host_us is the host's time to issue one call. With g_graph set (--graph) the calls
+ * are captured once into a CUDA graph of g_iters calls, which is replayed behind the hold:
+ * time_us is then a call's time inside a graph, as a decode step captured whole runs it,
+ * and host_us the launch of the graph divided by its calls. The slowest PE's times are
  * reported; rows are Markdown, printed by PE 0, against a device-to-device copy of the
  * same bytes measured in the same run. One translation unit per program: the state is
  * static. */
@@ -17,6 +20,7 @@
 #include "bench_check.h"
 
 static int g_me, g_n, g_iters = 20;
+static bool g_graph = false;
 static cudaStream_t g_s;
 static symm_pool_t g_pool;
 
@@ -69,6 +73,30 @@ template <typename F> static double timed(F fn)
             return -1;
         }
     CU(cudaStreamSynchronize(g_s));
+    /* --graph: the g_iters calls captured once, the graph replayed in their place */
+    cudaGraphExec_t exec = nullptr;
+    if (g_graph) {
+        cudaGraph_t graph = nullptr;
+        CU(cudaStreamBeginCapture(g_s, cudaStreamCaptureModeGlobal));
+        int failed = 0;
+        for (int i = 0; i < g_iters; i++)
+            failed |= fn() != SYMM_SUCCESS;
+        cudaError_t e = cudaStreamEndCapture(g_s, &graph);
+        if (!failed && e == cudaSuccess) e = cudaGraphInstantiate(&exec, graph, 0);
+        if (graph) cudaGraphDestroy(graph);
+        const bool mine = failed || e != cudaSuccess;
+        if (mine) {
+            (void)cudaGetLastError();
+            fprintf(stderr, "PE %d: a call could not be captured in a graph: %s\n", g_me,
+                    failed ? symm_last_error() : cudaGetErrorString(e));
+        }
+        if (worst_of(mine ? 1 : 0) > 0) { /* every PE leaves the row alike */
+            if (exec) cudaGraphExecDestroy(exec);
+            return -1;
+        }
+        CU(cudaGraphLaunch(exec, g_s));
+        CU(cudaStreamSynchronize(g_s));
+    }
     cudaEvent_t a, b;
     CU(cudaEventCreate(&a));
     CU(cudaEventCreate(&b));
@@ -79,8 +107,11 @@ template <typename F> static double timed(F fn)
         k_hold<<<1, 1, 0, g_s>>>(hold);
         CU(cudaEventRecord(a, g_s));
         double h0 = now_s();
-        for (int i = 0; i < g_iters && !bad; i++)
-            bad = fn() != SYMM_SUCCESS;
+        if (exec)
+            bad = cudaGraphLaunch(exec, g_s) != cudaSuccess;
+        else
+            for (int i = 0; i < g_iters && !bad; i++)
+                bad = fn() != SYMM_SUCCESS;
         host = now_s() - h0;
         CU(cudaEventRecord(b, g_s));
         CU(cudaEventSynchronize(b));
@@ -92,6 +123,7 @@ template <typename F> static double timed(F fn)
     }
     CU(cudaEventDestroy(a));
     CU(cudaEventDestroy(b));
+    if (exec) CU(cudaGraphExecDestroy(exec));
     if (symm_cuda_check() != SYMM_SUCCESS) bad = 1;
     g_host = worst_of(host / g_iters);
     double worst = worst_of(bad ? 1e30 : ms_per);
@@ -127,7 +159,8 @@ static void row(const char *op, size_t bytes, int nb, double t, double tc)
 static void header(const char *title)
 {
     if (g_me) return;
-    printf("\n### %s (%d PEs)\n\n", title, g_n);
+    printf("\n### %s (%d PEs%s)\n\n", title, g_n,
+           g_graph ? ", every row's calls replayed from a CUDA graph" : "");
     printf("| %-22s | %10s | %6s | %9s | %8s | %8s | %6s | %7s |\n", "operation", "bytes/PE",
            "blocks", "time_us", "GB/s", "copyGB/s", "%copy", "host_us");
     printf("|%s|%s|%s|%s|%s|%s|%s|%s|\n", "------------------------", "------------",

@@ -10,9 +10,9 @@
  * _combine_ll_on_stream) are timed too, on the same routes and bytes.
  *   dispatch bytes: rows this PE receives x (7168 + 224)
  *   combine bytes:  slots of this PE's tokens x 7168 x 2 (the bf16 rows it reads)
- * Usage: symm-gpu-topk-bench [--tokens N] [--ll-blocks B] [--quick] (needs
+ * Usage: symm-gpu-topk-bench [--tokens N] [--ll-blocks B] [--graph] [--quick] (needs
  * SYMM_GPU_HEAP_SIZE >= 1G at 4096 tokens; --ll-blocks: the low-latency forms on B blocks,
- * default automatic). */
+ * default automatic; --graph: every row's calls replayed from a CUDA graph, bench_time.h). */
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -219,6 +219,8 @@ int main(int argc, char **argv)
             ntok = strtoull(argv[++i], nullptr, 10);
         else if (!strcmp(argv[i], "--ll-blocks") && i + 1 < argc)
             g_ll_blocks = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--graph"))
+            g_graph = true;
     }
     if (!bench_gpu_init()) return 0;
     g_me = symm_my_pe();
