@@ -1,6 +1,8 @@
 /* coll.c — argument checks and the bulk copy shared by the collectives. */
 #include "coll/coll.h"
 
+#include "core/wait.h"
+
 #if defined(__x86_64__)
 #include <immintrin.h>
 #define SYMM_HAVE_STREAM 1
@@ -180,4 +182,64 @@ void symm_coll_far_put_rows(symm_coll_t *c, void *addr, size_t dst_ld, const voi
     if (c->local) return;
     far_failed(
         c, symm_transport_remote()->put_rows(addr, dst_ld, src, src_ld, rb, rows, c->world[j]));
+}
+
+int symm_coll_met_poison(const symm_coll_t *c)
+{
+    for (int j = 0; j < c->n; j++)
+        if (__atomic_load_n(&c->dup->mine[j].flag, __ATOMIC_ACQUIRE) == SYMM_FLAG_POISON)
+            return 1;
+    return 0;
+}
+
+/* The channel of messages to member j: this duplicate's block in j's team region, in
+ * slots. */
+static uint64_t far_chan(const symm_coll_t *c, int j)
+{
+    return (c->dup->chunk->member_off[j] + c->dup->block) / sizeof(symm_sync_slot_t);
+}
+
+int symm_coll_far_msgs(const symm_coll_t *c, int j)
+{
+    const symm_transport_ops_t *t = symm_transport_remote();
+    return t && t->msg_send && far_chan(c, j) <= t->msg_chans();
+}
+
+void symm_coll_far_send(symm_coll_t *c, int j, const void *buf, size_t n)
+{
+    if (c->local) return;
+    far_failed(c, symm_transport_remote()->msg_send(buf, n, c->world[j], far_chan(c, j)));
+}
+
+symm_status_t symm_coll_far_recv(symm_coll_t *c, int j, const uint64_t want[2], void *buf,
+                                 size_t n)
+{
+    const symm_transport_ops_t *t = symm_transport_remote();
+    uint64_t chan = far_chan(c, c->me);
+    symm_wait_t w = SYMM_WAIT_INIT;
+    for (;;) {
+        size_t got = 0;
+        symm_status_t st = SYMM_SUCCESS;
+        if (t->msg_recv(buf, n, &got, c->world[j], chan, &st)) {
+            uint64_t head[2];
+            if (st || got != n || n < sizeof head) continue; /* an earlier call's */
+            memcpy(head, buf, sizeof head);
+            if (head[0] == want[0] && head[1] == want[1]) return SYMM_SUCCESS;
+            continue;
+        }
+        if (SYMM_UNLIKELY(st)) {
+            far_failed(c, st);
+            return st;
+        }
+        if (SYMM_UNLIKELY(symm_coll_met_poison(c))) {
+            st = symm_coll_sync(c);
+            far_failed(c, st ? st : SYMM_ERR_TEAM_BROKEN);
+            return c->local;
+        }
+        if (SYMM_UNLIKELY(st = symm_wait_pause(&w))) {
+            st = symm_coll_wait_fail(c, j, st, symm_wait_elapsed(&w));
+            far_failed(c, st);
+            return st;
+        }
+    }
 }

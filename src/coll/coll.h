@@ -44,6 +44,23 @@ void symm_coll_far_get_rows(symm_coll_t *c, void *dst, size_t dst_ld, const void
 void symm_coll_far_put_rows(symm_coll_t *c, void *addr, size_t dst_ld, const void *src,
                             size_t src_ld, size_t rb, size_t rows, int j);
 
+/* A peer gave up on the team: its poison is in my block. */
+int symm_coll_met_poison(const symm_coll_t *c);
+
+/* Messages to members not mapped here, on this duplicate's channel (its block's offset in
+ * the receiver's team region, which no other live duplicate shares): for the few bytes a
+ * far member would otherwise fetch with a round trip of its own. symm_coll_far_msgs: 1
+ * if the transport carries messages from and to member j on this duplicate (the same
+ * answer on both sides). A send that fails records its status as this member's failure
+ * (c->local). symm_coll_far_recv waits for the message of n bytes from member j that
+ * starts with the words want[0], want[1] (the call's own: a message of an earlier call
+ * that failed before its receiver took it is dropped); it fails as the team's waits do
+ * (timeout, a member that gave up), recording the failure in c->local. */
+int symm_coll_far_msgs(const symm_coll_t *c, int j);
+void symm_coll_far_send(symm_coll_t *c, int j, const void *buf, size_t n);
+symm_status_t symm_coll_far_recv(symm_coll_t *c, int j, const uint64_t want[2], void *buf,
+                                 size_t n);
+
 /* Bytes a member stages at a time from a member it reaches through the transport: each
  * transfer costs a round trip, so they are larger than SYMM_COLL_CHUNK. */
 #define SYMM_COLL_FAR_CHUNK (256 * 1024)

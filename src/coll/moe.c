@@ -19,6 +19,8 @@
  *
  * The worker runner of the _parallel forms is in workers.c. */
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +49,19 @@ typedef struct a2a_args {
     size_t major_align; /* dispatch only */
     size_t *out_splits, *out_offsets, *out_rows;
 } a2a_args_t;
+
+/* The exchanged word of a member that succeeded: its table's offset in its team region
+ * (below 2^47: SYMM_TEAM_HEAP_SIZE is at most 64 TiB), and in the bits above it, up to
+ * A2A_TOO_BIG, the serial number of the call on its PE: with the sender's word and the
+ * episode they name the call in the messages that carry tables (symm_coll_far_recv). */
+#define A2A_SERIAL_SHIFT 47
+#define A2A_SERIAL_MASK  ((UINT64_C(1) << 15) - 1)
+static atomic_uint_fast64_t a2a_serial;
+
+static inline uint64_t a2a_off(uint64_t word)
+{
+    return word & ((UINT64_C(1) << A2A_SERIAL_SHIFT) - 1);
+}
 
 /* The exchanged word for a member that failed: its status in the low bits. */
 #define A2A_FAIL ((uint64_t)1 << 63)
@@ -306,9 +321,14 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         mine = a2a_prepare(fn, &c, a, pub);
     }
 
-    /* Exchange 1: the table's offset, or my failure. It also orders every member's
-     * table and input before anyone reads them (the notify is a release). */
-    CHECK_GOTO(symm_coll_exchange(&c, NULL, mine ? A2A_FAIL | (uint32_t)-mine : pub_off, words),
+    /* Exchange 1: the table's offset with this PE's call serial, or my failure. It also
+     * orders every member's table and input before anyone reads them (the notify is a
+     * release). */
+    uint64_t serial = atomic_fetch_add(&a2a_serial, 1) & A2A_SERIAL_MASK;
+    CHECK_GOTO(symm_coll_exchange(&c, NULL,
+                                  mine ? A2A_FAIL | (uint32_t)-mine
+                                       : pub_off | serial << A2A_SERIAL_SHIFT,
+                                  words),
                st, out_free);
     for (int s = 0; s < n; s++) {
         if (!(words[s] & A2A_FAIL)) continue;
@@ -316,15 +336,38 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         st = mine ? mine : peer_failed(fn, tn, &c, s, words[s]);
         goto out_free;
     }
-    size_t tab_words = A2A_HDR + nsplit * 2;
-    if (c.pool->remote && !(far_tab = malloc(sizeof(uint64_t) * tab_words * (size_t)n)))
+    /* Tables of far members: sent by message where the transport has them (two words
+     * first, the receiver's exchanged word and the episode, name the call), else
+     * fetched; a far table takes stride words of far_tab. */
+    size_t tab_words = A2A_HDR + nsplit * 2, stride = 2 + tab_words;
+    if (c.pool->remote && !(far_tab = malloc(sizeof(uint64_t) * stride * ((size_t)n + 1))))
         c.local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d tables", fn,
                                  symm_coll_tname(tn), n);
-    for (int s = 0; s < n && !c.local; s++)
-        tab[s] = s == me ? pub
-                         : symm_coll_view(&c, symm_team_region_ptr(symm_g.me, words[s]),
-                                          sizeof(uint64_t) * tab_words, s,
-                                          far_tab ? far_tab + tab_words * (size_t)s : NULL);
+    uint64_t ep = c.dup->episode;
+    if (far_tab && !c.local) {
+        uint64_t *msg = far_tab + stride * (size_t)n;
+        msg[1] = symm_mix64(ep) ^ words[me];
+        memcpy(msg + 2, pub, sizeof(uint64_t) * tab_words);
+        for (int j = 0; j < n; j++)
+            if (!symm_coll_near(&c, j) && symm_coll_far_msgs(&c, j)) {
+                msg[0] = words[j];
+                symm_coll_far_send(&c, j, msg, sizeof(uint64_t) * stride);
+            }
+    }
+    for (int s = 0; s < n && !c.local; s++) {
+        uint64_t *far = far_tab ? far_tab + stride * (size_t)s : NULL;
+        if (s != me && far && !symm_coll_near(&c, s) && symm_coll_far_msgs(&c, s)) {
+            const uint64_t want[2] = {words[me], symm_mix64(ep) ^ words[s]};
+            if ((st = symm_coll_far_recv(&c, s, want, far, sizeof(uint64_t) * stride)))
+                goto out_free;
+            tab[s] = far + 2;
+            continue;
+        }
+        tab[s] = s == me
+                     ? pub
+                     : symm_coll_view(&c, symm_team_region_ptr(symm_g.me, a2a_off(words[s])),
+                                      sizeof(uint64_t) * tab_words, s, far ? far + 2 : NULL);
+    }
     if (c.local) {
         /* Peers may still be reading my table: sync before it goes. */
         st = symm_coll_sync(&c);

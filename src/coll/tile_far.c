@@ -280,15 +280,6 @@ int symm_tile_far_agreed(const symm_coll_t *c, const uint64_t *words)
     return 1;
 }
 
-/* A peer gave up on the team: its poison is in my block. */
-static int met_poison(const symm_coll_t *c)
-{
-    for (int j = 0; j < c->n; j++)
-        if (__atomic_load_n(&c->dup->mine[j].flag, __ATOMIC_ACQUIRE) == SYMM_FLAG_POISON)
-            return 1;
-    return 0;
-}
-
 symm_status_t symm_tile_far_run(symm_tile_far_t *t, const uint64_t *words)
 {
     symm_coll_t *c = t->c;
@@ -353,7 +344,7 @@ symm_status_t symm_tile_far_run(symm_tile_far_t *t, const uint64_t *words)
             w = (symm_wait_t)SYMM_WAIT_INIT;
             continue;
         }
-        if (SYMM_UNLIKELY(met_poison(c))) return symm_coll_sync(c);
+        if (SYMM_UNLIKELY(symm_coll_met_poison(c))) return symm_coll_sync(c);
         symm_status_t st = symm_wait_pause(&w);
         if (SYMM_UNLIKELY(st))
             return symm_coll_wait_fail(c, who < 0 ? (me + 1) % n : who, st,

@@ -65,6 +65,16 @@ typedef struct symm_transport_ops {
                               size_t rb, size_t rows, int pe);
     symm_status_t (*put_rows)(void *dest, size_t dest_ld, const void *src, size_t src_ld,
                               size_t rb, size_t rows, int pe);
+    /* Messages between PEs that load/store does not reach, on numbered channels (NULL in
+     * a transport without them). msg_send queues n bytes for pe on channel chan and
+     * returns at once (buf may be reused); msg_recv takes the oldest message that pe sent
+     * on chan, if one has come: 1 with its bytes in buf and its size in *n (a message
+     * longer than cap is taken and dropped: SYMM_ERR_SYSTEM in *st), 0 if none has
+     * come yet (or a failure in *st). Messages of one pair and channel arrive in the order
+     * sent. msg_chans: channels run from 0 to this (0 before init). */
+    symm_status_t (*msg_send)(const void *buf, size_t n, int pe, uint64_t chan);
+    int (*msg_recv)(void *buf, size_t cap, size_t *n, int pe, uint64_t chan, symm_status_t *st);
+    uint64_t (*msg_chans)(void);
 } symm_transport_ops_t;
 
 /* The CPU transport of one host (transport/shm/shm.c). */

@@ -13,6 +13,8 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "core/log.h"
 #include "core/runtime.h"
@@ -54,7 +56,26 @@ static struct {
     /* The window's memory model is MPI_WIN_UNIFIED: what RMA writes is in memory, and a
      * store is visible to RMA, with no MPI call but a memory fence (tm_sync_memory). */
     int unified;
-} tm = {MPI_COMM_NULL, MPI_WIN_NULL, NULL, PTHREAD_MUTEX_INITIALIZER, MPI_REQUEST_NULL, {0}, 0};
+    /* Channels of msg_send: tags 0 .. tag_ub but TM_TAG_WORDS. */
+    uint64_t chans;
+    /* msg_send's messages under way: each with its copy of the bytes, reaped when MPI
+     * is done with them (tm_reap_locked). */
+    struct tm_sent {
+        MPI_Request req;
+        void *buf;
+    } * sent;
+    size_t nsent, capsent;
+} tm = {MPI_COMM_NULL,
+        MPI_WIN_NULL,
+        NULL,
+        PTHREAD_MUTEX_INITIALIZER,
+        MPI_REQUEST_NULL,
+        {0},
+        0,
+        0,
+        NULL,
+        0,
+        0};
 
 static symm_status_t mpi_err(int rc, const char *what, int pe)
 {
@@ -142,11 +163,14 @@ static symm_status_t tm_drain_locked(int apply)
  * and puts wrote comes every SYMM_WAIT_PROGRESS_EVERY calls (in Open MPI it is one more
  * round of progress, a third of a poll's cost). A thread that finds another in MPI
  * leaves the work to it. */
+static void tm_reap_locked(void);
+
 static void tm_progress(void)
 {
     static unsigned polls; /* under tm.lock */
     if (pthread_mutex_trylock(&tm.lock)) return;
     if (tm_drain_locked(1)) SYMM_WARN("%s", symm_last_error());
+    if (tm.nsent) tm_reap_locked();
     if ((++polls & (SYMM_WAIT_PROGRESS_EVERY - 1)) == 0) MPI_Win_sync(tm.win);
     pthread_mutex_unlock(&tm.lock);
 }
@@ -344,6 +368,92 @@ static symm_status_t tm_flush_locked(void)
     return SYMM_SUCCESS;
 }
 
+/* ---------------------------------------------------------------- messages */
+static inline int chan_tag(uint64_t chan)
+{
+    return (int)(chan < TM_TAG_WORDS ? chan : chan + 1);
+}
+
+/* Frees what MPI has finished sending (in any order; the rest keep theirs). */
+static void tm_reap_locked(void)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < tm.nsent; i++) {
+        int done = 0;
+        if (MPI_Test(&tm.sent[i].req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) done = 0;
+        if (done)
+            free(tm.sent[i].buf);
+        else
+            tm.sent[k++] = tm.sent[i];
+    }
+    tm.nsent = k;
+}
+
+/* A copy of the bytes goes out with MPI_Isend: the caller neither waits for the receiver
+ * (both sides of an exchange send before they receive) nor keeps its buffer. */
+static symm_status_t tm_msg_send_locked(const void *buf, size_t n, int pe, uint64_t chan)
+{
+    if (chan > tm.chans || n > INT_MAX)
+        return symm_error_set(SYMM_ERR_INVALID_ARG,
+                              "PE %d: a message of %zu bytes on channel %llu to PE %d (at most "
+                              "%d bytes on channels up to %llu)",
+                              symm_g.me, n, (unsigned long long)chan, pe, INT_MAX,
+                              (unsigned long long)tm.chans);
+    if (tm.nsent) tm_reap_locked();
+    if (tm.nsent == tm.capsent) {
+        size_t cap = tm.capsent ? 2 * tm.capsent : 16;
+        struct tm_sent *a = realloc(tm.sent, cap * sizeof *a);
+        if (!a)
+            return symm_error_set(SYMM_ERR_NO_MEMORY, "PE %d: no memory for a message to PE %d",
+                                  symm_g.me, pe);
+        tm.sent = a;
+        tm.capsent = cap;
+    }
+    void *copy = malloc(n ? n : 1);
+    if (!copy)
+        return symm_error_set(SYMM_ERR_NO_MEMORY, "PE %d: no memory for %zu bytes to PE %d",
+                              symm_g.me, n, pe);
+    memcpy(copy, buf, n);
+    MPI_Request req;
+    int rc = MPI_Isend(copy, (int)n, MPI_BYTE, pe, chan_tag(chan), tm.comm, &req);
+    if (rc != MPI_SUCCESS) {
+        free(copy);
+        return mpi_err(rc, "MPI_Isend", pe);
+    }
+    tm.sent[tm.nsent++] = (struct tm_sent){req, copy};
+    return SYMM_SUCCESS;
+}
+
+static int tm_msg_recv_locked(void *buf, size_t cap, size_t *n, int pe, uint64_t chan,
+                              symm_status_t *st)
+{
+    int found = 0, count = 0;
+    MPI_Message msg;
+    MPI_Status status;
+    int rc = MPI_Improbe(pe, chan_tag(chan), tm.comm, &found, &msg, &status);
+    if (rc == MPI_SUCCESS && !found) return 0;
+    if (rc == MPI_SUCCESS) rc = MPI_Get_count(&status, MPI_BYTE, &count);
+    if (rc != MPI_SUCCESS) {
+        *st = mpi_err(rc, "MPI_Improbe", pe);
+        return 0;
+    }
+    if ((size_t)count > cap) {
+        char drop;
+        MPI_Mrecv(&drop, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        *st = symm_error_set(SYMM_ERR_SYSTEM,
+                             "PE %d: a message of %d bytes from PE %d on channel %llu, where "
+                             "at most %zu were expected; dropped",
+                             symm_g.me, count, pe, (unsigned long long)chan, cap);
+        return 1;
+    }
+    if ((rc = MPI_Mrecv(buf, count, MPI_BYTE, &msg, MPI_STATUS_IGNORE)) != MPI_SUCCESS) {
+        *st = mpi_err(rc, "MPI_Mrecv", pe);
+        return 0;
+    }
+    *n = (size_t)count;
+    return 1;
+}
+
 /* The table's entries: each operation under tm.lock. */
 #define TM_LOCKED(call)                                                                        \
     do {                                                                                       \
@@ -450,6 +560,25 @@ static symm_status_t tm_flush(void)
     TM_LOCKED(tm_flush_locked());
 }
 
+static symm_status_t tm_msg_send(const void *buf, size_t n, int pe, uint64_t chan)
+{
+    TM_LOCKED(tm_msg_send_locked(buf, n, pe, chan));
+}
+
+static int tm_msg_recv(void *buf, size_t cap, size_t *n, int pe, uint64_t chan,
+                       symm_status_t *st)
+{
+    pthread_mutex_lock(&tm.lock);
+    int got = tm_msg_recv_locked(buf, cap, n, pe, chan, st);
+    pthread_mutex_unlock(&tm.lock);
+    return got;
+}
+
+static uint64_t tm_msg_chans(void)
+{
+    return tm.chans;
+}
+
 static void *tm_ptr(const void *addr, int pe)
 {
     (void)addr, (void)pe;
@@ -501,6 +630,14 @@ symm_status_t symm_mpi_transport_init(void)
         MPI_Comm_free(&tm.comm);
         return mpi_err(rc, "posting the receive of signals", symm_g.me);
     }
+    /* MPI_TAG_UB is at least 32767 (MPI 3.1, 8.1.2); one tag is store64's. */
+    int *tag_ub = NULL;
+    found = 0;
+    if (MPI_Comm_get_attr(tm.comm, MPI_TAG_UB, &tag_ub, &found) != MPI_SUCCESS || !found ||
+        !tag_ub || *tag_ub < 32767)
+        tm.chans = 32766;
+    else
+        tm.chans = (uint64_t)*tag_ub - 1;
     symm_wait_progress = tm_progress;
     symm_wait_progress_mask = 0;
     return SYMM_SUCCESS;
@@ -523,6 +660,15 @@ static void tm_finalize(void)
         MPI_Wait(&tm.words_req, MPI_STATUS_IGNORE);
         MPI_Request_free(&tm.words_req);
     }
+    /* Messages that no receiver took (a call that failed between its send and the
+     * receive): let go; their bytes stay with MPI. */
+    if (tm.nsent) tm_reap_locked();
+    for (size_t i = 0; i < tm.nsent; i++)
+        MPI_Request_free(&tm.sent[i].req);
+    free(tm.sent);
+    tm.sent = NULL;
+    tm.nsent = tm.capsent = 0;
+    tm.chans = 0;
     if (tm.comm != MPI_COMM_NULL) MPI_Comm_free(&tm.comm);
     tm.base = NULL;
 }
@@ -548,6 +694,9 @@ const symm_transport_ops_t symm_mpi_transport = {
     .cswap32 = tm_cswap32,
     .get_rows = tm_get_rows,
     .put_rows = tm_put_rows,
+    .msg_send = tm_msg_send,
+    .msg_recv = tm_msg_recv,
+    .msg_chans = tm_msg_chans,
 };
 
 #endif
