@@ -312,7 +312,10 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     else if ((mine = symm_check_a2a_shape(symm_coll_where(&w, fn, tn), n, ne, a->row_bytes,
                                           &nsplit)))
         ;
-    else if (!(cnt = malloc(sizeof(size_t) * nsplit * 3)))
+    else if (!(cnt = malloc(sizeof(size_t) * nsplit * 3)) ||
+             (c.pool->remote &&
+              !(far_tab =
+                    malloc(sizeof(uint64_t) * (2 + A2A_HDR + nsplit * 2) * ((size_t)n + 1)))))
         mine = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for the layout", fn,
                               symm_coll_tname(tn));
     else if ((mine = symm_team_region_alloc((A2A_HDR + nsplit * 2) * sizeof(uint64_t),
@@ -338,13 +341,11 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
     }
     /* Tables of far members: sent by message where the transport has them (two words
      * first, the receiver's exchanged word and the episode, name the call), else
-     * fetched; a far table takes stride words of far_tab. */
+     * fetched; a far table takes stride words of far_tab (allocated before exchange 1,
+     * so that no member fails alone after it: its peers would wait for its table). */
     size_t tab_words = A2A_HDR + nsplit * 2, stride = 2 + tab_words;
-    if (c.pool->remote && !(far_tab = malloc(sizeof(uint64_t) * stride * ((size_t)n + 1))))
-        c.local = symm_error_set(SYMM_ERR_NO_MEMORY, "%s on %s: no memory for %d tables", fn,
-                                 symm_coll_tname(tn), n);
     uint64_t ep = c.dup->episode;
-    if (far_tab && !c.local) {
+    if (far_tab) {
         uint64_t *msg = far_tab + stride * (size_t)n;
         msg[1] = symm_mix64(ep) ^ words[me];
         memcpy(msg + 2, pub, sizeof(uint64_t) * tab_words);
@@ -358,8 +359,10 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         uint64_t *far = far_tab ? far_tab + stride * (size_t)s : NULL;
         if (s != me && far && !symm_coll_near(&c, s) && symm_coll_far_msgs(&c, s)) {
             const uint64_t want[2] = {words[me], symm_mix64(ep) ^ words[s]};
-            if ((st = symm_coll_far_recv(&c, s, want, far, sizeof(uint64_t) * stride)))
-                goto out_free;
+            if ((st = symm_coll_far_recv(&c, s, want, far, sizeof(uint64_t) * stride))) {
+                if (c.dup->broken) goto out_free;
+                break; /* c.local: told to everyone by the sync below */
+            }
             tab[s] = far + 2;
             continue;
         }
