@@ -340,7 +340,8 @@ static symm_status_t a2a_run(const char *fn, symm_team_t team, int worker, int n
         goto out_free;
     }
     /* Tables of far members: sent by message where the transport has them (two words
-     * first, the receiver's exchanged word and the episode, name the call), else
+     * first name the call: the receiver's exchanged word, and the episode mixed with the
+     * sender's word), else
      * fetched; a far table takes stride words of far_tab (allocated before exchange 1,
      * so that no member fails alone after it: its peers would wait for its table). */
     size_t tab_words = A2A_HDR + nsplit * 2, stride = 2 + tab_words;
