@@ -3,10 +3,12 @@
  * mapped here (NULL from symm_ptr elsewhere); through the table that reaches every PE
  * (symm_transport_remote: the shm table on one host, MPI's across SYMM_HOSTS groups)
  * put/get/put_signal, strided rows and slot stores of random bytes read back through the
- * public calls, and random sequences of 64- and 32-bit atomics against a serial model;
- * and collectives on a team whose reach bits are cleared, which then move every byte
- * through that table, checked against the load/store results; tiles of about 1 MB that
- * way against a serial reference. */
+ * public calls, messages on channels where it has them (MPI's), and random sequences of 64- and
+ * 32-bit atomics against a serial model; and collectives on a team whose reach bits are
+ * cleared, which then move every byte through that table, checked against the load/store
+ * results; tiles of about 1 MB that way against a serial reference. */
+#include <sched.h>
+
 #include "common/test_util.h"
 #include "team/team.h"
 #include "transport/transport.h"
@@ -161,6 +163,114 @@ static uint64_t model(symm_amo_t op, uint64_t *cur, uint64_t v)
     return old;
 }
 
+/* ---------------------------------------------------------------- messages */
+/* The next message of pe on chan, waited for (a minute at most); its size in *n. */
+static void msg_take(const symm_transport_ops_t *t, int pe, uint64_t chan, uint8_t *buf,
+                     size_t cap, size_t *n)
+{
+    time_t t0 = time(NULL);
+    for (;;) {
+        symm_status_t st = SYMM_SUCCESS;
+        int got = t->msg_recv(buf, cap, n, pe, chan, &st);
+        CHECK_OK(st);
+        if (got) return;
+        CHECK_TRUE(time(NULL) - t0 < 60, "no message from PE %d on channel %llu", pe,
+                   (unsigned long long)chan);
+        sched_yield();
+    }
+}
+
+#define MSG_MAX   ((size_t)48 << 10)
+#define MSG_COUNT 5
+
+/* Message j of src to dst on channel slot c: its size and its bytes' pattern tag. */
+static size_t msg_size(int src, int dst, int c, int j)
+{
+    uint64_t h =
+        test_mix(test_seed() ^ 0x6d7367, ((uint64_t)src << 32) | ((uint64_t)dst << 16) |
+                                             ((uint64_t)c << 8) | (uint64_t)j);
+    return j == 0 ? 0 : (size_t)(h % MSG_MAX) + 1; /* the first is empty */
+}
+
+static uint64_t msg_tag(int src, int dst, int c, int j)
+{
+    return test_mix(test_seed() ^ 0x746167, ((uint64_t)src << 32) | ((uint64_t)dst << 16) |
+                                                ((uint64_t)c << 8) | (uint64_t)j);
+}
+
+/* Where the table carries messages (MPI's, with PEs in other groups): every PE sends each
+ * PE of another group MSG_COUNT messages of random sizes (empty, a few bytes, past the
+ * eager sizes) on each of three channels (0, the last, one drawn from the seed); each
+ * receiver takes them channel by channel in another order than they
+ * were sent, and checks every byte and the order within a channel. A message longer than
+ * the receive's room is dropped with an error, the next one on its channel intact; a
+ * channel with nothing on it gives nothing; a channel past msg_chans is refused. */
+static void messages(const symm_transport_ops_t *t)
+{
+    if (!t->msg_send) {
+        CHECK_TRUE(!t->msg_recv, "transport %s: msg_recv without msg_send", t->name);
+        return;
+    }
+    CHECK_TRUE(t->msg_recv && t->msg_chans, "transport %s lacks a message operation", t->name);
+    const uint64_t chans = t->msg_chans();
+    CHECK_TRUE(chans >= 32766, "transport %s: channels up to %llu", t->name,
+               (unsigned long long)chans);
+    const uint64_t chan[3] = {0, chans, 3 + test_seed() % (chans - 6)};
+    const uint64_t chan_long = chan[2] - 1, chan_none = chan[2] + 1;
+    uint8_t *buf = malloc(MSG_MAX);
+    CHECK_TRUE(buf != NULL, "malloc");
+    CHECK_OK(symm_barrier_all());
+    for (int d = 1; d < npes; d++) {
+        int pe = (me + d) % npes;
+        if (symm_transport_reachable(pe)) continue;
+        for (int j = 0; j < MSG_COUNT; j++)
+            for (int c = 0; c < 3; c++) {
+                size_t n = msg_size(me, pe, c, j);
+                test_fill_pattern(buf, n, msg_tag(me, pe, c, j));
+                CHECK_OK(t->msg_send(buf, n, pe, chan[c]));
+                memset(buf, 0, n); /* the buffer may be reused at once */
+            }
+        /* one past the receive's room, then one that fits, on the seed's channel */
+        test_fill_pattern(buf, 64, 1);
+        CHECK_OK(t->msg_send(buf, 64, pe, chan_long));
+        CHECK_OK(t->msg_send(buf, 64, pe, chan_long));
+        CHECK_TRUE(t->msg_send(buf, 64, pe, chans + 1) == SYMM_ERR_INVALID_ARG,
+                   "a channel past msg_chans is accepted");
+    }
+    for (int d = 1; d < npes; d++) {
+        int pe = (me + npes - d) % npes;
+        if (symm_transport_reachable(pe)) continue;
+        for (int c = 2; c >= 0; c--)
+            for (int j = 0; j < MSG_COUNT; j++) {
+                size_t n = 0, want_n = msg_size(pe, me, c, j);
+                msg_take(t, pe, chan[c], buf, MSG_MAX, &n);
+                CHECK_TRUE(n == want_n,
+                           "message %d from PE %d on channel %llu: %zu bytes, not %zu", j, pe,
+                           (unsigned long long)chan[c], n, want_n);
+                size_t bad = test_find_pattern_mismatch(buf, n, msg_tag(pe, me, c, j));
+                CHECK_TRUE(bad == (size_t)-1, "message %d from PE %d on channel %llu: byte %zu",
+                           j, pe, (unsigned long long)chan[c], bad);
+            }
+        symm_status_t st = SYMM_SUCCESS;
+        size_t n = 0;
+        time_t t0 = time(NULL);
+        while (!t->msg_recv(buf, 63, &n, pe, chan_long, &st)) {
+            CHECK_OK(st);
+            CHECK_TRUE(time(NULL) - t0 < 60, "no long message from PE %d", pe);
+            sched_yield();
+        }
+        CHECK_TRUE(st == SYMM_ERR_SYSTEM, "a message past the room: status %d", (int)st);
+        msg_take(t, pe, chan_long, buf, 64, &n);
+        CHECK_TRUE(n == 64 && test_find_pattern_mismatch(buf, 64, 1) == (size_t)-1,
+                   "the message after a dropped one from PE %d", pe);
+        st = SYMM_SUCCESS;
+        CHECK_TRUE(!t->msg_recv(buf, MSG_MAX, &n, pe, chan_none, &st) && !st,
+                   "a message from PE %d on a channel nobody sent on", pe);
+    }
+    CHECK_OK(symm_barrier_all());
+    free(buf);
+}
+
 int main(void)
 {
     CHECK_OK(symm_init());
@@ -262,6 +372,8 @@ int main(void)
                    right);
         CHECK_OK(symm_barrier_all());
     }
+
+    messages(t);
 
     /* put_signal: the left neighbour's data arrives with its signal */
     uint64_t *sig = &words[0];
