@@ -438,8 +438,10 @@ static int tm_msg_recv_locked(void *buf, size_t cap, size_t *n, int pe, uint64_t
         return 0;
     }
     if ((size_t)count > cap) {
-        char drop;
-        MPI_Mrecv(&drop, 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        /* taken whole: a truncated receive is an error that MPICH treats as fatal */
+        void *drop = malloc((size_t)count);
+        MPI_Mrecv(drop ? drop : buf, drop ? count : 0, MPI_BYTE, &msg, MPI_STATUS_IGNORE);
+        free(drop);
         *st = symm_error_set(SYMM_ERR_SYSTEM,
                              "PE %d: a message of %d bytes from PE %d on channel %llu, where "
                              "at most %zu were expected; dropped",
