@@ -362,6 +362,11 @@ static void mpi_exit_check(int status, void *arg)
                    "PE %d exits with status %d without calling symm_finalize: MPI_Abort "
                    "ends the job",
                    boot_mpi.rank, status);
+    /* MPICH's Hydra forwards a rank's output and handles its abort in one loop, in either
+     * order, and kills the rank's proxy once it has handled the abort: a moment for the
+     * line to leave first. */
+    struct timespec pause = {0, 200 * 1000 * 1000};
+    nanosleep(&pause, NULL);
     MPI_Abort(MPI_COMM_WORLD, status ? status : 1);
 }
 
