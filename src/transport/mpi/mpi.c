@@ -65,17 +65,10 @@ static struct {
         void *buf;
     } * sent;
     size_t nsent, capsent;
-} tm = {MPI_COMM_NULL,
-        MPI_WIN_NULL,
-        NULL,
-        PTHREAD_MUTEX_INITIALIZER,
-        MPI_REQUEST_NULL,
-        {0},
-        0,
-        0,
-        NULL,
-        0,
-        0};
+} tm = {.comm = MPI_COMM_NULL,
+        .win = MPI_WIN_NULL,
+        .lock = PTHREAD_MUTEX_INITIALIZER,
+        .words_req = MPI_REQUEST_NULL};
 
 static symm_status_t mpi_err(int rc, const char *what, int pe)
 {
@@ -155,6 +148,8 @@ static symm_status_t tm_drain_locked(int apply)
     }
 }
 
+static void tm_reap_locked(void);
+
 /* The target side of osc/rdma may need its owner to enter MPI before an accumulate
  * completes, peers' signals arrive as messages, and a PE reads words that others wrote
  * through MPI only after a MPI_Win_sync: every wait of symm calls this between polls
@@ -163,8 +158,6 @@ static symm_status_t tm_drain_locked(int apply)
  * and puts wrote comes every SYMM_WAIT_PROGRESS_EVERY calls (in Open MPI it is one more
  * round of progress, a third of a poll's cost). A thread that finds another in MPI
  * leaves the work to it. */
-static void tm_reap_locked(void);
-
 static void tm_progress(void)
 {
     static unsigned polls; /* under tm.lock */
